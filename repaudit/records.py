@@ -1,0 +1,117 @@
+"""RunRecord: a fingerprint plus per-doc results and aggregates; read, validated and written atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from repaudit.errors import RepauditError
+from repaudit.fingerprint import Fingerprint
+from repaudit.metrics import Metric
+
+RUN_SCHEMA_VERSION = 1
+
+
+class DocResult(BaseModel):
+    """One doc's outcome.
+
+    For multiple choice: ``loglikelihoods``, ``is_greedy`` and ``continuation_tokens`` per choice
+    (in nats / bool / tokens), ``prediction`` the argmax choice index. For generation:
+    ``generation`` the raw text, ``extracted`` the answer per filter, ``prediction`` the
+    strict-match answer. ``doc_hash`` / ``prompt_hash`` / ``target_hash`` are computed as in
+    lm-eval's sample logs, so they can be matched against them.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    doc_id: int
+    doc_hash: str
+    prompt_hash: str
+    target_hash: str
+    target: str
+    gold: int | None
+    cluster: str | None
+    fewshot_ids: list[int]
+    choices: list[str]
+    loglikelihoods: list[float]
+    is_greedy: list[bool]
+    continuation_tokens: list[int]
+    prediction: int | str
+    metrics: dict[str, float]
+    generation: str | None = None
+    extracted: dict[str, str] | None = None
+
+
+class Timings(BaseModel):
+    """Wall-clock seconds. ``computed_batches`` ran now; ``cached_batches`` came from the store."""
+
+    model_config = ConfigDict(extra="forbid")
+    model_load_s: float
+    eval_s: float
+    total_s: float
+    docs_per_s: float
+    computed_batches: int
+    cached_batches: int
+
+
+class RunRecord(BaseModel):
+    """A complete run file (``repaudit run -o run.json``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["repaudit.run"] = "repaudit.run"
+    schema_version: Literal[1] = RUN_SCHEMA_VERSION
+    repaudit_version: str
+    created_at: str
+    fingerprint: Fingerprint
+    fingerprint_digest: str
+    metrics: list[Metric]
+    docs: list[DocResult]
+    timings: Timings
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and rename, so no partial file is left."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_record(record: RunRecord, path: Path) -> None:
+    """Serialise ``record`` as indented JSON, atomically."""
+    write_atomic(path, record.model_dump_json(indent=1))
+
+
+def read_record(path: Path) -> RunRecord:
+    """Load and validate a run file.
+
+    Raises:
+        RepauditError: unreadable, not JSON, not a repaudit run, or failing the schema (the
+            first offending field is named).
+    """
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RepauditError(f"run file '{path}' cannot be read ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise RepauditError(f"run file '{path}' is not valid JSON ({exc})") from None
+    if not isinstance(raw, dict) or raw.get("kind") != "repaudit.run":
+        raise RepauditError(f"run file '{path}' is not a repaudit run (no \"kind\": \"repaudit.run\")")
+    try:
+        return RunRecord.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        raise RepauditError(f"run file '{path}' does not match the run schema v{RUN_SCHEMA_VERSION}: "
+                            f"{loc}: {err['msg']}") from None

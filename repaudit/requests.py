@@ -1,0 +1,68 @@
+"""Requests a task sends to a backend, in lm-eval's vocabulary.
+
+* ``loglikelihood``: (context, continuation) -> (sum of log-probabilities of the continuation
+  tokens given the context, in nats; is_greedy: whether greedy decoding reproduces it).
+* ``generate_until``: context + generation settings -> generated text, cut at the first stop
+  sequence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from repaudit.hashing import sha256_json
+
+
+class RequestType(str, Enum):
+    loglikelihood = "loglikelihood"
+    generate_until = "generate_until"
+
+
+@dataclass(frozen=True)
+class LoglikelihoodRequest:
+    """Score ``continuation`` after ``context``. A trailing space of the context belongs to the
+    continuation (lm-eval's ``_encode_pair`` moves it there before tokenising)."""
+
+    context: str
+    continuation: str
+
+    @property
+    def key(self) -> str:
+        return sha256_json(["ll", self.context, self.continuation])
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """Settings of ``generate_until``: stop sequences, token budget and sampling."""
+
+    until: tuple[str, ...]
+    max_gen_toks: int
+    do_sample: bool = False
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    seed: int = 1234
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    """Generate after ``context`` under ``settings``."""
+
+    context: str
+    settings: GenerationSettings
+
+    @property
+    def key(self) -> str:
+        s = self.settings
+        return sha256_json(["gen", self.context, list(s.until), s.max_gen_toks, s.do_sample, s.temperature,
+                            s.top_p, s.top_k, s.seed])
+
+
+@dataclass(frozen=True)
+class LoglikelihoodResult:
+    """Answer to a :class:`LoglikelihoodRequest`: logprob in nats, is_greedy, continuation tokens."""
+
+    logprob: float
+    is_greedy: bool
+    n_tokens: int

@@ -1,0 +1,108 @@
+"""Task definitions: what a benchmark's docs look like and how lm-eval 0.4.13 renders them.
+
+A task knows its data (hub path, splits, local file layout), turns a raw row into a processed
+doc, and exposes two views of a doc:
+
+* the *harness view* (``doc_to_text`` / ``doc_to_choice`` / ``doc_to_target``), identical to the
+  task's YAML in lm-evaluation-harness 0.4.13, used by the ``lmeval`` prompt format;
+* the *multiple-choice view* (:class:`MCView`: passage, question, choices, gold), used by the
+  generic ``lettered`` and ``cloze`` formats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class OutputType(str, Enum):
+    """How a task is scored (lm-eval's ``output_type``)."""
+
+    multiple_choice = "multiple_choice"
+    generate_until = "generate_until"
+
+
+@dataclass(frozen=True)
+class Doc:
+    """One benchmark item: its position in the evaluation split and the processed row."""
+
+    doc_id: int
+    row: dict[str, Any]
+    cluster: str | None = None
+
+
+@dataclass(frozen=True)
+class MCView:
+    """A format-independent multiple-choice item: optional passage, question, choices, gold index."""
+
+    question: str
+    choices: list[str]
+    gold: int
+    passage: str | None = None
+
+
+@dataclass
+class Task:
+    """A benchmark adapter. Subclasses fill in the harness view and the MC view.
+
+    Attributes:
+        name: task name as in lm-eval (``arc_easy``).
+        output_type: multiple_choice or generate_until.
+        hub_path / hub_name: ``datasets.load_dataset`` arguments.
+        eval_split: the split lm-eval evaluates by default.
+        fewshot_split: where few-shot examples come from by default (lm-eval's rule when unset:
+            the training split if present, else the evaluation split).
+        local_files: split -> path of a JSON-lines file relative to ``--data-dir``.
+        required_fields: fields every raw row must have (checked when loading local files).
+        fewshot_sampler: ``random`` (lm-eval's default sampler) or ``first_n`` (MMLU).
+        default_num_fewshot: lm-eval's ``num_fewshot`` for the task (0 unless the YAML sets one).
+        metrics: metric names computed per doc.
+        formats: prompt formats the task supports.
+        version: lm-eval task version (``metadata.version``).
+    """
+
+    name: str
+    output_type: OutputType
+    hub_path: str
+    hub_name: str | None
+    eval_split: str
+    fewshot_split: str | None
+    local_files: dict[str, str]
+    required_fields: tuple[str, ...]
+    fewshot_sampler: str = "random"
+    default_num_fewshot: int = 0
+    metrics: tuple[str, ...] = ("acc", "acc_norm")
+    formats: tuple[str, ...] = ("lmeval", "lettered", "cloze")
+    version: float = 1.0
+    target_delimiter: str = " "
+    fewshot_delimiter: str = "\n\n"
+    until: tuple[str, ...] = field(default_factory=tuple)
+    max_gen_toks: int = 256
+
+    # --- data ---
+    def process(self, row: dict[str, Any]) -> dict[str, Any]:
+        """lm-eval's ``process_docs`` for one row (identity unless the task overrides it)."""
+        return row
+
+    def cluster(self, row: dict[str, Any]) -> str | None:
+        """Cluster id for clustered standard errors and per-cluster few-shot pools (MMLU subject)."""
+        return None
+
+    # --- harness view (lm-eval 0.4.13 YAML) ---
+    def description(self, doc: Doc) -> str:
+        """Text placed before the few-shot examples (lm-eval's ``description``)."""
+        return ""
+
+    def doc_to_text(self, row: dict[str, Any]) -> str | int:
+        raise NotImplementedError
+
+    def doc_to_choice(self, row: dict[str, Any]) -> list[str]:
+        raise NotImplementedError
+
+    def doc_to_target(self, row: dict[str, Any]) -> int | str:
+        raise NotImplementedError
+
+    # --- generic multiple-choice view ---
+    def mc_view(self, row: dict[str, Any]) -> MCView:
+        raise NotImplementedError

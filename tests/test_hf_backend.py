@@ -1,0 +1,110 @@
+"""The transformers backend against an independent, unbatched computation on a tiny model."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from repaudit.backends.hf import HFBackend
+from repaudit.backends.model_source import resolve_model
+from repaudit.cache import BatchCache
+from repaudit.requests import GenerateRequest, GenerationSettings, LoglikelihoodRequest
+
+REQS = [
+    LoglikelihoodRequest("Question: What is the boiling point of water?\nAnswer:", " 100 degrees"),
+    LoglikelihoodRequest("Question: What is the boiling point of water?\nAnswer:", " cold"),
+    LoglikelihoodRequest("The capital of France is ", "Paris"),  # trailing space moves to the continuation
+    LoglikelihoodRequest("Pick one:", " A"),
+    LoglikelihoodRequest("Pick one:", " B"),
+    LoglikelihoodRequest("A much longer context that makes the batch ragged, with several more words in it.", " yes"),
+]
+
+
+@pytest.fixture(scope="module")
+def backend_factory(tiny_model, tmp_path_factory):
+    resolved = resolve_model(str(tiny_model), None, tmp_path_factory.mktemp("c"))
+    return lambda **kw: HFBackend(resolved, **kw)
+
+
+def _reference(backend: HFBackend, req: LoglikelihoodRequest) -> tuple[float, bool]:
+    """Single-sequence float64 scoring: log p(continuation | context), no batching, no padding."""
+    ctx, cont = backend.encode_pair(req.context, req.continuation)
+    ids = torch.tensor([ctx + cont])
+    with torch.inference_mode():
+        logits = backend.model(ids).logits[0].double()
+    lp = torch.log_softmax(logits, -1)[len(ctx) - 1: len(ctx) + len(cont) - 1]
+    tgt = torch.tensor(cont)
+    return float(lp.gather(1, tgt[:, None]).sum()), bool((lp.argmax(-1) == tgt).all())
+
+
+def test_loglikelihood_matches_unbatched_reference(backend_factory):
+    be = backend_factory(dtype="float32", batch_size=4)
+    got = be.loglikelihood(REQS)
+    for req, res in zip(REQS, got):
+        ref_lp, ref_greedy = _reference(be, req)
+        assert res.logprob == pytest.approx(ref_lp, abs=1e-3)
+        assert res.is_greedy == ref_greedy
+        assert res.n_tokens == len(be.encode_pair(req.context, req.continuation)[1])
+
+
+def test_trailing_space_moves_to_continuation(backend_factory):
+    be = backend_factory()
+    ctx, cont = be.encode_pair("The capital of France is ", "Paris")
+    assert be.tokenizer.decode(cont) == " Paris"
+    assert be.tokenizer.decode(ctx) == "The capital of France is"
+
+
+def test_is_greedy_true_for_the_greedy_continuation(backend_factory):
+    be = backend_factory()
+    ctx = "Once upon a time"
+    ids = torch.tensor([be.tokenizer.encode(ctx)])
+    with torch.inference_mode():
+        nxt = be.model.generate(ids, max_new_tokens=3, do_sample=False)[0, ids.shape[1]:].tolist()
+    cont = be.tokenizer.decode(nxt)
+    if be.tokenizer.encode(ctx + cont)[ids.shape[1]:] != nxt:
+        pytest.skip("greedy tokens do not round-trip through the tokenizer for this random model")
+    assert be.loglikelihood([LoglikelihoodRequest(ctx, cont)])[0].is_greedy
+
+
+def test_float32_batch_size_and_padding_side_invariance(backend_factory):
+    a = backend_factory(batch_size=1).loglikelihood(REQS)
+    b = backend_factory(batch_size=6).loglikelihood(REQS)
+    c = backend_factory(batch_size=6, padding_side="left").loglikelihood(REQS)
+    for x, y, z in zip(a, b, c):
+        assert x.logprob == pytest.approx(y.logprob, abs=1e-4)
+        assert x.logprob == pytest.approx(z.logprob, abs=1e-4)
+
+
+def test_batch_sizes_used_are_recorded(backend_factory):
+    be = backend_factory(batch_size=4)
+    be.loglikelihood(REQS)
+    # " A" and " B" after the same context share one row (one-token continuation group): 5 rows.
+    assert dict(be.batch_sizes_used) == {4: 1, 1: 1}
+
+
+def test_cache_resumes_without_recomputing(backend_factory, tmp_path):
+    cache = BatchCache(tmp_path / "b.sqlite")
+    be = backend_factory(batch_size=2)
+    first = be.loglikelihood(REQS, cache)
+    computed = cache.count()
+    assert computed == 3
+    be2 = backend_factory(batch_size=2)
+    be2.model = None  # any forward pass would now fail
+    second = be2.loglikelihood(REQS, cache)
+    assert [r.logprob for r in first] == [r.logprob for r in second]
+    assert cache.count() == computed
+
+
+def test_generate_until_is_deterministic_and_stops(backend_factory):
+    be = backend_factory(batch_size=2)
+    settings = GenerationSettings(until=("\n",), max_gen_toks=12)
+    reqs = [GenerateRequest("Question: 2+2?\nAnswer:", settings), GenerateRequest("Hello", settings)]
+    a = be.generate_until(reqs)
+    b = be.generate_until(reqs)
+    assert a == b
+    assert all("\n" not in t for t in a)
+    # the unbatched, unpadded greedy generation gives the same text
+    ids = torch.tensor([be.tokenizer.encode(reqs[1].context)])
+    with torch.inference_mode():
+        g = be.model.generate(ids, max_new_tokens=12, do_sample=False)[0, ids.shape[1]:]
+    assert be.tokenizer.decode(g, skip_special_tokens=True).split("\n")[0] == a[1]

@@ -1,0 +1,44 @@
+"""Run files: strict schema, clear errors for foreign or malformed files, atomic writes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from repaudit.errors import RepauditError
+from repaudit.fingerprint import Fingerprint
+from repaudit.records import read_record, write_atomic
+
+
+def test_malformed_json(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text("{not json")
+    with pytest.raises(RepauditError, match="x.json' is not valid JSON"):
+        read_record(p)
+
+
+def test_foreign_json(tmp_path, lmeval_runs):
+    p = next((lmeval_runs / "s1").rglob("results_*.json"))
+    with pytest.raises(RepauditError, match="is not a repaudit run"):
+        read_record(p)
+
+
+def test_schema_mismatch_names_the_field(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text(json.dumps({"kind": "repaudit.run", "schema_version": 1}))
+    with pytest.raises(RepauditError, match="does not match the run schema v1: repaudit_version"):
+        read_record(p)
+
+
+def test_fingerprint_rejects_unknown_keys():
+    with pytest.raises(Exception, match="Extra inputs are not permitted"):
+        Fingerprint.model_validate({"schema_version": 1, "surprise": 1})
+
+
+def test_write_atomic_leaves_no_partial_file(tmp_path):
+    p = tmp_path / "out.json"
+
+    with pytest.raises(TypeError):
+        write_atomic(p, 12345)  # not a str: the write fails midway
+    assert not p.exists() and list(tmp_path.iterdir()) == []
