@@ -97,7 +97,7 @@ def _resolve_split(task: Task, cfg: RunConfig, err: Console) -> str:
         local = available_local_splits(task, cfg.data_dir)
         if task.eval_split not in local and local:
             err.print(f"note: {task.name}'s lm-eval split '{task.eval_split}' is not under {cfg.data_dir}; "
-                      f"evaluating split '{local[0]}' (recorded in the fingerprint)")
+                      f"evaluating split '{local[0]}' (recorded in the fingerprint)", soft_wrap=True)
             return local[0]
     return task.eval_split
 
@@ -162,6 +162,9 @@ def run(cfg: RunConfig, err: Console | None = None) -> RunRecord:
     if cfg.data_dir is not None and not cfg.data_dir.is_dir():
         raise RepauditError(f"--data-dir '{cfg.data_dir}' is not a directory")
     cache_dir = cfg.cache_dir or default_cache_dir()
+    if cfg.limit is not None and cfg.limit < 1:
+        raise RepauditError(f"--limit must be at least 1, got {cfg.limit}")
+    resolved = resolve_model(cfg.model, cfg.revision, cache_dir)
 
     # lm-eval seeds python, numpy and torch before building requests.
     import torch
@@ -179,8 +182,6 @@ def run(cfg: RunConfig, err: Console | None = None) -> RunRecord:
                         else ([], None))
     fewshot_ids, sampler = (_fewshot_ids(task, cfg, n_shot, all_docs, pool, pool_split == split)
                             if pool else ({d.doc_id: [] for d in all_docs}, "none"))
-    if cfg.limit is not None and cfg.limit < 1:
-        raise RepauditError(f"--limit must be at least 1, got {cfg.limit}")
     docs = all_docs[: cfg.limit] if cfg.limit else all_docs
     missing = [d.doc_id for d in docs if d.doc_id not in fewshot_ids]
     if missing:
@@ -188,7 +189,6 @@ def run(cfg: RunConfig, err: Console | None = None) -> RunRecord:
                             f"({len(missing)} docs missing): it is a run of other docs")
 
     t_load = time.perf_counter()
-    resolved = resolve_model(cfg.model, cfg.revision, cache_dir)
     from repaudit.backends.hf import HFBackend
 
     backend = HFBackend(resolved, dtype=cfg.dtype, batch_size=cfg.batch_size, padding_side=cfg.padding_side,

@@ -18,11 +18,10 @@ def _run(args):
 
 def _one_error_line(result) -> str:
     assert result.exit_code == 1, result.output
-    lines = [l for l in result.stderr.splitlines() if l.strip()]
-    text = " ".join(lines)
-    assert text.startswith("error:"), result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, result.stderr
     assert "Traceback" not in result.output + result.stderr
-    return text
+    return errors[0]
 
 
 def test_run_writes_a_record(tiny_model, shared_data, tmp_path):

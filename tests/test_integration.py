@@ -1,0 +1,46 @@
+"""Integration: the default model on the full ARC-Easy validation split, against lm-eval's own run.
+
+``../shared/lmeval_runs/s1`` is lm-evaluation-harness 0.4.13 on the same model (the same converted
+weights, sha256 a672150f…), docs, format, 0-shot, float32 and batch size 8.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from repaudit.backends.model_source import resolve_default_model
+from repaudit.runner import RunConfig, default_cache_dir, run
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def default_model(default_model_available):
+    return resolve_default_model(default_cache_dir())
+
+
+def test_default_model_is_cached_as_safetensors(default_model):
+    assert (default_model.path / "model.safetensors").is_file()
+    assert default_model.gguf_sha256 == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+    assert resolve_default_model(default_cache_dir()).path == default_model.path  # no second conversion
+
+
+def test_arc_easy_parity_with_lmeval(default_model, shared_data, lmeval_runs, tmp_path):
+    rec = run(RunConfig(task="arc_easy", data_dir=shared_data, dtype="float32", batch_size=8,
+                        cache_dir=tmp_path))
+    samples = {json.loads(line)["doc_id"]: json.loads(line)
+               for line in next((lmeval_runs / "s1").rglob("samples_*.jsonl")).open()}
+    results = json.loads(next((lmeval_runs / "s1").rglob("results_*.json")).read_text())["results"]["arc_easy"]
+    assert len(rec.docs) == len(samples) == 570
+    assert rec.fingerprint.model.weights_sha256.startswith("a672150f")
+    agree = sum(int(np.argmax([float(r[0][0]) for r in samples[d.doc_id]["resps"]])) == d.prediction
+                for d in rec.docs)
+    assert agree / 570 >= 0.99
+    acc = {m.name: m.value for m in rec.metrics}
+    assert abs(acc["acc"] - results["acc,none"]) <= 0.005
+    assert abs(acc["acc_norm"] - results["acc_norm,none"]) <= 0.005
+    assert all(d.doc_hash == samples[d.doc_id]["doc_hash"] and d.prompt_hash == samples[d.doc_id]["prompt_hash"]
+               for d in rec.docs)
