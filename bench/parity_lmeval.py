@@ -104,13 +104,13 @@ def _run_repaudit(task: str, limit: int, dtype: str, bs: int, nshot: int, data_d
                   ) -> tuple[float, dict]:
     out = work / f"repaudit-{task}.json"
     cmd = [sys.executable, "-m", "repaudit", "run", "--task", task, "--data-dir", str(data_dir), "--dtype", dtype,
-           "--batch-size", str(bs), "--num-fewshot", str(nshot), "-o", str(out),
-           "--cache-dir", str(work / "cache")]
+           "--batch-size", str(bs), "--num-fewshot", str(nshot), "-o", str(out), "--no-cache"]
     if limit:
         cmd += ["--limit", str(limit)]
-    env = {**os.environ, "REPAUDIT_CACHE_DIR": str(work / "cache")}
+    # The converted model comes from the shared cache (as lm-eval reads the same converted folder);
+    # --no-cache makes repaudit compute every batch.
     t = time.perf_counter()
-    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - t, json.loads(out.read_text())
 
 
@@ -137,7 +137,6 @@ def main() -> None:
             work = Path(tmp)
             lm_wall, samples, lm_res = _run_lmeval(args.lmeval, model_dir, task, limit, args.dtype, args.batch_size,
                                                    args.num_fewshot, args.data_dir.resolve(), work)
-            (work / "cache").mkdir()
             ra_wall, rec = _run_repaudit(task, limit, args.dtype, args.batch_size, args.num_fewshot,
                                          args.data_dir.resolve(), work)
         by_id = {d["doc_id"]: d for d in rec["docs"]}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -63,6 +64,8 @@ def run_command(
     top_p: Annotated[float, typer.Option(help="Nucleus sampling p.")] = 1.0,
     top_k: Annotated[int, typer.Option(help="Top-k sampling (0 = off).")] = 0,
     cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache (default: user cache dir).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the batch store "
+                                                               "(recompute everything, e.g. for benchmarks).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the aggregate metrics as JSON.")] = False,
 ) -> None:
     """Evaluate a model on a benchmark and write a fingerprinted run file.
@@ -82,7 +85,8 @@ def run_command(
                         system_prompt=system_prompt, dtype=dtype, batch_size=batch_size, padding_side=padding_side,
                         device=device, seed=seed, numpy_seed=numpy_seed, torch_seed=torch_seed,
                         max_gen_toks=max_gen_toks, until=until, stop_at_eos=stop_at_eos, do_sample=do_sample,
-                        temperature=temperature, top_p=top_p, top_k=top_k, cache_dir=cache_dir)
+                        temperature=temperature, top_p=top_p, top_k=top_k, cache_dir=cache_dir,
+                        use_batch_cache=not no_cache)
         record = run(cfg, err)
         if output is not None:
             write_record(record, output)
@@ -105,6 +109,55 @@ def run_command(
     err.print(f"wall {t.total_s:.1f} s (model load {t.model_load_s:.1f} s, scoring {t.eval_s:.1f} s, "
               f"{t.docs_per_s:.2f} docs/s; {t.computed_batches} batches computed, {t.cached_batches} from cache)"
               + (f"; wrote {output}" if output else ""))
+
+
+class Format(str, Enum):
+    rich = "rich"
+    markdown = "markdown"
+    latex = "latex"
+    json = "json"
+
+
+@app.command("compare")
+def compare_command(
+    run_a: Annotated[Path, typer.Argument(help="Run A: a repaudit run, an lm-eval results_*.json, or its directory.")],
+    run_b: Annotated[Path, typer.Argument(help="Run B, likewise.")],
+    samples_a: Annotated[Optional[list[Path]], typer.Option(help="lm-eval samples_<task>_*.jsonl of A "
+                                                                 "(default: found beside the results file).")] = None,
+    samples_b: Annotated[Optional[list[Path]], typer.Option(help="lm-eval samples of B.")] = None,
+    fmt: Annotated[Format, typer.Option("--format", help="rich (terminal), markdown, latex or json.")] = Format.rich,
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the report here.")] = None,
+    top: Annotated[int, typer.Option(help="Flipped docs to show (all are in the JSON).")] = 10,
+    tie_eps: Annotated[float, typer.Option(help="Near-tie: top-two log-likelihood gap at most this (nats).")] = 0.01,
+    n_boot: Annotated[int, typer.Option(help="Bootstrap replicates.")] = 10_000,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+) -> None:
+    """Which factors differ between two runs, which docs flipped, and whether the score moved beyond noise.
+
+    Example: repaudit compare run.json ../shared/lmeval_runs/s1 --format markdown -o compare.md
+    """
+    from repaudit.compare import compare, load_run
+    from repaudit.records import write_atomic
+    from repaudit.report import render_json, render_latex, render_markdown, render_rich
+
+    try:
+        comparison = compare(load_run(run_a, samples_a), load_run(run_b, samples_b), tie_eps=tie_eps, n_boot=n_boot)
+    except RepauditError as exc:
+        _fail(str(exc))
+    fmt = Format.json if as_json else fmt
+    if fmt is Format.rich:
+        if output is not None:
+            with open(output, "w", encoding="utf-8") as f:
+                render_rich(comparison, Console(file=f, width=160), top)
+        else:
+            render_rich(comparison, out, top)
+        return
+    text = {Format.markdown: lambda: render_markdown(comparison, top), Format.latex: lambda: render_latex(comparison, top),
+            Format.json: lambda: render_json(comparison)}[fmt]()
+    if output is not None:
+        write_atomic(output, text)
+    else:
+        typer.echo(text, nl=False)
 
 
 def main() -> None:

@@ -28,11 +28,19 @@ class GPUInfo(BaseModel):
     memory_gib: float | None
 
 
+#: CPU instruction-set flags that change which kernels (and so which float paths) torch uses.
+NUMERIC_CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni", "avx_vnni",
+                     "amx_bf16", "amx_tile", "amx_int8", "asimd", "sve", "bf16")
+
+
 class Hardware(BaseModel):
-    """The machine: CPU model and logical cores, torch's intra-op threads, GPUs with driver/CUDA."""
+    """The machine: CPU model, numerically relevant ISA flags (two CPUs sold under one model name
+    can differ here: one with avx512_bf16 runs bfloat16 matmuls natively, one without emulates
+    them), logical cores, torch's intra-op threads, GPUs with driver/CUDA."""
 
     model_config = ConfigDict(extra="forbid")
     cpu_model: str | None
+    cpu_flags: list[str]
     cpu_count: int | None
     torch_threads: int | None
     gpus: list[GPUInfo]
@@ -67,6 +75,18 @@ def _cpu_model() -> str | None:
     return platform.processor() or None
 
 
+def cpu_flags() -> list[str]:
+    """The subset of :data:`NUMERIC_CPU_FLAGS` this CPU reports in /proc/cpuinfo (empty if unreadable)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                have = set(line.split(":", 1)[1].split())
+                return [f for f in NUMERIC_CPU_FLAGS if f in have]
+    except OSError:
+        pass
+    return []
+
+
 def _gpu_driver() -> str | None:
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
@@ -88,6 +108,7 @@ def capture_hardware() -> Hardware:
                                 memory_gib=round(p.total_memory / 2**30, 1)))
     return Hardware(
         cpu_model=_cpu_model(),
+        cpu_flags=cpu_flags(),
         cpu_count=os.cpu_count(),
         torch_threads=torch.get_num_threads(),
         gpus=gpus,

@@ -40,6 +40,7 @@ class ModelIdentity(_Strict):
     weights_sha256: str
     gguf_sha256: str | None
     tokenizer_sha256: str
+    special_tokens: dict[str, str | None]
     architecture: str
     num_parameters: int
     trust_remote_code: bool

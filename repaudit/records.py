@@ -81,6 +81,7 @@ def write_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a run file is meant to be shared
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

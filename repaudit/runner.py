@@ -81,6 +81,7 @@ class RunConfig(BaseModel):
     top_p: float = 1.0
     top_k: int = 0
     cache_dir: Path | None = None
+    use_batch_cache: bool = True
 
 
 def get_task(name: str) -> Task:
@@ -212,8 +213,8 @@ def run(cfg: RunConfig, err: Console | None = None) -> RunRecord:
 
     requests = [r for rd in rendered for r in rd.requests]
     owner = [k for k, rd in enumerate(rendered) for _ in rd.requests]
-    cache = BatchCache(cache_dir / "batches.sqlite")
-    before = cache.count()
+    cache = BatchCache(cache_dir / "batches.sqlite") if cfg.use_batch_cache else None
+    before = cache.count() if cache else 0
     t_eval = time.perf_counter()
     columns = [TextColumn(f"{task.name}"), BarColumn(), _DocsColumn(), TimeRemainingColumn()]
     with Progress(*columns, console=err, transient=False, disable=not err.is_terminal and not sys.stderr.isatty()
@@ -232,9 +233,10 @@ def run(cfg: RunConfig, err: Console | None = None) -> RunRecord:
         else:
             answers = backend.loglikelihood(requests, cache, advance)
     eval_s = time.perf_counter() - t_eval
-    computed = cache.count() - before
     total_batches = sum(backend.batch_sizes_used.values())
-    cache.close()
+    computed = cache.count() - before if cache else total_batches
+    if cache:
+        cache.close()
 
     results, per_doc, pos = [], [], 0
     for rd in rendered:
@@ -252,7 +254,10 @@ def run(cfg: RunConfig, err: Console | None = None) -> RunRecord:
                           limit=cfg.limit, n_docs=len(docs), docs_sha256=sha256_json([d.row for d in docs])),
         model=ModelIdentity(name=resolved.name, source=resolved.source, revision=resolved.revision,
                             weights_sha256=resolved.weights_sha256, gguf_sha256=resolved.gguf_sha256,
-                            tokenizer_sha256=backend.info.tokenizer_sha256, architecture=backend.info.architecture,
+                            tokenizer_sha256=backend.info.tokenizer_sha256,
+                            special_tokens={"bos": backend.info.bos_token, "eos": backend.info.eos_token,
+                                            "pad": backend.info.pad_token},
+                            architecture=backend.info.architecture,
                             num_parameters=backend.info.num_parameters, trust_remote_code=cfg.trust_remote_code),
         backend=BackendConfig(name=backend.info.name, device=backend.info.device, dtype=backend.info.dtype,
                               batch_size=cfg.batch_size,

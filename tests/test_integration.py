@@ -44,3 +44,22 @@ def test_arc_easy_parity_with_lmeval(default_model, shared_data, lmeval_runs, tm
     assert abs(acc["acc_norm"] - results["acc_norm,none"]) <= 0.005
     assert all(d.doc_hash == samples[d.doc_id]["doc_hash"] and d.prompt_hash == samples[d.doc_id]["prompt_hash"]
                for d in rec.docs)
+    # compare reports the parity and the remaining factor differences honestly
+    from repaudit.compare import compare, load_run
+    from repaudit.records import write_record
+
+    path = tmp_path / "run.json"
+    write_record(rec, path)
+    c = compare(load_run(path), load_run(next((lmeval_runs / "s1").rglob("results_*.json"))), n_boot=500)
+    ag = c.docs[0]
+    assert ag.n_shared == 570 and ag.doc_hash_equal == 570 and ag.prompt_hash_equal == 570
+    assert ag.prediction_equal >= 565
+    differing = {(f.group, f.field) for f in c.differing()}
+    # the evaluation protocol itself is the same ...
+    for same in [("dtype", "dtype"), ("batch_size", "batch_size"), ("fewshot", "num_fewshot"),
+                 ("fewshot", "ids_sha256"), ("seed", "fewshot"), ("data", "split"), ("data", "n_docs"),
+                 ("metric_variant", "metrics"), ("prompt_format", "target_delimiter")]:
+        assert same not in differing
+    # ... and what does differ is named: the model is a path there and an alias here
+    assert ("model", "name") in differing
+    assert all(r.verdict == "within noise" for r in c.scores)

@@ -1,0 +1,68 @@
+"""A run as ``compare`` sees it, whatever file it came from: factors per task, reported scores,
+and per-doc outcomes where the file has them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from repaudit.factors import Factors, factors_from_fingerprint
+from repaudit.records import RunRecord
+
+
+@dataclass
+class DocOutcome:
+    """One doc of one task: hashes for matching, per-doc metric values, the prediction and the
+    per-choice log-likelihoods (nats) where the task is log-likelihood multiple choice."""
+
+    doc_id: int
+    doc_hash: str | None
+    prompt_hash: str | None
+    target: str | None
+    cluster: str | None
+    metrics: dict[str, float]
+    prediction: int | str | None
+    loglikelihoods: list[float] | None = None
+
+
+@dataclass
+class TaskOutcome:
+    """Reported aggregates (metric key -> (value, stderr)) and, if available, per-doc outcomes."""
+
+    task: str
+    reported: dict[str, tuple[float, float | None]]
+    docs: dict[int, DocOutcome] | None
+    n_docs: int | None
+
+
+@dataclass
+class ComparableRun:
+    """A run of repaudit or an imported run of lm-evaluation-harness."""
+
+    path: str
+    source: str
+    factors: dict[str, Factors]  # task -> factors
+    tasks: dict[str, TaskOutcome] = field(default_factory=dict)
+
+
+def metric_key(name: str, variant: str) -> str:
+    """The key a score is compared under: ``acc``, ``acc_norm``, ``exact_match,strict-match``.
+
+    lm-eval's ``,none`` filter and repaudit's descriptive variants of the default aggregate
+    (``none``, ``char_length``, ``micro``) collapse to the bare metric name.
+    """
+    return name if variant in ("none", "char_length", "micro", "") else f"{name},{variant}"
+
+
+def from_record(record: RunRecord, path: Path) -> ComparableRun:
+    """A repaudit run file as a :class:`ComparableRun`."""
+    fp = record.fingerprint
+    task = fp.data.task
+    reported = {metric_key(m.name, m.variant): (m.value, m.stderr) for m in record.metrics}
+    docs = {d.doc_id: DocOutcome(doc_id=d.doc_id, doc_hash=d.doc_hash, prompt_hash=d.prompt_hash, target=d.target,
+                                 cluster=d.cluster, metrics=dict(d.metrics), prediction=d.prediction,
+                                 loglikelihoods=list(d.loglikelihoods) or None)
+            for d in record.docs}
+    return ComparableRun(path=str(path), source=f"repaudit {record.repaudit_version}",
+                         factors={task: factors_from_fingerprint(fp)},
+                         tasks={task: TaskOutcome(task=task, reported=reported, docs=docs, n_docs=len(docs))})

@@ -1,0 +1,278 @@
+"""Two runs -> a Comparison: differing factors, score deltas with paired intervals, flipped docs, verdicts.
+
+Verdict per task and metric:
+
+* *not comparable* — no shared docs, or shared docs whose content (doc_hash) or target differs;
+* *significant* — the 95 % interval of Δ excludes 0;
+* *within noise* — it does not.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from deepdiff import DeepDiff
+from pydantic import BaseModel, ConfigDict
+
+from repaudit.comparable import ComparableRun, TaskOutcome, from_record
+from repaudit.errors import RepauditError
+from repaudit.factors import UNKNOWN, FactorGroup
+from repaudit.importers.lmeval import is_lmeval_results, load_lmeval
+from repaudit.records import read_record
+from repaudit.stats import mcnemar_exact, paired_bootstrap, top2_margin, unpaired_interval
+
+Status = Literal["same", "differs", "unknown"]
+Verdict = Literal["within noise", "significant", "not comparable"]
+
+
+class FactorRow(BaseModel):
+    """One factor field: A's and B's value and whether they are the same, differ, or are unknown."""
+
+    model_config = ConfigDict(extra="forbid")
+    task: str
+    group: str
+    field: str
+    a: Any
+    b: Any
+    status: Status
+
+
+class ScoreRow(BaseModel):
+    """One task and metric. ``method`` is ``paired_bootstrap``, ``paired_cluster_bootstrap`` or
+    ``unpaired_stderr``; McNemar and flip counts are set for binary per-doc metrics only."""
+
+    model_config = ConfigDict(extra="forbid")
+    task: str
+    metric: str
+    a: float
+    b: float
+    delta: float
+    se: float | None
+    ci_low: float | None
+    ci_high: float | None
+    method: str
+    n_shared: int
+    n_clusters: int | None = None
+    mcnemar_p: float | None = None
+    right_to_wrong: int | None = None
+    wrong_to_right: int | None = None
+    near_tie_flips: int | None = None
+    verdict: Verdict
+    note: str = ""
+
+
+class FlippedDoc(BaseModel):
+    """A doc whose correctness on ``metric`` differs between A and B."""
+
+    model_config = ConfigDict(extra="forbid")
+    task: str
+    metric: str
+    doc_id: int
+    direction: Literal["right_to_wrong", "wrong_to_right"]
+    target: str | None
+    a_prediction: Any
+    b_prediction: Any
+    a_margin: float | None
+    b_margin: float | None
+    near_tie: bool
+
+
+class DocAgreement(BaseModel):
+    """How the shared docs of a task line up: identical content, targets and prompt texts."""
+
+    model_config = ConfigDict(extra="forbid")
+    task: str
+    n_a: int
+    n_b: int
+    n_shared: int
+    doc_hash_equal: int | None
+    target_equal: int | None
+    prompt_hash_equal: int | None
+    prediction_equal: int | None
+
+
+class Comparison(BaseModel):
+    """The complete result of ``repaudit compare`` (also its ``--format json``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    a: dict[str, str]
+    b: dict[str, str]
+    tie_eps: float
+    factors: list[FactorRow]
+    docs: list[DocAgreement]
+    scores: list[ScoreRow]
+    flips: list[FlippedDoc]
+    notes: list[str]
+
+    def differing(self) -> list[FactorRow]:
+        return [f for f in self.factors if f.status == "differs"]
+
+
+# Fields that change from run to run without changing the evaluation.
+VOLATILE = {("data", "location"), ("model", "path")}
+
+
+def load_run(path: Path, samples: list[Path] | None = None) -> ComparableRun:
+    """Load a repaudit run file, an lm-eval results file, or an lm-eval output directory.
+
+    Raises:
+        RepauditError: missing path, malformed JSON, or a file that is neither kind.
+    """
+    path = Path(path)
+    if path.is_dir():
+        found = sorted(path.rglob("results*.json"))
+        if len(found) != 1:
+            raise RepauditError(f"directory '{path}' holds {len(found)} lm-eval results files: pass one of them")
+        return load_lmeval(found[0], samples)
+    if not path.exists():
+        raise RepauditError(f"'{path}' does not exist")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise RepauditError(f"'{path}' is not valid JSON ({exc})") from None
+    except OSError as exc:
+        raise RepauditError(f"'{path}' cannot be read ({exc.strerror or exc})") from None
+    if isinstance(raw, dict) and raw.get("kind") == "repaudit.run":
+        if samples:
+            raise RepauditError(f"'{path}' is a repaudit run, which carries its own per-doc results: drop --samples")
+        return from_record(read_record(path), path)
+    if is_lmeval_results(raw):
+        return load_lmeval(path, samples)
+    raise RepauditError(f"'{path}' is neither a repaudit run nor an lm-eval results file")
+
+
+def diff_factors(task: str, fa: dict, fb: dict) -> list[FactorRow]:
+    """Factor rows for one task, in :class:`FactorGroup` order.
+
+    Each field is compared with DeepDiff (nested values such as ``batch_sizes_used`` or stop
+    lists compare structurally; 1 and 1.0 are equal). A field one run does not record, or records
+    as :data:`UNKNOWN`, is *unknown*.
+    """
+    rows = []
+    for group in FactorGroup:
+        ga, gb = fa.get(group.value, {}), fb.get(group.value, {})
+        for name in list(dict.fromkeys([*ga, *gb])):
+            if (group.value, name) in VOLATILE:
+                continue
+            va, vb = ga.get(name, UNKNOWN), gb.get(name, UNKNOWN)
+            if va == UNKNOWN or vb == UNKNOWN:
+                status: Status = "unknown"
+            else:
+                same = not DeepDiff(va, vb, ignore_numeric_type_changes=True, significant_digits=12)
+                status = "same" if same else "differs"
+            rows.append(FactorRow(task=task, group=group.value, field=name, a=va, b=vb, status=status))
+    return rows
+
+
+def _doc_agreement(task: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int]) -> DocAgreement:
+    def count(attr: str) -> int | None:
+        pairs = [(getattr(ta.docs[i], attr), getattr(tb.docs[i], attr)) for i in shared]
+        pairs = [(x, y) for x, y in pairs if x is not None and y is not None]
+        return sum(x == y for x, y in pairs) if pairs else None
+
+    return DocAgreement(task=task, n_a=len(ta.docs), n_b=len(tb.docs), n_shared=len(shared),
+                        doc_hash_equal=count("doc_hash"), target_equal=count("target"),
+                        prompt_hash_equal=count("prompt_hash"), prediction_equal=count("prediction"))
+
+
+def _not_comparable_reason(ag: DocAgreement) -> str | None:
+    if ag.n_shared == 0:
+        return "no doc ids in common"
+    if ag.doc_hash_equal is not None and ag.doc_hash_equal < ag.n_shared:
+        return f"doc content (doc_hash) differs on {ag.n_shared - ag.doc_hash_equal} of {ag.n_shared} shared docs"
+    if ag.target_equal is not None and ag.target_equal < ag.n_shared:
+        return f"targets differ on {ag.n_shared - ag.target_equal} of {ag.n_shared} shared docs"
+    return None
+
+
+def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: int = 10_000,
+            alpha: float = 0.05) -> Comparison:
+    """Compare two runs on every task they share.
+
+    Raises:
+        RepauditError: the runs have no task in common.
+    """
+    shared_tasks = [t for t in a.tasks if t in b.tasks]
+    if not shared_tasks:
+        raise RepauditError(f"'{a.path}' ({', '.join(list(a.tasks)[:5])}) and '{b.path}' "
+                            f"({', '.join(list(b.tasks)[:5])}) have no task in common")
+    factors, agreements, scores, flips, notes = [], [], [], [], []
+    for task in shared_tasks:
+        factors += diff_factors(task, a.factors[task], b.factors[task])
+        ta, tb = a.tasks[task], b.tasks[task]
+        paired = ta.docs is not None and tb.docs is not None
+        reason = None
+        if paired:
+            shared = sorted(set(ta.docs) & set(tb.docs))
+            ag = _doc_agreement(task, ta, tb, shared)
+            agreements.append(ag)
+            reason = _not_comparable_reason(ag)
+        else:
+            missing = [r.path for r, t in ((a, ta), (b, tb)) if t.docs is None]
+            notes.append(f"{task}: no per-doc samples for {', '.join(missing)}; scores are compared unpaired from "
+                         "the reported stderrs, which ignores that both runs saw the same docs and so gives a "
+                         "wider interval (weaker test) than the paired one")
+        for metric in [m for m in ta.reported if m in tb.reported]:
+            (va, sa), (vb, sb) = ta.reported[metric], tb.reported[metric]
+            has_docs = paired and shared and all(metric in ta.docs[i].metrics and metric in tb.docs[i].metrics
+                                                 for i in shared)
+            if reason is None and not (np.isfinite(va) and np.isfinite(vb)):
+                reason_m = f"a reported value is not finite (A {va}, B {vb})"
+            else:
+                reason_m = reason
+            if reason_m is not None:
+                scores.append(ScoreRow(task=task, metric=metric, a=va, b=vb, delta=vb - va, se=None, ci_low=None,
+                                       ci_high=None, method="none", n_shared=len(shared) if paired else 0,
+                                       verdict="not comparable", note=reason_m))
+                continue
+            if has_docs:
+                # Docs are listed for the task's primary (first) metric only: its prediction is the
+                # argmax that per-doc records carry; other metrics get flip counts.
+                listed = flips if metric == next(iter(ta.reported)) else []
+                scores.append(_paired_row(task, metric, ta, tb, shared, tie_eps, n_boot, alpha, listed))
+            elif sa is not None and sb is not None:
+                se, lo, hi = unpaired_interval(va, sa, vb, sb, alpha)
+                scores.append(ScoreRow(task=task, metric=metric, a=va, b=vb, delta=vb - va, se=se, ci_low=lo,
+                                       ci_high=hi, method="unpaired_stderr", n_shared=0,
+                                       verdict="significant" if lo > 0 or hi < 0 else "within noise",
+                                       note="unpaired (weaker): no per-doc values for this metric"))
+            else:
+                scores.append(ScoreRow(task=task, metric=metric, a=va, b=vb, delta=vb - va, se=None, ci_low=None,
+                                       ci_high=None, method="none", n_shared=0, verdict="not comparable",
+                                       note="neither per-doc values nor stderrs for this metric"))
+    return Comparison(a={"path": a.path, "source": a.source}, b={"path": b.path, "source": b.source},
+                      tie_eps=tie_eps, factors=factors, docs=agreements, scores=scores, flips=flips, notes=notes)
+
+
+def _paired_row(task: str, metric: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int], tie_eps: float,
+                n_boot: int, alpha: float, flips: list[FlippedDoc]) -> ScoreRow:
+    xa = np.array([ta.docs[i].metrics[metric] for i in shared])
+    xb = np.array([tb.docs[i].metrics[metric] for i in shared])
+    cl = [ta.docs[i].cluster or tb.docs[i].cluster for i in shared]
+    clusters = np.array(cl) if any(c is not None for c in cl) else None
+    res = paired_bootstrap(xa, xb, clusters, n_boot=n_boot, alpha=alpha)
+    row = ScoreRow(task=task, metric=metric, a=float(xa.mean()), b=float(xb.mean()), delta=res.delta, se=res.se,
+                   ci_low=res.ci_low, ci_high=res.ci_high,
+                   method="paired_cluster_bootstrap" if clusters is not None else "paired_bootstrap",
+                   n_shared=len(shared), n_clusters=res.n_clusters,
+                   verdict="significant" if res.ci_low > 0 or res.ci_high < 0 else "within noise")
+    if set(np.unique(np.concatenate([xa, xb]))) <= {0.0, 1.0}:
+        p, r2w, w2r = mcnemar_exact(xa, xb)
+        near = 0
+        for i, va, vb in zip(shared, xa, xb):
+            if va == vb:
+                continue
+            da, db = ta.docs[i], tb.docs[i]
+            ma, mb = top2_margin(da.loglikelihoods), top2_margin(db.loglikelihoods)
+            tie = any(m is not None and m <= tie_eps for m in (ma, mb))
+            near += tie
+            flips.append(FlippedDoc(task=task, metric=metric, doc_id=i,
+                                    direction="right_to_wrong" if va > vb else "wrong_to_right",
+                                    target=da.target if da.target is not None else db.target,
+                                    a_prediction=da.prediction, b_prediction=db.prediction,
+                                    a_margin=ma, b_margin=mb, near_tie=tie))
+        row.mcnemar_p, row.right_to_wrong, row.wrong_to_right, row.near_tie_flips = p, r2w, w2r, near
+    return row

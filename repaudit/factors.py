@@ -1,0 +1,80 @@
+"""The factors that move a score, grouped as ``compare`` reports them, and their values per run.
+
+A run's factors are ``{group: {field: value}}``. A field the run's file does not record holds
+:data:`UNKNOWN`, which ``compare`` reports as *unknown* — never as equal to anything.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from repaudit.fingerprint import Fingerprint
+
+#: The value of a factor that the run's file does not record.
+UNKNOWN = "<not recorded>"
+
+
+class FactorGroup(str, Enum):
+    """Factor groups, in report order."""
+
+    seed = "seed"
+    hardware = "hardware"
+    backend = "backend"
+    dtype = "dtype"
+    batch_size = "batch_size"
+    padding = "padding"
+    prompt_format = "prompt_format"
+    fewshot = "fewshot"
+    chat_template = "chat_template"
+    stop = "stop"
+    max_tokens = "max_tokens"
+    sampling = "sampling"
+    metric_variant = "metric_variant"
+    model = "model"
+    tokenizer = "tokenizer"
+    data = "data"
+    library_versions = "library_versions"
+
+
+Factors = dict[str, dict[str, Any]]
+
+
+def empty_factors() -> Factors:
+    """Every group present and empty, so that a group one run lacks still shows up."""
+    return {g.value: {} for g in FactorGroup}
+
+
+def factors_from_fingerprint(fp: Fingerprint) -> Factors:
+    """Group a repaudit fingerprint's resolved values into factors."""
+    g = fp.generation
+    hw = fp.hardware
+    f = empty_factors()
+    f["seed"] = fp.seeds.model_dump()
+    f["hardware"] = {"cpu_model": hw.cpu_model, "cpu_flags": hw.cpu_flags, "cpu_count": hw.cpu_count,
+                     "gpus": [x.name for x in hw.gpus], "gpu_driver": hw.gpu_driver, "cuda_version": hw.cuda_version}
+    f["backend"] = {"name": fp.backend.name, "device": fp.backend.device,
+                    "scoring_strategy": fp.backend.scoring_strategy}
+    f["dtype"] = {"dtype": fp.backend.dtype}
+    f["batch_size"] = {"batch_size": fp.backend.batch_size, "batch_sizes_used": fp.backend.batch_sizes_used}
+    f["padding"] = {"padding_side": fp.backend.padding_side}
+    f["prompt_format"] = {"format": fp.prompt.format, "template_sha256": fp.prompt.template_sha256,
+                          "target_delimiter": fp.prompt.target_delimiter,
+                          "fewshot_delimiter": fp.prompt.fewshot_delimiter}
+    f["fewshot"] = {"num_fewshot": fp.fewshot.num_fewshot, "split": fp.fewshot.split, "sampler": fp.fewshot.sampler,
+                    "ids_sha256": fp.fewshot.ids_sha256}
+    f["chat_template"] = {"applied": fp.prompt.chat_template, "chat_template_sha256": fp.prompt.chat_template_sha256,
+                          "system_prompt": fp.prompt.system_prompt}
+    f["stop"] = {"until": g.until if g else None, "eos_token": g.eos_token if g else None}
+    f["max_tokens"] = {"max_gen_toks": g.max_gen_toks if g else None, "max_length": fp.backend.max_length}
+    f["sampling"] = ({"do_sample": g.do_sample, "temperature": g.temperature, "top_p": g.top_p, "top_k": g.top_k}
+                     if g else {"do_sample": None})
+    f["metric_variant"] = {"metrics": fp.metric.metrics, "acc_norm": fp.metric.acc_norm_normalisation,
+                           "filters": fp.metric.filters}
+    f["model"] = {"name": fp.model.name, "revision": fp.model.revision, "weights_sha256": fp.model.weights_sha256,
+                  "num_parameters": fp.model.num_parameters}
+    f["tokenizer"] = {"tokenizer_sha256": fp.model.tokenizer_sha256, **fp.model.special_tokens}
+    f["data"] = {"task": fp.data.task, "split": fp.data.split, "sha256": fp.data.sha256, "limit": fp.data.limit,
+                 "n_docs": fp.data.n_docs}
+    f["library_versions"] = dict(fp.software.libraries) | {"python": fp.software.python}
+    return f

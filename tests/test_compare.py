@@ -1,0 +1,165 @@
+"""`compare` on real lm-eval output files, checked against an independent computation."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+from scipy import stats as sps
+from typer.testing import CliRunner
+
+from repaudit.cli import app
+from repaudit.compare import compare, load_run
+from repaudit.errors import RepauditError
+from repaudit.report import latex_escape, render_latex, render_markdown
+
+# What actually differs between the three runs (shared/lmeval_runs/README.md).
+EXPECTED = {("s1", "s2"): {("batch_size", "batch_size")},
+            ("s1", "s3"): {("dtype", "dtype")},
+            ("s2", "s3"): {("dtype", "dtype"), ("batch_size", "batch_size")}}
+
+
+def _results(lmeval_runs, s) -> Path:
+    return next((lmeval_runs / s).rglob("results_*.json"))
+
+
+def _samples(lmeval_runs, s) -> dict[int, dict]:
+    return {json.loads(l)["doc_id"]: json.loads(l) for l in next((lmeval_runs / s).rglob("samples_*.jsonl")).open()}
+
+
+@pytest.mark.parametrize("x,y", list(EXPECTED))
+def test_lists_exactly_the_factors_that_differ(lmeval_runs, x, y):
+    c = compare(load_run(_results(lmeval_runs, x)), load_run(_results(lmeval_runs, y)), n_boot=500)
+    assert {(f.group, f.field) for f in c.differing()} == EXPECTED[(x, y)]
+    # unrecorded factors are unknown, never "same"
+    assert ("padding", "padding_side") in {(f.group, f.field) for f in c.factors if f.status == "unknown"}
+
+
+@pytest.mark.parametrize("x,y", list(EXPECTED))
+def test_flips_and_mcnemar_equal_an_independent_computation(lmeval_runs, x, y):
+    c = compare(load_run(_results(lmeval_runs, x)), load_run(_results(lmeval_runs, y)), n_boot=500)
+    sa, sb = _samples(lmeval_runs, x), _samples(lmeval_runs, y)
+    for metric in ("acc", "acc_norm"):
+        r2w = {i for i in sa if sa[i][metric] == 1.0 and sb[i][metric] == 0.0}
+        w2r = {i for i in sa if sa[i][metric] == 0.0 and sb[i][metric] == 1.0}
+        row = next(r for r in c.scores if r.metric == metric)
+        assert (row.right_to_wrong, row.wrong_to_right) == (len(r2w), len(w2r))
+        expected_p = sps.binomtest(len(r2w), len(r2w) + len(w2r), 0.5).pvalue if r2w | w2r else 1.0
+        assert row.mcnemar_p == pytest.approx(expected_p)
+        assert row.delta == pytest.approx((len(w2r) - len(r2w)) / len(sa))
+    listed = {(f.doc_id, f.direction) for f in c.flips}
+    assert listed == {(i, "right_to_wrong") for i in r2w_acc(sa, sb)} | {(i, "wrong_to_right") for i in r2w_acc(sb, sa)}
+
+
+def r2w_acc(sa, sb):
+    return {i for i in sa if sa[i]["acc"] == 1.0 and sb[i]["acc"] == 0.0}
+
+
+def test_near_ties_are_counted_separately(lmeval_runs):
+    c = compare(load_run(_results(lmeval_runs, "s1")), load_run(_results(lmeval_runs, "s3")), n_boot=500)
+    row = next(r for r in c.scores if r.metric == "acc")
+    sb = _samples(lmeval_runs, "s3")
+    ties = {f.doc_id for f in c.flips if f.near_tie}
+    assert row.near_tie_flips == len(ties) > 0
+    for i in ties:  # the bf16 run's top two choices are within eps on a near-tie flip, or the fp32 run's
+        lls = sorted((float(r[0]) for r in sb[i]["filtered_resps"]), reverse=True)
+        f = next(x for x in c.flips if x.doc_id == i)
+        assert min(lls[0] - lls[1], f.a_margin) <= c.tie_eps
+
+
+def test_every_public_lmeval_file_imports_and_self_compares_clean(tmp_path):
+    public = Path(__file__).resolve().parents[2] / "shared" / "lmeval_public"
+    if not public.is_dir():
+        pytest.skip(f"public lm-eval corpus not found at {public}")
+    files = sorted(public.glob("*.json"))
+    assert len(files) == 24
+    for f in files:
+        run = load_run(f)
+        assert run.tasks, f
+        c = compare(run, load_run(f), n_boot=200)
+        assert not c.differing(), f
+        assert all(r.verdict == "within noise" and r.delta == 0 for r in c.scores if r.method != "none"), f
+
+
+def test_public_samples_with_explicit_paths(tmp_path):
+    public = Path(__file__).resolve().parents[2] / "shared" / "lmeval_public"
+    if not public.is_dir():
+        pytest.skip(f"public lm-eval corpus not found at {public}")
+    res = public / "lm-evaluation-harness__asdiv__results_2024-08-21T03-44-09.494230.json"
+    smp = public / "lm-evaluation-harness__asdiv__samples_asdiv_2024-08-21T03-44-09.494230.jsonl"
+    run = load_run(res, [smp])
+    assert len(run.tasks["asdiv"].docs) == 50
+    c = compare(run, load_run(res, []), n_boot=200)  # the same results without samples: unpaired
+    assert any("unpaired" in n for n in c.notes)
+    assert all(r.method in ("unpaired_stderr", "none") for r in c.scores)
+
+
+def test_bad_inputs(lmeval_runs, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{oops")
+    with pytest.raises(RepauditError, match="is not valid JSON"):
+        load_run(bad)
+    foreign = tmp_path / "foreign.json"
+    foreign.write_text(json.dumps({"hello": 1}))
+    with pytest.raises(RepauditError, match="neither a repaudit run nor an lm-eval results file"):
+        load_run(foreign)
+    s1_samples = next((lmeval_runs / "s1").rglob("samples_*.jsonl"))
+    with pytest.raises(RepauditError, match="does not belong"):
+        load_run(_results(lmeval_runs, "s3"), [s1_samples])
+    public = Path(__file__).resolve().parents[2] / "shared" / "lmeval_public"
+    if public.is_dir():
+        with pytest.raises(RepauditError, match="no task in common"):
+            compare(load_run(_results(lmeval_runs, "s1")),
+                    load_run(public / "lm-evaluation-harness__asdiv__results_2024-08-21T03-44-09.494230.json"))
+
+
+def test_latex_is_balanced_and_escaped(lmeval_runs):
+    c = compare(load_run(_results(lmeval_runs, "s1")), load_run(_results(lmeval_runs, "s3")), n_boot=200)
+    c.a["path"] = "weird_path & 100% #1 {x}"
+    tex = render_latex(c)
+    assert tex.count(r"\begin{tabular}") == tex.count(r"\end{tabular}") == 2
+    assert tex.count(r"\begin{table}") == tex.count(r"\end{table}") == 2
+    assert r"\toprule" in tex and r"\bottomrule" in tex
+    assert latex_escape("weird_path & 100% #1 {x}") in tex
+    body = re.sub(r"\\[a-zA-Z]+|\\[&%$#_{}]|\\\\", "", tex)
+    assert not re.search(r"(?<!\\)[&](?![^\n]*\\\\)", body.replace(" & ", " ")), "an unescaped & outside cells"
+
+
+def test_markdown_renders_as_tables(lmeval_runs):
+    c = compare(load_run(_results(lmeval_runs, "s2")), load_run(_results(lmeval_runs, "s3")), n_boot=200)
+    html = MarkdownIt("commonmark").enable("table").render(render_markdown(c))
+    assert html.count("<table>") == 3  # factors, scores, flipped docs
+    assert "<td>dtype</td>" in html and "<td>batch_size</td>" in html
+
+
+@pytest.mark.parametrize("fmt", ["rich", "markdown", "latex", "json"])
+def test_cli_compare_formats(lmeval_runs, tmp_path, fmt):
+    out = tmp_path / f"c.{fmt}"
+    res = CliRunner().invoke(app, ["compare", str(lmeval_runs / "s1"), str(lmeval_runs / "s2"), "--format", fmt,
+                                   "-o", str(out), "--n-boot", "200"])
+    assert res.exit_code == 0, res.output
+    text = out.read_text()
+    assert ("batch\\_size" if fmt == "latex" else "batch_size") in text
+    if fmt == "json":
+        data = json.loads(text)
+        assert {"factors", "scores", "flips", "docs", "notes"} <= set(data)
+
+
+@pytest.mark.parametrize("make,needle", [
+    (lambda p: p.write_text("not json"), "is not valid JSON"),
+    (lambda p: p.write_text("[1, 2]"), "neither a repaudit run nor an lm-eval results file"),
+    (lambda p: None, "does not exist"),
+])
+def test_cli_compare_bad_input_is_one_line(lmeval_runs, tmp_path, make, needle):
+    p = tmp_path / "x.json"
+    make(p)
+    out = tmp_path / "o.md"
+    res = CliRunner().invoke(app, ["compare", str(p), str(lmeval_runs / "s1"), "--format", "markdown", "-o", str(out)])
+    assert res.exit_code == 1
+    errors = [l for l in res.stderr.splitlines() if l.startswith("error:")]
+    assert len(errors) == 1 and needle in errors[0] and "Traceback" not in res.output
+    assert not out.exists()
