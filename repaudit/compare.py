@@ -9,7 +9,6 @@ Verdict per task and metric:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,7 +20,7 @@ from repaudit.comparable import ComparableRun, TaskOutcome, from_record
 from repaudit.errors import RepauditError
 from repaudit.factors import UNKNOWN, FactorGroup
 from repaudit.importers.lmeval import is_lmeval_results, load_lmeval
-from repaudit.records import read_record
+from repaudit.records import read_json, read_record
 from repaudit.stats import mcnemar_exact, paired_bootstrap, top2_margin, unpaired_interval
 
 Status = Literal["same", "differs", "unknown"]
@@ -111,10 +110,6 @@ class Comparison(BaseModel):
         return [f for f in self.factors if f.status == "differs"]
 
 
-# Fields that change from run to run without changing the evaluation.
-VOLATILE = {("data", "location"), ("model", "path")}
-
-
 def load_run(path: Path, samples: list[Path] | None = None) -> ComparableRun:
     """Load a repaudit run file, an lm-eval results file, or an lm-eval output directory.
 
@@ -127,20 +122,13 @@ def load_run(path: Path, samples: list[Path] | None = None) -> ComparableRun:
         if len(found) != 1:
             raise RepauditError(f"directory '{path}' holds {len(found)} lm-eval results files: pass one of them")
         return load_lmeval(found[0], samples)
-    if not path.exists():
-        raise RepauditError(f"'{path}' does not exist")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise RepauditError(f"'{path}' is not valid JSON ({exc})") from None
-    except OSError as exc:
-        raise RepauditError(f"'{path}' cannot be read ({exc.strerror or exc})") from None
+    raw = read_json(path)
     if isinstance(raw, dict) and raw.get("kind") == "repaudit.run":
         if samples:
             raise RepauditError(f"'{path}' is a repaudit run, which carries its own per-doc results: drop --samples")
-        return from_record(read_record(path), path)
+        return from_record(read_record(path, raw), path)
     if is_lmeval_results(raw):
-        return load_lmeval(path, samples)
+        return load_lmeval(path, samples, raw)
     raise RepauditError(f"'{path}' is neither a repaudit run nor an lm-eval results file")
 
 
@@ -155,8 +143,6 @@ def diff_factors(task: str, fa: dict, fb: dict) -> list[FactorRow]:
     for group in FactorGroup:
         ga, gb = fa.get(group.value, {}), fb.get(group.value, {})
         for name in list(dict.fromkeys([*ga, *gb])):
-            if (group.value, name) in VOLATILE:
-                continue
             va, vb = ga.get(name, UNKNOWN), gb.get(name, UNKNOWN)
             if va == UNKNOWN or vb == UNKNOWN:
                 status: Status = "unknown"

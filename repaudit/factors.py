@@ -1,7 +1,8 @@
 """The factors that move a score, grouped as ``compare`` reports them, and their values per run.
 
 A run's factors are ``{group: {field: value}}``. A field the run's file does not record holds
-:data:`UNKNOWN`, which ``compare`` reports as *unknown* — never as equal to anything.
+:data:`UNKNOWN`, which ``compare`` reports as *unknown* — never as equal to anything. Volatile
+values (dates, paths, timings, git state) are not factors and are never extracted.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -94,19 +94,31 @@ def write_record(record: RunRecord, path: Path) -> None:
     write_atomic(path, record.model_dump_json(indent=1))
 
 
-def read_record(path: Path) -> RunRecord:
-    """Load and validate a run file.
+def read_json(path: Path) -> Any:
+    """Parse a JSON file (``Infinity``/``NaN`` accepted, as lm-eval writes them).
+
+    Raises:
+        RepauditError: missing, unreadable or malformed — the message names the file.
+    """
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RepauditError(f"'{path}' does not exist") from None
+    except OSError as exc:
+        raise RepauditError(f"'{path}' cannot be read ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise RepauditError(f"'{path}' is not valid JSON ({exc})") from None
+
+
+def read_record(path: Path, raw: Any = None) -> RunRecord:
+    """Load and validate a run file (``raw``: its already-parsed JSON, to avoid reading it twice).
 
     Raises:
         RepauditError: unreadable, not JSON, not a repaudit run, or failing the schema (the
             first offending field is named).
     """
-    try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RepauditError(f"run file '{path}' cannot be read ({exc.strerror or exc})") from None
-    except ValueError as exc:
-        raise RepauditError(f"run file '{path}' is not valid JSON ({exc})") from None
+    if raw is None:
+        raw = read_json(path)
     if not isinstance(raw, dict) or raw.get("kind") != "repaudit.run":
         raise RepauditError(f"run file '{path}' is not a repaudit run (no \"kind\": \"repaudit.run\")")
     try:

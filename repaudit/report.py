@@ -60,6 +60,13 @@ def _score_cells(r) -> list[str]:
             _p(r.mcnemar_p), _flips(r), r.verdict + (f" ({r.note})" if r.note else "")]
 
 
+def agreement_lines(c: Comparison) -> list[str]:
+    """One sentence per task on how the shared docs line up (content, targets, prompts, predictions)."""
+    return [f"{ag.task}: {ag.n_shared} shared docs (A {ag.n_a}, B {ag.n_b}); identical doc content "
+            f"{ag.doc_hash_equal}, targets {ag.target_equal}, prompt texts {ag.prompt_hash_equal}, "
+            f"predictions {ag.prediction_equal}" for ag in c.docs]
+
+
 def render_rich(c: Comparison, console: Console, top: int = 10) -> None:
     """The default terminal view."""
     console.print(Text(f"A: {c.a['path']} ({c.a['source']})\nB: {c.b['path']} ({c.b['source']})"))
@@ -79,10 +86,7 @@ def render_rich(c: Comparison, console: Console, top: int = 10) -> None:
         scores.add_row(*_score_cells(r))
     parts: list[Any] = [diff, Text(f"{same} factor fields are the same; not recorded by one run (unknown): "
                                    f"{', '.join(unknown) or 'none'}"), scores]
-    for ag in c.docs:
-        parts.append(Text(f"{ag.task}: {ag.n_shared} shared docs (A {ag.n_a}, B {ag.n_b}); identical doc content "
-                          f"{ag.doc_hash_equal}, targets {ag.target_equal}, prompts {ag.prompt_hash_equal}, "
-                          f"predictions {ag.prediction_equal}"))
+    parts += [Text(line) for line in agreement_lines(c)]
     if c.flips:
         ft = Table(title=f"Flipped docs (top {top} by margin; all in --format json)", title_justify="left")
         for h in ("task", "metric", "doc_id", "direction", "target", "A pred", "B pred", "A margin", "B margin"):
@@ -115,6 +119,7 @@ def render_markdown(c: Comparison, top: int = 10) -> str:
             "### Scores (points)", "", "| " + " | ".join(SCORE_HEAD) + " |", "|" + "---|" * len(SCORE_HEAD)]
     for r in c.scores:
         out.append("| " + " | ".join(md_escape(x) for x in _score_cells(r)) + " |")
+    out += [""] + [md_escape(line) + "  " for line in agreement_lines(c)]
     if c.flips:
         out += ["", f"### Flipped docs (top {top} by margin)", "",
                 "| task | metric | doc_id | direction | target | A | B | near-tie |", "|---|---|---|---|---|---|---|---|"]

@@ -14,7 +14,7 @@ from repaudit.records import read_record, write_atomic
 def test_malformed_json(tmp_path):
     p = tmp_path / "x.json"
     p.write_text("{not json")
-    with pytest.raises(RepauditError, match="x.json' is not valid JSON"):
+    with pytest.raises(RepauditError, match="x.json. is not valid JSON"):
         read_record(p)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from repaudit.requests import GenerationSettings
 from repaudit.runner import doc_hash

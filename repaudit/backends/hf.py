@@ -222,7 +222,6 @@ class HFBackend:
         Contexts are sorted by descending token length (lm-eval's order) and truncated from the
         left to ``max_length - max_gen_toks`` tokens.
         """
-        torch = self.torch
         tok = self.tokenizer
         encoded = [self._encode(r.context) for r in requests]
         order = sorted(range(len(requests)), key=lambda i: (-len(encoded[i]), tuple(encoded[i])))

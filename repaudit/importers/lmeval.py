@@ -216,10 +216,6 @@ def _reported(task_res: dict) -> dict[str, tuple[float, float | None]]:
     return out
 
 
-def _float(x: Any) -> float:
-    return float(x)
-
-
 def read_samples(path: Path, task: str) -> dict[int, DocOutcome]:
     """Per-doc outcomes of one ``samples_<task>_*.jsonl`` (one line per doc and filter).
 
@@ -248,7 +244,7 @@ def read_samples(path: Path, task: str) -> dict[int, DocOutcome]:
         resps = s.get("filtered_resps") or []
         if resps and isinstance(resps[0], (list, tuple)) and len(resps[0]) == 2:
             try:
-                lls = [_float(r[0]) for r in resps]
+                lls = [float(r[0]) for r in resps]
                 pred = int(np.argmax(lls))
             except (TypeError, ValueError):
                 lls = None
@@ -277,19 +273,17 @@ def find_samples(results_path: Path, task: str) -> Path | None:
     return found[0] if len(found) == 1 else None
 
 
-def load_lmeval(results_path: Path, samples: list[Path] | None = None) -> ComparableRun:
-    """Import an lm-eval results file and its samples (given, or found beside it).
+def load_lmeval(results_path: Path, samples: list[Path] | None = None, raw: Any = None) -> ComparableRun:
+    """Import an lm-eval results file and its samples (given, or found beside it); ``raw`` is the
+    file's already-parsed JSON, if the caller has it.
 
     Raises:
         RepauditError: not an lm-eval results file; a samples file whose task is not in the
             results, whose timestamp differs, or whose per-doc mean contradicts the reported score.
     """
-    try:
-        res = json.loads(results_path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RepauditError(f"'{results_path}' cannot be read ({exc.strerror or exc})") from None
-    except ValueError as exc:
-        raise RepauditError(f"'{results_path}' is not valid JSON ({exc})") from None
+    from repaudit.records import read_json
+
+    res = read_json(results_path) if raw is None else raw
     if not is_lmeval_results(res):
         raise RepauditError(f"'{results_path}' is neither a repaudit run nor an lm-eval results file")
     version = res.get("lm_eval_version") or ("0.4.x" if "configs" in res else "0.3")
