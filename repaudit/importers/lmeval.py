@@ -15,11 +15,11 @@ prompt_format             ``configs.<task>.doc_to_text/doc_to_choice/doc_to_targ
 fewshot                   ``n-shot``, ``configs.<task>.fewshot_split``, ``fewshot_config.sampler``
 chat_template             ``chat_template`` (+ ``chat_template_sha``), ``system_instruction``
 stop / max_tokens         ``generation_kwargs.until`` (+ the EOS lm-eval appends), ``max_gen_toks``, ``max_length``
-sampling                  ``generation_kwargs`` do_sample/temperature/top_p/top_k, ``config.gen_kwargs``
+sampling                  ``generation_kwargs`` do_sample/temperature/top_p/top_k, overridden by ``config.gen_kwargs``
 metric_variant            ``metric_list``, ``filter_list``
 model / tokenizer         ``model_args`` pretrained/revision, ``model_revision``, ``model_sha``,
                           ``model_num_parameters``, ``tokenizer_{bos,eos,pad}_token``
-data                      ``validation_split``/``test_split``, ``config.limit``, ``n-samples``
+data                      ``versions``, ``validation_split``/``test_split``, ``config.limit``, ``n-samples``
 library_versions          ``lm_eval_version``, ``transformers_version``, torch/numpy/python from ``pretty_env_info``
 ========================  ===========================================================
 
@@ -121,6 +121,14 @@ def _int_or(value: Any) -> Any:
     return value
 
 
+def _version(res: dict, task: str) -> Any:
+    v = (res.get("versions") or {}).get(task, UNKNOWN)
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return v  # 0.4 dev files write "Yaml"
+
+
 def _dtype(config: dict, margs: dict[str, str]) -> Any:
     if md := config.get("model_dtype"):
         return str(md).removeprefix("torch.")
@@ -133,7 +141,9 @@ def task_factors(res: dict, task: str) -> Factors:
     cfg = _clean((res.get("configs") or {}).get(task) or {})
     margs = _model_args(config)
     hw, env_libs = parse_pretty_env_info(res.get("pretty_env_info"))
-    gen = cfg.get("generation_kwargs") or {}
+    gen = dict(cfg.get("generation_kwargs") or {})
+    if isinstance(config.get("gen_kwargs"), dict):
+        gen.update(config["gen_kwargs"])  # --gen_kwargs on the command line overrides the task's
     is_gen = cfg.get("output_type") in ("generate_until", "greedy_until")
     n_shot = (res.get("n-shot") or {}).get(task, cfg.get("num_fewshot", UNKNOWN))
     n_docs = ((res.get("n-samples") or {}).get(task) or {}).get("effective", UNKNOWN)
@@ -172,10 +182,12 @@ def task_factors(res: dict, task: str) -> Factors:
         metrics = [m.get("metric") for m in cfg.get("metric_list") or []]
         f["metric_variant"] = {"metrics": metrics, "acc_norm": "char_length" if "acc_norm" in metrics else None,
                                "filters": [x.get("name") for x in cfg.get("filter_list") or []] or ["none"]}
-        f["data"] = {"task": task, "split": cfg.get("test_split") or cfg.get("validation_split") or UNKNOWN,
+        f["data"] = {"task": task, "task_version": _version(res, task),
+                     "split": cfg.get("test_split") or cfg.get("validation_split") or UNKNOWN,
                      "sha256": UNKNOWN, "limit": _int_or(config.get("limit")), "n_docs": n_docs}
     else:
-        f["data"] = {"task": task, "limit": _int_or(config.get("limit", UNKNOWN)), "n_docs": n_docs}
+        f["data"] = {"task": task, "task_version": _version(res, task),
+                     "limit": _int_or(config.get("limit", UNKNOWN)), "n_docs": n_docs}
         f["fewshot"] = {"num_fewshot": n_shot}
     if "chat_template" in res:
         f["chat_template"] = {"applied": res.get("chat_template") is not None,
