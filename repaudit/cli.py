@@ -160,6 +160,61 @@ def compare_command(
         typer.echo(text, nl=False)
 
 
+@app.command("sweep")
+def sweep_command(
+    factor: Annotated[str, typer.Option(help="Factor to vary: batch_size, dtype, padding_side, prompt_format, "
+                                             "num_fewshot, fewshot_seed, max_gen_toks, chat_template, system_prompt.")],
+    values: Annotated[str, typer.Option(help="Comma-separated values, e.g. '1,4,16'.")],
+    task: Annotated[str, typer.Option(help="Task of the base configuration.")] = "arc_easy",
+    model: Annotated[str, typer.Option(help="'default', a local directory or a hub id.")] = "default",
+    data_dir: Annotated[Optional[Path], typer.Option(help="Local data laid out as shared/data.")] = None,
+    split: Annotated[Optional[str], typer.Option(help="Evaluation split.")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="First N docs only.")] = None,
+    num_fewshot: Annotated[Optional[int], typer.Option(help="n-shot of the base.")] = None,
+    prompt_format: Annotated[str, typer.Option("--format", help="Prompt format of the base.")] = "lmeval",
+    dtype: Annotated[str, typer.Option(help="dtype of the base.")] = "float32",
+    batch_size: Annotated[int, typer.Option(help="Batch size of the base.")] = 8,
+    metric: Annotated[Optional[str], typer.Option(help="Metric to judge (default: the task's first).")] = None,
+    noise_seeds: Annotated[int, typer.Option(help="Extra few-shot seeds for the noise floor (n-shot bases).")] = 3,
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the sweep as JSON here.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the sweep as JSON.")] = False,
+) -> None:
+    """Vary one factor, hold the rest, and measure its effect against the noise floor.
+
+    Example: repaudit sweep --factor batch_size --values 1,4,16 --dtype bfloat16 --data-dir ../shared/data --limit 200
+    """
+    from repaudit.records import write_atomic
+    from repaudit.runner import RunConfig, run
+    from repaudit.sweep import parse_values, sweep
+
+    try:
+        vals = parse_values(factor, values)
+        base = RunConfig(task=task, model=model, data_dir=data_dir, split=split, limit=limit, num_fewshot=num_fewshot,
+                         prompt_format=prompt_format, dtype=dtype, batch_size=batch_size, cache_dir=cache_dir)
+        result = sweep(base, factor, vals, lambda cfg: run(cfg, err), noise_seeds=noise_seeds, metric=metric)
+    except RepauditError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        err.print("interrupted: finished batches are cached; run the same command again to resume")
+        raise typer.Exit(code=130)
+    if output is not None:
+        write_atomic(output, result.model_dump_json(indent=1))
+    if as_json:
+        typer.echo(result.model_dump_json(indent=1))
+        return
+    table = Table(title=f"sweep {factor} · {task} · {result.metric} · base {factor}={result.base_value} "
+                        f"scores {100 * result.base_score:.2f}")
+    for col in ("value", "score", "Δ (pts)", "95% CI (pts)", "flip rate", "verdict"):
+        table.add_column(col, justify="left" if col in ("value", "verdict") else "right")
+    for p in result.points:
+        table.add_row(str(p.value), f"{100 * p.score:.2f}", f"{100 * p.delta:+.2f}",
+                      f"[{100 * p.ci_low:+.2f}, {100 * p.ci_high:+.2f}]", f"{100 * p.flip_rate:.1f}%", p.verdict)
+    out.print(table)
+    out.print(f"noise floor: sd {100 * result.noise_floor_sd:.2f} pts ({result.noise_floor_method}: "
+              + ", ".join(f"{100 * x:.2f}" for x in result.noise_floor_scores) + ")")
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

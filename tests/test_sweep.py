@@ -1,0 +1,54 @@
+"""`repaudit sweep` on a tiny model and real ARC-Easy docs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from repaudit.cli import app
+from repaudit.errors import RepauditError
+from repaudit.runner import RunConfig, run
+from repaudit.sweep import parse_values, sweep
+
+
+def _base(tiny_model, shared_data, tmp_path, **kw):
+    return RunConfig(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=10, batch_size=4,
+                     cache_dir=tmp_path / "cache", **kw)
+
+
+def test_float32_batch_size_sweep_is_within_the_noise_floor(tiny_model, shared_data, tmp_path):
+    res = sweep(_base(tiny_model, shared_data, tmp_path), "batch_size", [1, 10], run)
+    assert res.noise_floor_method.startswith("spread across a repeated uncached run")
+    assert res.noise_floor_sd == 0.0  # float32 on CPU is deterministic
+    for p in res.points:
+        assert p.flip_rate == 0.0 and p.delta == 0.0 and p.verdict == "within noise floor"
+    assert len({p.fingerprint_digest for p in res.points}) == 2  # batch size is recorded
+
+
+def test_fewshot_base_uses_seed_spread(tiny_model, shared_data, tmp_path):
+    res = sweep(_base(tiny_model, shared_data, tmp_path, num_fewshot=1), "prompt_format", ["lettered"], run,
+                noise_seeds=2)
+    assert res.noise_floor_method == "spread across 3 few-shot seeds" and len(res.noise_floor_scores) == 3
+    p = res.points[0]
+    assert p.ci_low <= p.delta <= p.ci_high
+
+
+def test_unknown_factor_and_bad_values():
+    with pytest.raises(RepauditError, match="unknown factor 'colour'"):
+        parse_values("colour", "1,2")
+    with pytest.raises(RepauditError, match="do not parse as values of batch_size"):
+        parse_values("batch_size", "1,two")
+
+
+def test_cli_sweep(tiny_model, shared_data, tmp_path):
+    out = tmp_path / "s.json"
+    res = CliRunner().invoke(app, ["sweep", "--factor", "padding_side", "--values", "left", "--model", str(tiny_model),
+                                   "--data-dir", str(shared_data), "--limit", "6", "--cache-dir", str(tmp_path / "c"),
+                                   "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    assert data["factor"] == "padding_side" and data["points"][0]["value"] == "left"
+    bad = CliRunner().invoke(app, ["sweep", "--factor", "colour", "--values", "1", "--model", str(tiny_model)])
+    assert bad.exit_code == 1 and "unknown factor 'colour'" in bad.stderr
