@@ -69,6 +69,13 @@ def test_unreadable_data_file(tiny_model, tmp_path):
     assert "line 1 is not valid JSON" in _one_error_line(res)
 
 
-def test_every_command_has_help_with_an_example():
-    res = _run(["run", "--help"])
-    assert res.exit_code == 0 and "Example:" in res.output
+def test_every_command_has_help_with_an_example_and_a_readme_section():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    names = [c.name for c in app.registered_commands]
+    assert {"run", "compare", "sweep"} <= set(names)
+    for name in names:
+        res = _run([name, "--help"])
+        assert res.exit_code == 0 and "Example:" in res.output, name
+        assert f"## `repaudit {name}`" in readme, name
