@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 
 def subsets(k: int) -> list[frozenset[int]]:
@@ -146,3 +147,90 @@ def shapley_permutation(k: int, value, n_perm: int, seed: int = 0) -> tuple[np.n
             marg[p, i] = v(t) - v(s)
             s = t
     return marg.mean(axis=0), marg.std(axis=0, ddof=1) / math.sqrt(n_perm) if n_perm > 1 else np.full(k, np.nan)
+
+
+class AttributionReport(BaseModel):
+    """The result of ``repaudit attribute`` (JSON-ready). Scores and values in metric units (0-1)."""
+
+    model_config = ConfigDict(extra="forbid")
+    task: str
+    metric: str
+    factors: list[str]
+    not_replayable: list[str]
+    phi: list[float]
+    phi_ci: list[list[float]]
+    interactions: list[dict]
+    recorded_a: float
+    recorded_b: float
+    recorded_delta: float
+    reexecuted_delta: float
+    residual: float
+    fidelity_a: float
+    fidelity_b: float
+    configurations: int
+    computed_batches: int
+    cached_batches: int
+    minimal_flip_sets: dict[int, list[str]]
+
+
+def run_attribution(rec_a, rec_b, cfg_a, cfg_b, run_fn, metric: str | None = None, n_boot: int = 2000,
+                    progress=None) -> AttributionReport:
+    """Re-execute every hybrid of two runs and attribute the score delta to each differing factor.
+
+    ``run_fn(RunConfig) -> RunRecord`` evaluates a configuration (finished batches come from the
+    store, so a repeated attribution performs no inference). Configurations are ordered by dtype so
+    that the model is reloaded as rarely as possible.
+
+    Raises:
+        RepauditError: no replayable factor differs, or the runs are of different tasks.
+    """
+    from repaudit.errors import RepauditError
+    from repaudit.replay import differing_factors, hybrid
+
+    if rec_a.fingerprint.data.task != rec_b.fingerprint.data.task:
+        raise RepauditError(f"the runs are of different tasks ({rec_a.fingerprint.data.task} vs "
+                            f"{rec_b.fingerprint.data.task}): nothing to attribute")
+    factors, fixed = differing_factors(rec_a, rec_b)
+    if not factors:
+        raise RepauditError("no replayable factor differs between the runs"
+                            + (f" (they differ only in {', '.join(fixed)})" if fixed else ""))
+    k = len(factors)
+    metric = metric or next(iter(rec_a.docs[0].metrics))
+    subs = subsets(k)
+    order = sorted(subs, key=lambda s: (hybrid(cfg_a, cfg_b, factors, s).dtype, len(s)))
+    records, computed, cached = {}, 0, 0
+    for s in order:
+        rec = run_fn(hybrid(cfg_a, cfg_b, factors, s))
+        records[s] = rec
+        computed += rec.timings.computed_batches
+        cached += rec.timings.cached_batches
+        if progress:
+            progress()
+    doc_ids = [d.doc_id for d in records[frozenset()].docs]
+    outcomes = {s: np.array([d.metrics[metric] for d in r.docs]) for s, r in records.items()}
+    att = attribute(factors, outcomes, n_boot=n_boot)
+
+    def agree(x, y):
+        return float(np.mean([p.prediction == q.prediction for p, q in zip(x.docs, y.docs)]))
+
+    full = frozenset(range(k))
+    ra = float(np.mean([d.metrics[metric] for d in rec_a.docs]))
+    rb = float(np.mean([d.metrics[metric] for d in rec_b.docs]))
+    flips = {}
+    base, end = outcomes[frozenset()], outcomes[full]
+    for j, doc_id in enumerate(doc_ids):
+        if base[j] == end[j]:
+            continue
+        for s in subs:  # subsets are ordered by size: the first that flips the doc is a smallest one
+            if s and outcomes[s][j] == end[j]:
+                flips[doc_id] = [factors[i] for i in sorted(s)]
+                break
+    return AttributionReport(
+        task=rec_a.fingerprint.data.task, metric=metric, factors=factors, not_replayable=fixed,
+        phi=[float(x) for x in att.phi], phi_ci=[[float(a), float(b)] for a, b in att.phi_ci],
+        interactions=[{"pair": list(p), "value": float(v), "ci": [float(c[0]), float(c[1])]}
+                      for p, v, c in zip(att.pairs, att.interactions, att.interactions_ci)],
+        recorded_a=ra, recorded_b=rb, recorded_delta=rb - ra, reexecuted_delta=att.delta,
+        residual=(rb - ra) - att.delta, fidelity_a=agree(records[frozenset()], rec_a),
+        fidelity_b=agree(records[full], rec_b), configurations=len(subs), computed_batches=computed,
+        cached_batches=cached, minimal_flip_sets=flips)

@@ -215,6 +215,59 @@ def sweep_command(
               + ", ".join(f"{100 * x:.2f}" for x in result.noise_floor_scores) + ")")
 
 
+@app.command("attribute")
+def attribute_command(
+    run_a: Annotated[Path, typer.Argument(help="Run A (a repaudit run file).")],
+    run_b: Annotated[Path, typer.Argument(help="Run B (a repaudit run file).")],
+    data_dir: Annotated[Optional[Path], typer.Option(help="Local data the runs read (shared/data layout).")] = None,
+    model: Annotated[Optional[str], typer.Option(help="Override the model location recorded in the runs.")] = None,
+    metric: Annotated[Optional[str], typer.Option(help="Metric to attribute (default: the task's first).")] = None,
+    n_boot: Annotated[int, typer.Option(help="Bootstrap replicates over docs.")] = 2000,
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the attribution as JSON here.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the attribution as JSON.")] = False,
+) -> None:
+    """Re-run every hybrid of two runs and attribute the score delta to each differing factor (Shapley values).
+
+    Example: repaudit attribute a.json b.json --data-dir ../shared/data -o attribution.json
+    """
+    from repaudit.attribution import run_attribution
+    from repaudit.records import read_record, write_atomic
+    from repaudit.replay import config_from_record
+    from repaudit.runner import run
+
+    try:
+        rec_a, rec_b = read_record(run_a), read_record(run_b)
+        cfg_a = config_from_record(rec_a, data_dir, model, cache_dir)
+        cfg_b = config_from_record(rec_b, data_dir, model, cache_dir)
+        quiet = Console(stderr=True, quiet=True)
+        result = run_attribution(rec_a, rec_b, cfg_a, cfg_b, lambda cfg: run(cfg, quiet), metric=metric, n_boot=n_boot)
+    except RepauditError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        err.print("interrupted: finished batches are cached; run the same command again to resume")
+        raise typer.Exit(code=130)
+    if output is not None:
+        write_atomic(output, result.model_dump_json(indent=1))
+    if as_json:
+        typer.echo(result.model_dump_json(indent=1))
+        return
+    table = Table(title=f"attribution · {result.task} · {result.metric} · recorded Δ {100 * result.recorded_delta:+.2f} pts")
+    for col in ("factor", "Shapley value (pts)", "95% CI (pts)"):
+        table.add_column(col, justify="left" if col == "factor" else "right")
+    for f, v, (lo, hi) in zip(result.factors, result.phi, result.phi_ci):
+        table.add_row(f, f"{100 * v:+.2f}", f"[{100 * lo:+.2f}, {100 * hi:+.2f}]")
+    table.add_row("residual (not replayable)", f"{100 * result.residual:+.2f}", "")
+    out.print(table)
+    for it in result.interactions:
+        out.print(f"interaction {' × '.join(it['pair'])}: {100 * it['value']:+.2f} pts "
+                  f"[{100 * it['ci'][0]:+.2f}, {100 * it['ci'][1]:+.2f}]")
+    out.print(f"re-executed Δ {100 * result.reexecuted_delta:+.2f} pts; fidelity A {100 * result.fidelity_a:.1f}%, "
+              f"B {100 * result.fidelity_b:.1f}%; {result.configurations} configurations, "
+              f"{result.computed_batches} batches computed, {result.cached_batches} from cache"
+              + (f"; not replayable here: {', '.join(result.not_replayable)}" if result.not_replayable else ""))
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

@@ -49,3 +49,24 @@ def test_missing_configuration_is_an_error():
     del out[frozenset({0, 2})]
     with pytest.raises(ValueError, match="lack 1 of the 8 configurations"):
         attribute(["a", "b", "c"], out)
+
+
+def test_real_attribution_on_a_tiny_model_and_second_run_is_all_cache(tiny_model, shared_data, tmp_path):
+    from repaudit.attribution import run_attribution
+    from repaudit.replay import config_from_record
+    from repaudit.runner import RunConfig, run
+
+    common = dict(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=8, cache_dir=tmp_path / "c")
+    rec_a = run(RunConfig(**common, dtype="float32", batch_size=4))
+    rec_b = run(RunConfig(**common, dtype="bfloat16", batch_size=2, prompt_format="lettered"))
+    cfg_a = config_from_record(rec_a, shared_data, str(tiny_model), tmp_path / "c")
+    cfg_b = config_from_record(rec_b, shared_data, str(tiny_model), tmp_path / "c")
+    first = run_attribution(rec_a, rec_b, cfg_a, cfg_b, run, n_boot=200)
+    assert first.factors == ["dtype", "batch_size", "prompt_format"] and first.configurations == 8
+    assert sum(first.phi) == pytest.approx(first.reexecuted_delta, abs=1e-12)
+    # A and B themselves were re-executed from their fingerprints: same numbers, no residual
+    assert first.fidelity_a == first.fidelity_b == 1.0 and first.residual == pytest.approx(0.0, abs=1e-12)
+    assert first.computed_batches > 0
+    second = run_attribution(rec_a, rec_b, cfg_a, cfg_b, run, n_boot=200)
+    assert second.computed_batches == 0 and second.cached_batches > 0  # no inference at all
+    assert second.phi == first.phi
