@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -76,7 +77,7 @@ def run_command(
     from repaudit.runner import RunConfig, run
     from repaudit.tasks.fewshot import parse_fewshot_ids
 
-    try:
+    with _user_errors():
         cfg = RunConfig(task=task, model=model, revision=revision, trust_remote_code=trust_remote_code,
                         data_dir=data_dir, split=split, limit=limit, num_fewshot=num_fewshot,
                         fewshot_split=fewshot_split, fewshot_seed=fewshot_seed,
@@ -90,11 +91,6 @@ def run_command(
         record = run(cfg, err)
         if output is not None:
             write_record(record, output)
-    except RepauditError as exc:
-        _fail(str(exc))
-    except KeyboardInterrupt:
-        err.print("interrupted: finished batches are cached; run the same command again to resume")
-        raise typer.Exit(code=130)
     if as_json:
         out.print_json(json.dumps([m.model_dump() for m in record.metrics]))
         return
@@ -109,6 +105,29 @@ def run_command(
     err.print(f"wall {t.total_s:.1f} s (model load {t.model_load_s:.1f} s, scoring {t.eval_s:.1f} s, "
               f"{t.docs_per_s:.2f} docs/s; {t.computed_batches} batches computed, {t.cached_batches} from cache)"
               + (f"; wrote {output}" if output else ""))
+
+
+@contextmanager
+def _user_errors():
+    """Turn a RepauditError into one error line and exit 1; Ctrl-C into a resume hint and exit 130."""
+    try:
+        yield
+    except RepauditError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        err.print("interrupted: finished batches are cached; run the same command again to resume")
+        raise typer.Exit(code=130) from None
+
+
+def _emit_json(result, output: Optional[Path], as_json: bool) -> bool:
+    """Write ``result`` (a pydantic model) to ``output`` atomically and/or print it; True if printed."""
+    from repaudit.records import write_atomic
+
+    if output is not None:
+        write_atomic(output, result.model_dump_json(indent=1))
+    if as_json:
+        typer.echo(result.model_dump_json(indent=1))
+    return as_json
 
 
 class Format(str, Enum):
@@ -140,10 +159,8 @@ def compare_command(
     from repaudit.records import write_atomic
     from repaudit.report import render_json, render_latex, render_markdown, render_rich
 
-    try:
+    with _user_errors():
         comparison = compare(load_run(run_a, samples_a), load_run(run_b, samples_b), tie_eps=tie_eps, n_boot=n_boot)
-    except RepauditError as exc:
-        _fail(str(exc))
     fmt = Format.json if as_json else fmt
     if fmt is Format.rich:
         if output is not None:
@@ -184,24 +201,15 @@ def sweep_command(
 
     Example: repaudit sweep --factor batch_size --values 1,4,16 --dtype bfloat16 --data-dir ../shared/data --limit 200
     """
-    from repaudit.records import write_atomic
     from repaudit.runner import RunConfig, run
     from repaudit.sweep import parse_values, sweep
 
-    try:
+    with _user_errors():
         vals = parse_values(factor, values)
         base = RunConfig(task=task, model=model, data_dir=data_dir, split=split, limit=limit, num_fewshot=num_fewshot,
                          prompt_format=prompt_format, dtype=dtype, batch_size=batch_size, cache_dir=cache_dir)
         result = sweep(base, factor, vals, lambda cfg: run(cfg, err), noise_seeds=noise_seeds, metric=metric)
-    except RepauditError as exc:
-        _fail(str(exc))
-    except KeyboardInterrupt:
-        err.print("interrupted: finished batches are cached; run the same command again to resume")
-        raise typer.Exit(code=130)
-    if output is not None:
-        write_atomic(output, result.model_dump_json(indent=1))
-    if as_json:
-        typer.echo(result.model_dump_json(indent=1))
+    if _emit_json(result, output, as_json):
         return
     table = Table(title=f"sweep {factor} · {task} · {result.metric} · base {factor}={result.base_value} "
                         f"scores {100 * result.base_score:.2f}")
@@ -232,25 +240,17 @@ def attribute_command(
     Example: repaudit attribute a.json b.json --data-dir ../shared/data -o attribution.json
     """
     from repaudit.attribution import run_attribution
-    from repaudit.records import read_record, write_atomic
+    from repaudit.records import read_record
     from repaudit.replay import config_from_record
     from repaudit.runner import run
 
-    try:
+    with _user_errors():
         rec_a, rec_b = read_record(run_a), read_record(run_b)
         cfg_a = config_from_record(rec_a, data_dir, model, cache_dir)
         cfg_b = config_from_record(rec_b, data_dir, model, cache_dir)
         quiet = Console(stderr=True, quiet=True)
         result = run_attribution(rec_a, rec_b, cfg_a, cfg_b, lambda cfg: run(cfg, quiet), metric=metric, n_boot=n_boot)
-    except RepauditError as exc:
-        _fail(str(exc))
-    except KeyboardInterrupt:
-        err.print("interrupted: finished batches are cached; run the same command again to resume")
-        raise typer.Exit(code=130)
-    if output is not None:
-        write_atomic(output, result.model_dump_json(indent=1))
-    if as_json:
-        typer.echo(result.model_dump_json(indent=1))
+    if _emit_json(result, output, as_json):
         return
     table = Table(title=f"attribution · {result.task} · {result.metric} · recorded Δ {100 * result.recorded_delta:+.2f} pts")
     for col in ("factor", "Shapley value (pts)", "95% CI (pts)"):
