@@ -24,67 +24,46 @@ from pathlib import Path
 
 import numpy as np
 
-# Mirrors of lm-eval 0.4.13's built-in YAMLs, reading local JSON lines instead of the hub.
-YAMLS = {
-    "arc_easy": ("arc/ARC-Easy_validation.jsonl", """task: arc_easy
-dataset_path: json
-dataset_name: ARC-Easy
-dataset_kwargs:
-  data_files:
-    validation: {path}
-output_type: multiple_choice
-validation_split: validation
-doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
-doc_to_target: "{{{{choices.label.index(answerKey)}}}}"
-doc_to_choice: "{{{{choices.text}}}}"
-metric_list:
-  - metric: acc
-  - metric: acc_norm
-metadata:
-  version: 1.0
-"""),
-    "arc_challenge": ("arc/ARC-Challenge_validation.jsonl", None),
-    "piqa": ("piqa/validation.jsonl", """task: piqa
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    validation: {path}
-output_type: multiple_choice
-validation_split: validation
-doc_to_text: "Question: {{{{goal}}}}\\nAnswer:"
-doc_to_target: label
-doc_to_choice: "{{{{[sol1, sol2]}}}}"
-metric_list:
-  - metric: acc
-  - metric: acc_norm
-metadata:
-  version: 1.0
-"""),
-    "sciq": ("sciq/validation.jsonl", """task: sciq
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    validation: {path}
-output_type: multiple_choice
-validation_split: validation
-doc_to_text: "{{{{support.lstrip()}}}}\\nQuestion: {{{{question}}}}\\nAnswer:"
-doc_to_target: 3
-doc_to_choice: "{{{{[distractor1, distractor2, distractor3, correct_answer]}}}}"
-metric_list:
-  - metric: acc
-  - metric: acc_norm
-metadata:
-  version: 1.0
-"""),
+# Mirrors of lm-eval 0.4.13's built-in YAMLs, reading local JSON lines instead of the hub:
+# task -> (file under --data-dir, extra header lines, doc_to_text, doc_to_target, doc_to_choice).
+TASK_FIELDS = {
+    "arc_easy": ("arc/ARC-Easy_validation.jsonl", "dataset_name: ARC-Easy\n", "Question: {{question}}\\nAnswer:",
+                 '"{{choices.label.index(answerKey)}}"', '"{{choices.text}}"'),
+    "piqa": ("piqa/validation.jsonl", "", "Question: {{goal}}\\nAnswer:", "label", '"{{[sol1, sol2]}}"'),
+    "sciq": ("sciq/validation.jsonl", "", "{{support.lstrip()}}\\nQuestion: {{question}}\\nAnswer:", "3",
+             '"{{[distractor1, distractor2, distractor3, correct_answer]}}"'),
 }
+
+_YAML = """task: {task}
+dataset_path: json
+{header}dataset_kwargs:
+  data_files:
+    validation: {path}
+output_type: multiple_choice
+validation_split: validation
+doc_to_text: "{text}"
+doc_to_target: {target}
+doc_to_choice: {choice}
+metric_list:
+  - metric: acc
+  - metric: acc_norm
+metadata:
+  version: 1.0
+"""
+
+
+def task_yaml(task: str, data_dir: Path) -> str:
+    """The local-data task YAML for ``task``."""
+    rel, header, text, target, choice = TASK_FIELDS[task]
+    return _YAML.format(task=task, header=header, path=(data_dir / rel).resolve(), text=text, target=target,
+                        choice=choice)
 
 
 def _run_lmeval(lm_eval: str, model_dir: Path, task: str, limit: int, dtype: str, bs: int, nshot: int,
                 data_dir: Path, work: Path) -> tuple[float, list[dict], dict]:
-    rel, yaml = YAMLS[task]
     tasks_dir = work / "tasks"
     tasks_dir.mkdir(exist_ok=True)
-    (tasks_dir / f"{task}.yaml").write_text(yaml.format(path=(data_dir / rel).resolve()))
+    (tasks_dir / f"{task}.yaml").write_text(task_yaml(task, data_dir))
     out = work / f"lmeval-{task}"
     cmd = [lm_eval, "--model", "hf", "--model_args", f"pretrained={model_dir},dtype={dtype}", "--tasks", task,
            "--include_path", str(tasks_dir), "--device", "cpu", "--batch_size", str(bs), "--num_fewshot", str(nshot),

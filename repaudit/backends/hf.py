@@ -129,10 +129,12 @@ class HFBackend:
         return ctx, whole[len(ctx):]
 
     # ---------------------------------------------------------- loglikelihood
-    def plan_loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[list[list[int]]]:
-        """Group and order requests as lm-eval does; returns batches of groups of request indices.
+    def plan_loglikelihood(self, requests: list[LoglikelihoodRequest]
+                           ) -> tuple[list[list[list[int]]], list[tuple[list[int], list[int]]]]:
+        """Group and order requests as lm-eval does.
 
-        Each group shares ``context + continuation[:-1]`` tokens; its first member has the longest
+        Returns ``(batches, encoded)``: batches of groups of request indices, and every request's
+        (context tokens, continuation tokens). Each group shares ``context + continuation[:-1]`` tokens; its first member has the longest
         continuation and provides the forward row.
         """
         encoded = [self.encode_pair(r.context, r.continuation) for r in requests]
@@ -140,7 +142,6 @@ class HFBackend:
             if not ctx or not cont:
                 raise RepauditError(f"request with context {r.context[-40:]!r} and continuation "
                                     f"{r.continuation!r} tokenises to an empty part")
-        self._encoded = encoded
         groups: dict[tuple[int, ...], list[int]] = {}
         for i, (ctx, cont) in enumerate(encoded):
             groups.setdefault(tuple(ctx + cont[:-1]), []).append(i)
@@ -150,13 +151,12 @@ class HFBackend:
             reps.append([rep] + [m for m in members if m != rep])
         reps.sort(key=lambda g: (-(len(encoded[g[0]][0]) + len(encoded[g[0]][1])),
                                  tuple(encoded[g[0]][0] + encoded[g[0]][1])))
-        return [reps[k:k + self.batch_size] for k in range(0, len(reps), self.batch_size)]
+        return [reps[k:k + self.batch_size] for k in range(0, len(reps), self.batch_size)], encoded
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest], cache: BatchCache | None = None,
                       progress: Progress | None = None) -> list[LoglikelihoodResult]:
         """Answer every request; see the module docstring for the exact numerical path."""
-        batches = self.plan_loglikelihood(requests)
-        enc = self._encoded
+        batches, enc = self.plan_loglikelihood(requests)
         out: list[LoglikelihoodResult | None] = [None] * len(requests)
         ckey = self.config_key("loglikelihood")
         max_len = self.info.max_length
@@ -170,7 +170,7 @@ class HFBackend:
                 if any(tuple(enc[m][1]) not in stored[j] for j, g in enumerate(batch) for m in g):
                     stored = None
             if stored is None:
-                stored = self._forward_ll(batch, rows)
+                stored = self._forward_ll(batch, rows, enc)
                 if cache is not None:
                     cache.put(ckey, bkey, [[[list(c), lp, gr] for c, (lp, gr) in grp.items()] for grp in stored])
             self.batch_sizes_used[len(batch)] += 1
@@ -184,9 +184,9 @@ class HFBackend:
                 progress(n)
         return out  # type: ignore[return-value]
 
-    def _forward_ll(self, batch: list[list[int]], rows: list[list[int]]) -> list[dict[tuple, tuple[float, bool]]]:
+    def _forward_ll(self, batch: list[list[int]], rows: list[list[int]], enc: list[tuple[list[int], list[int]]]
+                    ) -> list[dict[tuple, tuple[float, bool]]]:
         torch = self.torch
-        enc = self._encoded
         width = max(len(r) for r in rows)
         pad = [width - len(r) for r in rows]
         if self.padding_side == "right":
