@@ -53,6 +53,9 @@ def run_command(
     dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
     batch_size: Annotated[int, typer.Option(help="Rows per forward pass.")] = 8,
     padding_side: Annotated[str, typer.Option(help="right (lm-eval) or left.")] = "right",
+    scoring_strategy: Annotated[str, typer.Option(
+        help="full_sequence (lm-eval's numerical path) or shared_prefix (each context once, logits only "
+             "at continuation positions: faster, numerically different).")] = "full_sequence",
     device: Annotated[str, typer.Option(help="torch device.")] = "cpu",
     seed: Annotated[int, typer.Option(help="Python random seed.")] = 0,
     numpy_seed: Annotated[int, typer.Option(help="numpy seed.")] = 1234,
@@ -84,7 +87,7 @@ def run_command(
                         fewshot_ids=parse_fewshot_ids(fewshot_ids) if fewshot_ids else None,
                         fewshot_from=fewshot_from, prompt_format=prompt_format, chat_template=chat_template,
                         system_prompt=system_prompt, dtype=dtype, batch_size=batch_size, padding_side=padding_side,
-                        device=device, seed=seed, numpy_seed=numpy_seed, torch_seed=torch_seed,
+                        scoring_strategy=scoring_strategy, device=device, seed=seed, numpy_seed=numpy_seed, torch_seed=torch_seed,
                         max_gen_toks=max_gen_toks, until=until, stop_at_eos=stop_at_eos, do_sample=do_sample,
                         temperature=temperature, top_p=top_p, top_k=top_k, cache_dir=cache_dir,
                         use_batch_cache=not no_cache)
@@ -179,8 +182,8 @@ def compare_command(
 
 @app.command("sweep")
 def sweep_command(
-    factor: Annotated[str, typer.Option(help="Factor to vary: batch_size, dtype, padding_side, prompt_format, "
-                                             "num_fewshot, fewshot_seed, max_gen_toks, chat_template, system_prompt.")],
+    factor: Annotated[str, typer.Option(help="Factor to vary: batch_size, dtype, padding_side, scoring_strategy, "
+                                             "prompt_format, num_fewshot, fewshot_seed, max_gen_toks, chat_template, system_prompt.")],
     values: Annotated[str, typer.Option(help="Comma-separated values, e.g. '1,4,16'.")],
     task: Annotated[str, typer.Option(help="Task of the base configuration.")] = "arc_easy",
     model: Annotated[str, typer.Option(help="'default', a local directory or a hub id.")] = "default",
@@ -191,6 +194,7 @@ def sweep_command(
     prompt_format: Annotated[str, typer.Option("--format", help="Prompt format of the base.")] = "lmeval",
     dtype: Annotated[str, typer.Option(help="dtype of the base.")] = "float32",
     batch_size: Annotated[int, typer.Option(help="Batch size of the base.")] = 8,
+    scoring_strategy: Annotated[str, typer.Option(help="Scoring strategy of the base.")] = "full_sequence",
     metric: Annotated[Optional[str], typer.Option(help="Metric to judge (default: the task's first).")] = None,
     noise_seeds: Annotated[int, typer.Option(help="Extra few-shot seeds for the noise floor (n-shot bases).")] = 3,
     cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
@@ -207,7 +211,8 @@ def sweep_command(
     with _user_errors():
         vals = parse_values(factor, values)
         base = RunConfig(task=task, model=model, data_dir=data_dir, split=split, limit=limit, num_fewshot=num_fewshot,
-                         prompt_format=prompt_format, dtype=dtype, batch_size=batch_size, cache_dir=cache_dir)
+                         prompt_format=prompt_format, dtype=dtype, batch_size=batch_size,
+                         scoring_strategy=scoring_strategy, cache_dir=cache_dir)
         result = sweep(base, factor, vals, lambda cfg: run(cfg, err), noise_seeds=noise_seeds, metric=metric)
     if _emit_json(result, output, as_json):
         return

@@ -47,7 +47,8 @@ class DocResult(BaseModel):
 
 
 class Timings(BaseModel):
-    """Wall-clock seconds. ``computed_batches`` ran now; ``cached_batches`` came from the store."""
+    """Wall-clock seconds. ``computed_batches`` ran now; ``cached_batches`` came from the store;
+    ``tokens_computed`` is the number of positions the decoder ran for loglikelihood requests now."""
 
     model_config = ConfigDict(extra="forbid")
     model_load_s: float
@@ -56,6 +57,7 @@ class Timings(BaseModel):
     docs_per_s: float
     computed_batches: int
     cached_batches: int
+    tokens_computed: int = 0
 
 
 class RunRecord(BaseModel):

@@ -19,6 +19,7 @@ REPLAYABLE: dict[str, tuple[tuple[str, ...], Any]] = {
     "dtype": (("dtype",), lambda r: (r.fingerprint.backend.dtype,)),
     "batch_size": (("batch_size",), lambda r: (r.fingerprint.backend.batch_size,)),
     "padding_side": (("padding_side",), lambda r: (r.fingerprint.backend.padding_side,)),
+    "scoring_strategy": (("scoring_strategy",), lambda r: (r.fingerprint.backend.scoring_strategy,)),
     "prompt_format": (("prompt_format",), lambda r: (r.fingerprint.prompt.format,)),
     "num_fewshot": (("num_fewshot",), lambda r: (r.fingerprint.fewshot.num_fewshot,)),
     "fewshot_seed": (("fewshot_seed",), lambda r: (r.fingerprint.seeds.fewshot,)),

@@ -69,6 +69,7 @@ class RunConfig(BaseModel):
     dtype: str = "float32"
     batch_size: int = 8
     padding_side: str = "right"
+    scoring_strategy: str = "full_sequence"
     device: str = "cpu"
     seed: int = 0
     numpy_seed: int = 1234
@@ -154,12 +155,15 @@ def run(cfg: RunConfig, err: Console | None = None) -> RunRecord:
     err = err or Console(stderr=True)
     task = get_task(cfg.task)
     check_format(task, cfg.prompt_format)
-    from repaudit.backends.hf import DTYPES, PADDING_SIDES
+    from repaudit.backends.hf import DTYPES, PADDING_SIDES, SCORING_STRATEGIES
 
     if cfg.dtype not in DTYPES:
         raise RepauditError(f"unknown dtype '{cfg.dtype}': choose one of {', '.join(DTYPES)}")
     if cfg.padding_side not in PADDING_SIDES:
         raise RepauditError(f"unknown padding side '{cfg.padding_side}': choose right or left")
+    if cfg.scoring_strategy not in SCORING_STRATEGIES:
+        raise RepauditError(f"unknown scoring strategy '{cfg.scoring_strategy}': choose one of "
+                            f"{', '.join(SCORING_STRATEGIES)}")
     if cfg.data_dir is not None and not cfg.data_dir.is_dir():
         raise RepauditError(f"--data-dir '{cfg.data_dir}' is not a directory")
     cache_dir = cfg.cache_dir or default_cache_dir()
@@ -193,7 +197,8 @@ def run(cfg: RunConfig, err: Console | None = None) -> RunRecord:
     from repaudit.backends.hf import HFBackend
 
     backend = HFBackend(resolved, dtype=cfg.dtype, batch_size=cfg.batch_size, padding_side=cfg.padding_side,
-                        device=cfg.device, trust_remote_code=cfg.trust_remote_code)
+                        device=cfg.device, trust_remote_code=cfg.trust_remote_code,
+                        scoring_strategy=cfg.scoring_strategy)
     load_s = time.perf_counter() - t_load
 
     generation = None
@@ -263,7 +268,7 @@ def run(cfg: RunConfig, err: Console | None = None) -> RunRecord:
                               batch_size=cfg.batch_size,
                               batch_sizes_used={str(k): v for k, v in sorted(backend.batch_sizes_used.items())},
                               padding_side=cfg.padding_side, max_length=backend.info.max_length,
-                              add_special_tokens=backend.info.add_special_tokens, scoring_strategy="full_sequence"),
+                              add_special_tokens=backend.info.add_special_tokens, scoring_strategy=cfg.scoring_strategy),
         prompt=PromptConfig(format=cfg.prompt_format, template_sha256=template_sha256(task, cfg.prompt_format),
                             target_delimiter=task.target_delimiter, fewshot_delimiter=task.fewshot_delimiter,
                             chat_template=cfg.chat_template,
@@ -290,7 +295,8 @@ def run(cfg: RunConfig, err: Console | None = None) -> RunRecord:
         fingerprint=fp, fingerprint_digest=fp.digest(), metrics=metrics, docs=results,
         timings=Timings(model_load_s=round(load_s, 3), eval_s=round(eval_s, 3), total_s=round(total_s, 3),
                         docs_per_s=round(len(docs) / eval_s, 3) if eval_s > 0 else 0.0,
-                        computed_batches=computed, cached_batches=total_batches - computed),
+                        computed_batches=computed, cached_batches=total_batches - computed,
+                        tokens_computed=backend.tokens_computed),
     )
 
 

@@ -27,6 +27,7 @@ SWEEPABLE: dict[str, tuple[str, Callable[[str], Any]]] = {
     "batch_size": ("batch_size", int),
     "dtype": ("dtype", str),
     "padding_side": ("padding_side", str),
+    "scoring_strategy": ("scoring_strategy", str),
     "prompt_format": ("prompt_format", str),
     "num_fewshot": ("num_fewshot", int),
     "fewshot_seed": ("fewshot_seed", int),

@@ -108,3 +108,51 @@ def test_generate_until_is_deterministic_and_stops(backend_factory):
     with torch.inference_mode():
         g = be.model.generate(ids, max_new_tokens=12, do_sample=False)[0, ids.shape[1]:]
     assert be.tokenizer.decode(g, skip_special_tokens=True).split("\n")[0] == a[1]
+
+
+# ------------------------------------------------------------------ shared-prefix scoring
+SHOTS = "The following are questions with answers.\n\n" + "".join(
+    f"Question: How many legs does animal number {i} have?\nAnswer: {2 * i}\n\n" for i in range(6))
+PREFIX_REQS = REQS + [LoglikelihoodRequest(SHOTS + f"Question: What colour is thing {q}?\nAnswer:", c)
+                      for q in range(5) for c in (" red", " dark green", " B", " red")]  # duplicate " red" too
+
+
+def test_shared_prefix_matches_full_sequence(backend_factory):
+    full = backend_factory(batch_size=3)
+    shared = backend_factory(batch_size=3, scoring_strategy="shared_prefix")
+    a, b = full.loglikelihood(PREFIX_REQS), shared.loglikelihood(PREFIX_REQS)
+    for req, x, y in zip(PREFIX_REQS, a, b):
+        assert y.logprob == pytest.approx(x.logprob, abs=1e-4), req
+        assert (x.is_greedy, x.n_tokens) == (y.is_greedy, y.n_tokens)
+    assert shared.tokens_computed < full.tokens_computed / 2
+    assert full.config_key("loglikelihood") != shared.config_key("loglikelihood")
+
+
+def test_shared_prefix_plan_covers_every_request_once_and_finds_the_fewshot_block(backend_factory):
+    from repaudit.backends.prefix import plan_groups, plan_units
+
+    be = backend_factory()
+    enc = [be.encode_pair(r.context, r.continuation) for r in PREFIX_REQS]
+    groups = plan_groups(plan_units(enc, be.info.max_length), batch_size=2)
+    seen = sorted(m for g in groups for b in g.batches for u in b for ms in u.members for m in ms)
+    assert seen == list(range(len(PREFIX_REQS)))
+    shared = [g for g in groups if g.prefix]
+    assert len(shared) == 1 and sum(len(b) for b in shared[0].batches) == 5
+    assert be.tokenizer.decode(shared[0].prefix).startswith(SHOTS.rstrip()[:40])
+    assert all(len(b) <= 2 for g in groups for b in g.batches)
+
+
+def test_shared_prefix_left_truncates_long_contexts_like_full_sequence(backend_factory):
+    full, shared = backend_factory(), backend_factory(scoring_strategy="shared_prefix")
+    for be in (full, shared):
+        be.info.max_length = 24  # force truncation on the long requests
+    a, b = full.loglikelihood(PREFIX_REQS[-4:]), shared.loglikelihood(PREFIX_REQS[-4:])
+    for x, y in zip(a, b):
+        assert y.logprob == pytest.approx(x.logprob, abs=1e-4)
+
+
+def test_unknown_scoring_strategy_is_refused(backend_factory):
+    from repaudit.errors import RepauditError
+
+    with pytest.raises(RepauditError, match="unknown scoring strategy 'fast'"):
+        backend_factory(scoring_strategy="fast")

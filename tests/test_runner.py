@@ -115,3 +115,16 @@ def test_gsm8k_generates_and_extracts(tiny_model, shared_data, tmp_path):
     g = rec.fingerprint.generation
     assert g.max_gen_toks == 8 and "Question:" in g.until and g.eos_token in g.until
     assert json.loads(rec.model_dump_json())["docs"][0]["generation"] == d.generation
+
+
+def test_scoring_strategy_is_recorded_and_keeps_predictions(tiny_model, shared_data, tmp_path):
+    a = run(_cfg(tiny_model, shared_data, tmp_path))
+    b = run(_cfg(tiny_model, shared_data, tmp_path, scoring_strategy="shared_prefix"))
+    assert b.fingerprint.backend.scoring_strategy == "shared_prefix"
+    assert a.fingerprint.backend.scoring_strategy == "full_sequence"
+    diff = DeepDiff(a.fingerprint.canonical(), b.fingerprint.canonical())
+    # the batches actually run differ too: shared_prefix has one row per doc, not per request
+    assert {k for k in diff["values_changed"] if "batch_sizes_used" not in k} == {
+        "root['backend']['scoring_strategy']"}
+    assert [d.prediction for d in a.docs] == [d.prediction for d in b.docs]
+    assert 0 < b.timings.tokens_computed < a.timings.tokens_computed

@@ -23,6 +23,8 @@ from repaudit.requests import GenerateRequest, LoglikelihoodRequest, Loglikeliho
 
 DTYPES = ("float32", "bfloat16", "float16")
 PADDING_SIDES = ("right", "left")
+#: full_sequence = lm-eval's numerical path; shared_prefix = :mod:`repaudit.backends.prefix`
+SCORING_STRATEGIES = ("full_sequence", "shared_prefix")
 
 
 def _max_length(model, tokenizer) -> int:
@@ -46,13 +48,18 @@ class HFBackend:
             passed, so the two are mathematically equal and differ only numerically).
         device: torch device string.
         trust_remote_code: allow the model repository's own code (off unless asked for).
+        scoring_strategy: ``full_sequence`` (lm-eval's path, bit-compatible) or ``shared_prefix``
+            (each distinct context once, logits only at continuation positions; see
+            :mod:`repaudit.backends.prefix`). Padding side does not apply to ``shared_prefix``.
 
     Raises:
-        RepauditError: unknown dtype or padding side; weights that transformers cannot load.
+        RepauditError: unknown dtype, padding side or scoring strategy; weights that transformers
+            cannot load; ``shared_prefix`` on a sliding-window model.
     """
 
     def __init__(self, model: ResolvedModel, dtype: str = "float32", batch_size: int = 8,
-                 padding_side: str = "right", device: str = "cpu", trust_remote_code: bool = False):
+                 padding_side: str = "right", device: str = "cpu", trust_remote_code: bool = False,
+                 scoring_strategy: str = "full_sequence"):
         import torch
         import transformers
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -64,6 +71,9 @@ class HFBackend:
             raise RepauditError(f"unknown dtype '{dtype}': choose one of {', '.join(DTYPES)}")
         if padding_side not in PADDING_SIDES:
             raise RepauditError(f"unknown padding side '{padding_side}': choose right or left")
+        if scoring_strategy not in SCORING_STRATEGIES:
+            raise RepauditError(f"unknown scoring strategy '{scoring_strategy}': choose one of "
+                                f"{', '.join(SCORING_STRATEGIES)}")
         if batch_size < 1:
             raise RepauditError(f"batch size must be at least 1, got {batch_size}")
         try:
@@ -78,6 +88,14 @@ class HFBackend:
         self.batch_size = batch_size
         self.padding_side = padding_side
         self.device = device
+        self.scoring_strategy = scoring_strategy
+        #: positions run through the decoder by loglikelihood (the work actually computed)
+        self.tokens_computed = 0
+        self._scorer = None
+        if scoring_strategy == "shared_prefix":
+            from repaudit.backends.prefix import PrefixScorer
+
+            self._scorer = PrefixScorer(self.model, device)
         self.batch_sizes_used: dict[int, int] = Counter()
         tok = self.tokenizer
         # lm-eval's prefix_token_id: BOS if the tokenizer has one, else EOS.
@@ -101,7 +119,9 @@ class HFBackend:
         """Identity of everything that changes this backend's numbers for ``kind`` requests."""
         i = self.info
         return sha256_json([kind, "hf", self.resolved.weights_sha256, i.tokenizer_sha256, i.dtype, i.device,
-                            self.padding_side, self.batch_size, i.max_length, "full_sequence"])
+                            # shared_prefix has no padding side: its padded keys are masked out
+                            self.padding_side if self._scorer is None else None,
+                            self.batch_size, i.max_length, self.scoring_strategy])
 
     # ------------------------------------------------------------ tokenising
     def _encode(self, text: str) -> list[int]:
@@ -155,7 +175,12 @@ class HFBackend:
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest], cache: BatchCache | None = None,
                       progress: Progress | None = None) -> list[LoglikelihoodResult]:
-        """Answer every request; see the module docstring for the exact numerical path."""
+        """Answer every request; see the module docstring for the exact numerical path.
+
+        With ``scoring_strategy="shared_prefix"`` the work goes through :meth:`_loglikelihood_shared`.
+        """
+        if self._scorer is not None:
+            return self._loglikelihood_shared(requests, cache, progress)
         batches, enc = self.plan_loglikelihood(requests)
         out: list[LoglikelihoodResult | None] = [None] * len(requests)
         ckey = self.config_key("loglikelihood")
@@ -171,6 +196,7 @@ class HFBackend:
                     stored = None
             if stored is None:
                 stored = self._forward_ll(batch, rows, enc)
+                self.tokens_computed += sum(len(r) for r in rows)
                 if cache is not None:
                     cache.put(ckey, bkey, [[[list(c), lp, gr] for c, (lp, gr) in grp.items()] for grp in stored])
             self.batch_sizes_used[len(batch)] += 1
@@ -182,6 +208,38 @@ class HFBackend:
                     n += 1
             if progress:
                 progress(n)
+        return out  # type: ignore[return-value]
+
+    def _loglikelihood_shared(self, requests: list[LoglikelihoodRequest], cache: BatchCache | None,
+                              progress: Progress | None) -> list[LoglikelihoodResult]:
+        from repaudit.backends.prefix import plan_groups, plan_units
+
+        enc = [self.encode_pair(r.context, r.continuation) for r in requests]
+        for (ctx, cont), r in zip(enc, requests):
+            if not ctx or not cont:
+                raise RepauditError(f"request with context {r.context[-40:]!r} and continuation "
+                                    f"{r.continuation!r} tokenises to an empty part")
+        out: list[LoglikelihoodResult | None] = [None] * len(requests)
+        ckey = self.config_key("loglikelihood")
+        before = self._scorer.tokens_computed
+        for group in plan_groups(plan_units(enc, self.info.max_length), self.batch_size):
+            for batch in group.batches:
+                bkey = sha256_json([group.prefix, [[u.ctx, u.conts] for u in batch]])
+                stored = cache.get(ckey, bkey) if cache is not None else None
+                if stored is None:
+                    stored = self._scorer.score(group.prefix, batch)
+                    if cache is not None:
+                        cache.put(ckey, bkey, stored)
+                self.batch_sizes_used[len(batch)] += 1
+                n = 0
+                for u, res in zip(batch, stored):
+                    for c, members, (lp, gr) in zip(u.conts, u.members, res):
+                        for m in members:
+                            out[m] = LoglikelihoodResult(logprob=lp, is_greedy=bool(gr), n_tokens=len(c))
+                            n += 1
+                if progress:
+                    progress(n)
+        self.tokens_computed += self._scorer.tokens_computed - before
         return out  # type: ignore[return-value]
 
     def _forward_ll(self, batch: list[list[int]], rows: list[list[int]], enc: list[tuple[list[int], list[int]]]
