@@ -24,53 +24,21 @@ from pathlib import Path
 
 import numpy as np
 
-# Mirrors of lm-eval 0.4.13's built-in YAMLs, reading local JSON lines instead of the hub:
-# task -> (file under --data-dir, extra header lines, doc_to_text, doc_to_target, doc_to_choice).
-TASK_FIELDS = {
-    "arc_easy": ("arc/ARC-Easy_validation.jsonl", "dataset_name: ARC-Easy\n", "Question: {{question}}\\nAnswer:",
-                 '"{{choices.label.index(answerKey)}}"', '"{{choices.text}}"'),
-    "piqa": ("piqa/validation.jsonl", "", "Question: {{goal}}\\nAnswer:", "label", '"{{[sol1, sol2]}}"'),
-    "sciq": ("sciq/validation.jsonl", "", "{{support.lstrip()}}\\nQuestion: {{question}}\\nAnswer:", "3",
-             '"{{[distractor1, distractor2, distractor3, correct_answer]}}"'),
-}
-
-_YAML = """task: {task}
-dataset_path: json
-{header}dataset_kwargs:
-  data_files:
-    validation: {path}
-output_type: multiple_choice
-validation_split: validation
-doc_to_text: "{text}"
-doc_to_target: {target}
-doc_to_choice: {choice}
-metric_list:
-  - metric: acc
-  - metric: acc_norm
-metadata:
-  version: 1.0
-"""
-
-
-def task_yaml(task: str, data_dir: Path) -> str:
-    """The local-data task YAML for ``task``."""
-    rel, header, text, target, choice = TASK_FIELDS[task]
-    return _YAML.format(task=task, header=header, path=(data_dir / rel).resolve(), text=text, target=target,
-                        choice=choice)
+sys.path.insert(0, str(Path(__file__).parent))
+from lmeval_tasks import write_tasks
 
 
 def _run_lmeval(lm_eval: str, model_dir: Path, task: str, limit: int, dtype: str, bs: int, nshot: int,
                 data_dir: Path, work: Path) -> tuple[float, list[dict], dict]:
     tasks_dir = work / "tasks"
-    tasks_dir.mkdir(exist_ok=True)
-    (tasks_dir / f"{task}.yaml").write_text(task_yaml(task, data_dir))
+    write_tasks(task, data_dir, tasks_dir, limit)
     out = work / f"lmeval-{task}"
     cmd = [lm_eval, "--model", "hf", "--model_args", f"pretrained={model_dir},dtype={dtype}", "--tasks", task,
            "--include_path", str(tasks_dir), "--device", "cpu", "--batch_size", str(bs), "--num_fewshot", str(nshot),
            "--log_samples", "--output_path", str(out)]
     if limit:
         cmd += ["--limit", str(limit)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PYTHONPATH": str(tasks_dir)}
     t = time.perf_counter()
     subprocess.run(cmd, check=True, env=env, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.perf_counter() - t

@@ -48,7 +48,8 @@ class DocResult(BaseModel):
 
 class Timings(BaseModel):
     """Wall-clock seconds. ``computed_batches`` ran now; ``cached_batches`` came from the store;
-    ``tokens_computed`` is the number of positions the decoder ran for loglikelihood requests now."""
+    ``tokens_computed`` is the number of positions the decoder ran for loglikelihood requests now,
+    ``forward_s`` the seconds spent inside those forward passes (output layer and log-softmax included)."""
 
     model_config = ConfigDict(extra="forbid")
     model_load_s: float
@@ -58,6 +59,7 @@ class Timings(BaseModel):
     computed_batches: int
     cached_batches: int
     tokens_computed: int = 0
+    forward_s: float = 0.0
 
 
 class RunRecord(BaseModel):

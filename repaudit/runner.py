@@ -296,7 +296,7 @@ def run(cfg: RunConfig, err: Console | None = None) -> RunRecord:
         timings=Timings(model_load_s=round(load_s, 3), eval_s=round(eval_s, 3), total_s=round(total_s, 3),
                         docs_per_s=round(len(docs) / eval_s, 3) if eval_s > 0 else 0.0,
                         computed_batches=computed, cached_batches=total_batches - computed,
-                        tokens_computed=backend.tokens_computed),
+                        tokens_computed=backend.tokens_computed, forward_s=round(backend.forward_s, 3)),
     )
 
 

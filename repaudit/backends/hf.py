@@ -11,6 +11,7 @@ bfloat16 run rounds exactly as lm-eval's does.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from typing import Any
 
@@ -91,6 +92,8 @@ class HFBackend:
         self.scoring_strategy = scoring_strategy
         #: positions run through the decoder by loglikelihood (the work actually computed)
         self.tokens_computed = 0
+        #: seconds spent inside forward passes (model, output layer, log-softmax) of loglikelihood
+        self.forward_s = 0.0
         self._scorer = None
         if scoring_strategy == "shared_prefix":
             from repaudit.backends.prefix import PrefixScorer
@@ -221,7 +224,7 @@ class HFBackend:
                                     f"{r.continuation!r} tokenises to an empty part")
         out: list[LoglikelihoodResult | None] = [None] * len(requests)
         ckey = self.config_key("loglikelihood")
-        before = self._scorer.tokens_computed
+        before, before_s = self._scorer.tokens_computed, self._scorer.forward_s
         for group in plan_groups(plan_units(enc, self.info.max_length), self.batch_size):
             for batch in group.batches:
                 bkey = sha256_json([group.prefix, [[u.ctx, u.conts] for u in batch]])
@@ -240,6 +243,7 @@ class HFBackend:
                 if progress:
                     progress(n)
         self.tokens_computed += self._scorer.tokens_computed - before
+        self.forward_s += self._scorer.forward_s - before_s
         return out  # type: ignore[return-value]
 
     def _forward_ll(self, batch: list[list[int]], rows: list[list[int]], enc: list[tuple[list[int], list[int]]]
@@ -254,8 +258,10 @@ class HFBackend:
             ids = torch.tensor([[0] * p + r for r, p in zip(rows, pad)], dtype=torch.long, device=self.device)
             mask = torch.tensor([[0] * p + [1] * len(r) for r, p in zip(rows, pad)], device=self.device)
             kwargs = {"attention_mask": mask, "position_ids": (mask.cumsum(-1) - 1).clamp(min=0)}
+        t = time.perf_counter()
         with torch.inference_mode():
             logprobs = torch.log_softmax(self.model(ids, **kwargs).logits, dim=-1)
+        self.forward_s += time.perf_counter() - t
         result = []
         for j, g in enumerate(batch):
             end = len(rows[j]) if self.padding_side == "right" else width

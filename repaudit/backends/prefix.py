@@ -25,6 +25,7 @@ SGLang's RadixAttention (Zheng et al., 2024); implementation is repaudit's own.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 #: prefixes shorter than this are not worth a separate key/value pass
@@ -156,14 +157,17 @@ class PrefixScorer:
         self.device = device
         self.prefix_kv: tuple[tuple[int, ...], list] | None = None
         self.tokens_computed = 0
+        self.forward_s = 0.0
 
     def _prefix(self, prefix: tuple[int, ...]):
         # one prefix is live at a time: groups come in order, so each prefix runs exactly once
         torch = self.torch
         if self.prefix_kv is None or self.prefix_kv[0] != prefix:
             ids = torch.tensor([prefix], dtype=torch.long, device=self.device)
+            t = time.perf_counter()
             with torch.inference_mode():
                 out = self.base(input_ids=ids, use_cache=True)
+            self.forward_s += time.perf_counter() - t
             self.prefix_kv = (prefix, [(layer.keys, layer.values) for layer in out.past_key_values.layers])
             self.tokens_computed += len(prefix)
         return self.prefix_kv[1]
@@ -212,6 +216,7 @@ class PrefixScorer:
         lengths = [len(r) for r in rows]
         bi = torch.tensor([j for j in range(B) for _ in range(starts[j], lengths[j])], device=self.device)
         ti = torch.tensor([t for j in range(B) for t in range(starts[j], lengths[j])], device=self.device)
+        t = time.perf_counter()
         with torch.inference_mode():
             hidden = self.base(input_ids=ids, attention_mask=mask[:, None], position_ids=position_ids,
                                use_cache=bool(p), **kwargs).last_hidden_state
@@ -220,6 +225,7 @@ class PrefixScorer:
                 logits = torch.tanh(logits / self.softcap) * self.softcap
             logprobs = torch.log_softmax(logits, dim=-1)
             greedy = logprobs.argmax(-1)
+        self.forward_s += time.perf_counter() - t
         self.tokens_computed += sum(lengths)
         out = []
         base = 0
