@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -149,88 +150,175 @@ def shapley_permutation(k: int, value, n_perm: int, seed: int = 0) -> tuple[np.n
     return marg.mean(axis=0), marg.std(axis=0, ddof=1) / math.sqrt(n_perm) if n_perm > 1 else np.full(k, np.nan)
 
 
+def permutation_weights(k: int, n_perm: int, seed: int = 0) -> tuple[np.ndarray, list[frozenset[int]], np.ndarray]:
+    """Monte-Carlo Shapley values as weights over the subsets the sampled permutations visit.
+
+    Each permutation adds factors one at a time; factor i's marginal is v(S ∪ {i}) − v(S) for the
+    S before it (Castro et al. 2009). Returns ``(W, subsets, W_per_perm)`` with ``φ ≈ W @ v`` over
+    ``subsets`` and ``W_per_perm`` (n_perm × k × len(subsets)) for the permutation standard error;
+    every permutation's marginals sum to v(F) − v(∅), so φ still sums to the delta exactly.
+    """
+    rng = np.random.default_rng(seed)
+    perms = [rng.permutation(k) for _ in range(n_perm)]
+    visited: dict[frozenset[int], int] = {}
+    steps = []
+    for perm in perms:
+        s: frozenset[int] = frozenset()
+        visited.setdefault(s, len(visited))
+        for i in perm:
+            t = s | {int(i)}
+            visited.setdefault(t, len(visited))
+            steps.append((int(i), s, t))
+            s = t
+    subs = list(visited)
+    per = np.zeros((n_perm, k, len(subs)))
+    for n, (i, s, t) in enumerate(steps):
+        per[n // k, i, visited[t]] += 1.0
+        per[n // k, i, visited[s]] -= 1.0
+    return per.mean(axis=0), subs, per
+
+
+#: exact Shapley values up to this many factors (2^8 = 256 configurations); sampling beyond
+EXACT_MAX_FACTORS = 8
+
+
 class AttributionReport(BaseModel):
-    """The result of ``repaudit attribute`` (JSON-ready). Scores and values in metric units (0-1)."""
+    """The result of ``repaudit attribute`` (JSON-ready). Scores and values in metric units (0-1).
+
+    ``method`` is ``exact`` (all 2^k configurations) or ``permutation`` (sampled, k > 8; then
+    ``phi_stderr`` is the Monte-Carlo standard error and interactions are not computed).
+    """
 
     model_config = ConfigDict(extra="forbid")
     task: str
     metric: str
+    run_a: str = ""
+    run_b: str = ""
     factors: list[str]
     not_replayable: list[str]
+    not_recorded: list[str] = []
+    method: str = "exact"
     phi: list[float]
     phi_ci: list[list[float]]
+    phi_stderr: list[float] | None = None
     interactions: list[dict]
     recorded_a: float
     recorded_b: float
+    reexecuted_a: float = float("nan")
+    reexecuted_b: float = float("nan")
     recorded_delta: float
     reexecuted_delta: float
+    reexecuted_delta_ci: list[float] = []
     residual: float
     fidelity_a: float
     fidelity_b: float
+    n_docs: int = 0
     configurations: int
+    forward_configurations: int = 0
     computed_batches: int
     cached_batches: int
+    wall_s: float = 0.0
     minimal_flip_sets: dict[int, list[str]]
 
 
-def run_attribution(rec_a, rec_b, cfg_a, cfg_b, run_fn, metric: str | None = None, n_boot: int = 2000,
-                    progress=None) -> AttributionReport:
-    """Re-execute every hybrid of two runs and attribute the score delta to each differing factor.
+def _agreement(recorded: dict[int, Any], rec) -> float:
+    pairs = [(recorded[d.doc_id].prediction, d.prediction) for d in rec.docs if d.doc_id in recorded]
+    return float(np.mean([x == y for x, y in pairs])) if pairs else float("nan")
 
-    ``run_fn(RunConfig) -> RunRecord`` evaluates a configuration (finished batches come from the
-    store, so a repeated attribution performs no inference). Configurations are ordered by dtype so
-    that the model is reloaded as rarely as possible.
+
+def run_attribution(src_a, src_b, run_fn, metric: str | None = None, n_boot: int = 2000,
+                    progress=None, n_perm: int | None = None) -> AttributionReport:
+    """Re-execute the hybrids of two runs and attribute the score delta to each differing factor.
+
+    Args:
+        src_a, src_b: :class:`repaudit.replay.ReplaySource` of runs A and B.
+        run_fn: ``RunConfig -> RunRecord``; finished batches come from the store, so a repeated
+            attribution performs no inference.
+        metric: per-doc metric to attribute (default: the task's first).
+        progress: called as ``progress(done, total)`` after each configuration.
+        n_perm: permutations when k > :data:`EXACT_MAX_FACTORS` (default 4·k).
+
+    Configurations are ordered by (dtype, scoring strategy) so that a pooled backend reloads the
+    model once per dtype.
 
     Raises:
-        RepauditError: no replayable factor differs, or the runs are of different tasks.
+        RepauditError: no replayable factor differs, the runs are of different tasks, or the
+            metric is not recorded by both runs.
     """
+    import time
+
     from repaudit.errors import RepauditError
     from repaudit.replay import differing_factors, hybrid
 
-    if rec_a.fingerprint.data.task != rec_b.fingerprint.data.task:
-        raise RepauditError(f"the runs are of different tasks ({rec_a.fingerprint.data.task} vs "
-                            f"{rec_b.fingerprint.data.task}): nothing to attribute")
-    factors, fixed = differing_factors(rec_a, rec_b)
+    t0 = time.perf_counter()
+    if src_a.task != src_b.task:
+        raise RepauditError(f"the runs are of different tasks ({src_a.task} vs {src_b.task}): nothing to attribute")
+    factors, fixed, unknown = differing_factors(src_a, src_b)
     if not factors:
         raise RepauditError("no replayable factor differs between the runs"
                             + (f" (they differ only in {', '.join(fixed)})" if fixed else ""))
     k = len(factors)
-    metric = metric or next(iter(rec_a.docs[0].metrics))
-    subs = subsets(k)
+    cfg_a, cfg_b = src_a.config, src_b.config
+    if k <= EXACT_MAX_FACTORS:
+        method, (w, subs), per = "exact", shapley_weights(k), None
+    else:
+        method = "permutation"
+        w, subs, per = permutation_weights(k, n_perm or 4 * k)
     order = sorted(subs, key=lambda s: (hybrid(cfg_a, cfg_b, factors, s).dtype, len(s)))
-    records, computed, cached = {}, 0, 0
-    for s in order:
+    records, computed, cached, forward = {}, 0, 0, 0
+    for done, s in enumerate(order, 1):
         rec = run_fn(hybrid(cfg_a, cfg_b, factors, s))
         records[s] = rec
         computed += rec.timings.computed_batches
         cached += rec.timings.cached_batches
+        forward += rec.timings.computed_batches > 0
         if progress:
-            progress()
-    doc_ids = [d.doc_id for d in records[frozenset()].docs]
+            progress(done, len(order))
+    first = records[frozenset()]
+    metric = metric or next(iter(first.docs[0].metrics))
+    for src in (src_a, src_b):
+        if not all(metric in d.metrics for d in src.docs.values()):
+            raise RepauditError(f"'{src.path}' does not record {metric} for every doc: choose another --metric")
+    doc_ids = [d.doc_id for d in first.docs]
     outcomes = {s: np.array([d.metrics[metric] for d in r.docs]) for s, r in records.items()}
-    att = attribute(factors, outcomes, n_boot=n_boot)
-
-    def agree(x, y):
-        return float(np.mean([p.prediction == q.prediction for p, q in zip(x.docs, y.docs)]))
-
     full = frozenset(range(k))
-    ra = float(np.mean([d.metrics[metric] for d in rec_a.docs]))
-    rb = float(np.mean([d.metrics[metric] for d in rec_b.docs]))
+    if method == "exact":
+        att = attribute(factors, outcomes, n_boot=n_boot)
+        phi, phi_ci, stderr = att.phi, att.phi_ci, None
+        inter = [{"pair": list(p), "value": float(v), "ci": [float(c[0]), float(c[1])]}
+                 for p, v, c in zip(att.pairs, att.interactions, att.interactions_ci)]
+        delta_ci = list(att.delta_ci)
+    else:
+        mat = np.stack([outcomes[s].astype(np.float64) for s in subs])
+        v = mat.mean(axis=1)
+        phi = w @ v
+        stderr = [float(x) for x in (per @ v).std(axis=0, ddof=1) / math.sqrt(per.shape[0])]
+        rng = np.random.default_rng(0)
+        boot = np.stack([mat[:, rng.integers(0, mat.shape[1], mat.shape[1])].mean(axis=1) for _ in range(n_boot)])
+        phi_ci = np.quantile(boot @ w.T, [0.025, 0.975], axis=0).T
+        inter = []
+        i0, i1 = subs.index(frozenset()), subs.index(full)
+        delta_ci = [float(x) for x in np.quantile(boot[:, i1] - boot[:, i0], [0.025, 0.975])]
+    ra = float(np.mean([d.metrics[metric] for d in src_a.docs.values()]))
+    rb = float(np.mean([d.metrics[metric] for d in src_b.docs.values()]))
+    va, vb = float(outcomes[frozenset()].mean()), float(outcomes[full].mean())
     flips = {}
     base, end = outcomes[frozenset()], outcomes[full]
+    by_size = sorted(subs, key=len)
     for j, doc_id in enumerate(doc_ids):
         if base[j] == end[j]:
             continue
-        for s in subs:  # subsets are ordered by size: the first that flips the doc is a smallest one
+        for s in by_size:  # ordered by size: the first subset that flips the doc is a smallest one
             if s and outcomes[s][j] == end[j]:
                 flips[doc_id] = [factors[i] for i in sorted(s)]
                 break
     return AttributionReport(
-        task=rec_a.fingerprint.data.task, metric=metric, factors=factors, not_replayable=fixed,
-        phi=[float(x) for x in att.phi], phi_ci=[[float(a), float(b)] for a, b in att.phi_ci],
-        interactions=[{"pair": list(p), "value": float(v), "ci": [float(c[0]), float(c[1])]}
-                      for p, v, c in zip(att.pairs, att.interactions, att.interactions_ci)],
-        recorded_a=ra, recorded_b=rb, recorded_delta=rb - ra, reexecuted_delta=att.delta,
-        residual=(rb - ra) - att.delta, fidelity_a=agree(records[frozenset()], rec_a),
-        fidelity_b=agree(records[full], rec_b), configurations=len(subs), computed_batches=computed,
-        cached_batches=cached, minimal_flip_sets=flips)
+        task=src_a.task, metric=metric, run_a=str(src_a.path), run_b=str(src_b.path), factors=factors,
+        not_replayable=fixed, not_recorded=unknown, method=method,
+        phi=[float(x) for x in phi], phi_ci=[[float(a), float(b)] for a, b in phi_ci], phi_stderr=stderr,
+        interactions=inter, recorded_a=ra, recorded_b=rb, reexecuted_a=va, reexecuted_b=vb,
+        recorded_delta=rb - ra, reexecuted_delta=vb - va, reexecuted_delta_ci=delta_ci,
+        residual=(rb - ra) - (vb - va), fidelity_a=_agreement(src_a.docs, records[frozenset()]),
+        fidelity_b=_agreement(src_b.docs, records[full]), n_docs=len(doc_ids), configurations=len(subs),
+        forward_configurations=forward, computed_batches=computed, cached_batches=cached,
+        wall_s=round(time.perf_counter() - t0, 2), minimal_flip_sets=flips)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from contextlib import contextmanager
 from enum import Enum
@@ -18,6 +19,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="repaudit: a reproducibility auditor for language-model evaluations.")
 err = Console(stderr=True)
 out = Console()
+#: per-configuration runs inside a grid report nothing themselves; the grid's bar does
+_QUIET = Console(stderr=True, quiet=True)
 
 
 @app.callback()
@@ -47,6 +50,8 @@ def run_command(
     fewshot_seed: Annotated[int, typer.Option(help="Seed of the few-shot sampler.")] = 1234,
     fewshot_ids: Annotated[Optional[str], typer.Option(help="Explicit few-shot doc ids in order, e.g. '12,5,7'.")] = None,
     fewshot_from: Annotated[Optional[Path], typer.Option(help="Reuse every doc's few-shot ids from this run file.")] = None,
+    fewshot_order: Annotated[Optional[int], typer.Option(
+        help="Shuffle each doc's few-shot examples with this seed (same examples, other order).")] = None,
     prompt_format: Annotated[str, typer.Option("--format", help="Prompt format: lmeval, lettered, cloze.")] = "lmeval",
     chat_template: Annotated[bool, typer.Option(help="Wrap prompts in the model's chat template.")] = False,
     system_prompt: Annotated[Optional[str], typer.Option(help="System prompt.")] = None,
@@ -85,7 +90,7 @@ def run_command(
                         data_dir=data_dir, split=split, limit=limit, num_fewshot=num_fewshot,
                         fewshot_split=fewshot_split, fewshot_seed=fewshot_seed,
                         fewshot_ids=parse_fewshot_ids(fewshot_ids) if fewshot_ids else None,
-                        fewshot_from=fewshot_from, prompt_format=prompt_format, chat_template=chat_template,
+                        fewshot_from=fewshot_from, fewshot_order_seed=fewshot_order, prompt_format=prompt_format, chat_template=chat_template,
                         system_prompt=system_prompt, dtype=dtype, batch_size=batch_size, padding_side=padding_side,
                         scoring_strategy=scoring_strategy, device=device, seed=seed, numpy_seed=numpy_seed, torch_seed=torch_seed,
                         max_gen_toks=max_gen_toks, until=until, stop_at_eos=stop_at_eos, do_sample=do_sample,
@@ -122,15 +127,22 @@ def _user_errors():
         raise typer.Exit(code=130) from None
 
 
-def _emit_json(result, output: Optional[Path], as_json: bool) -> bool:
-    """Write ``result`` (a pydantic model) to ``output`` atomically and/or print it; True if printed."""
-    from repaudit.records import write_atomic
+@contextmanager
+def _grid_progress(label: str):
+    """A rich bar over the configurations of a grid; yields ``tick(done=None, total=None)``."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    if output is not None:
-        write_atomic(output, result.model_dump_json(indent=1))
-    if as_json:
-        typer.echo(result.model_dump_json(indent=1))
-    return as_json
+    with Progress(TextColumn(f"{label}: configurations"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True) as bar:
+        task = bar.add_task(label, total=None)
+
+        def tick(done: int | None = None, total: int | None = None) -> None:
+            if done is None:
+                bar.advance(task)
+            else:
+                bar.update(task, completed=done, total=total)
+
+        yield tick
 
 
 class Format(str, Enum):
@@ -148,129 +160,214 @@ def compare_command(
                                                                  "(default: found beside the results file).")] = None,
     samples_b: Annotated[Optional[list[Path]], typer.Option(help="lm-eval samples of B.")] = None,
     fmt: Annotated[Format, typer.Option("--format", help="rich (terminal), markdown, latex or json.")] = Format.rich,
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the report here.")] = None,
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the report here (.json, .md, .tex "
+                                                                          "pick the format).")] = None,
     top: Annotated[int, typer.Option(help="Flipped docs to show (all are in the JSON).")] = 10,
     tie_eps: Annotated[float, typer.Option(help="Near-tie: top-two log-likelihood gap at most this (nats).")] = 0.01,
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates.")] = 10_000,
+    attribute: Annotated[bool, typer.Option("--attribute", help="Also re-execute and attribute the delta to each "
+                                                                "factor (as repaudit attribute).")] = False,
+    data_dir: Annotated[Optional[Path], typer.Option(help="With --attribute: local data the runs read.")] = None,
+    model: Annotated[Optional[str], typer.Option(help="With --attribute: override the recorded model location.")] = None,
+    cache_dir: Annotated[Optional[Path], typer.Option(help="With --attribute: model and batch cache.")] = None,
+    plot: Annotated[Optional[Path], typer.Option(help="With --attribute: waterfall to PATH.png and PATH.pdf.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
 ) -> None:
     """Which factors differ between two runs, which docs flipped, and whether the score moved beyond noise.
 
     Example: repaudit compare run.json ../shared/lmeval_runs/s1 --format markdown -o compare.md
     """
+    from repaudit.audit_report import attribution_latex, attribution_markdown
     from repaudit.compare import compare, load_run
-    from repaudit.records import write_atomic
     from repaudit.report import render_json, render_latex, render_markdown, render_rich
 
     with _user_errors():
         comparison = compare(load_run(run_a, samples_a), load_run(run_b, samples_b), tie_eps=tie_eps, n_boot=n_boot)
-    fmt = Format.json if as_json else fmt
+        att = _attribute(run_a, run_b, data_dir, model, None, 2000, cache_dir, plot) if attribute else None
+
+    def rich_view(console: Console) -> None:
+        render_rich(comparison, console, top)
+        if att is not None:
+            _attribution_rich(att, console)
+
+    def as_json_text() -> str:
+        if att is None:
+            return render_json(comparison)
+        return json.dumps({"comparison": comparison.model_dump(mode="json"),
+                           "attribution": att.model_dump(mode="json")}, indent=1)
+
+    _emit_report(_report_format(fmt, output, as_json), output, rich_view,
+                 lambda: render_markdown(comparison, top) + ("\n" + attribution_markdown(att) if att else ""),
+                 lambda: render_latex(comparison, top) + ("\n" + attribution_latex(att) if att else ""),
+                 as_json_text)
+
+
+def _report_format(fmt: "Format", output: Optional[Path], as_json: bool) -> "Format":
+    """``--json`` wins; with the default rich format, ``-o``'s suffix (.json/.md/.tex) picks the format."""
+    if as_json:
+        return Format.json
+    if fmt is Format.rich and output is not None:
+        return {".json": Format.json, ".md": Format.markdown, ".tex": Format.latex}.get(output.suffix, fmt)
+    return fmt
+
+
+def _emit_report(fmt: "Format", output: Optional[Path], rich_view, markdown, latex, json_text) -> None:
+    """Print or write a report in ``fmt``: ``rich_view(console)`` for the terminal (plain text into
+    ``output``), or the zero-argument ``markdown``/``latex``/``json_text`` renderers."""
+    from repaudit.records import write_atomic
+
     if fmt is Format.rich:
-        if output is not None:
-            with open(output, "w", encoding="utf-8") as f:
-                render_rich(comparison, Console(file=f, width=160), top)
+        if output is None:
+            rich_view(out)
         else:
-            render_rich(comparison, out, top)
+            console = Console(record=True, width=160, file=io.StringIO())
+            rich_view(console)
+            write_atomic(output, console.export_text())
         return
-    text = {Format.markdown: lambda: render_markdown(comparison, top), Format.latex: lambda: render_latex(comparison, top),
-            Format.json: lambda: render_json(comparison)}[fmt]()
+    text = {Format.json: json_text, Format.markdown: markdown, Format.latex: latex}[fmt]()
     if output is not None:
         write_atomic(output, text)
     else:
         typer.echo(text, nl=False)
 
 
+def _sweep_rich(result, console: Console) -> None:
+    from repaudit.audit_report import sweep_floor, sweep_rows
+
+    table = Table(title=f"sweep {result.factor} · {result.task} · {result.metric} (points)")
+    for col in ("value", "score", "Δ (pts)", "95% CI (pts)", "flip rate", "verdict"):
+        table.add_column(col, justify="left" if col in ("value", "verdict") else "right")
+    for row in sweep_rows(result):
+        table.add_row(*row)
+    console.print(table)
+    console.print(sweep_floor(result))
+
+
 @app.command("sweep")
 def sweep_command(
     factor: Annotated[str, typer.Option(help="Factor to vary: batch_size, dtype, padding_side, scoring_strategy, "
-                                             "prompt_format, num_fewshot, fewshot_seed, max_gen_toks, chat_template, system_prompt.")],
-    values: Annotated[str, typer.Option(help="Comma-separated values, e.g. '1,4,16'.")],
+                                             "prompt_format, num_fewshot, fewshot_seed, fewshot_order, max_gen_toks, "
+                                             "chat_template, system_prompt.")],
+    values: Annotated[str, typer.Option(help="Comma-separated values, e.g. '1,4,16' (fewshot_order: seeds, "
+                                             "'none' = sampler order).")],
+    base_run: Annotated[Optional[Path], typer.Option("--base", help="Take the base configuration from this "
+                                                                    "repaudit run file (then the base options below "
+                                                                    "are ignored).")] = None,
     task: Annotated[str, typer.Option(help="Task of the base configuration.")] = "arc_easy",
     model: Annotated[str, typer.Option(help="'default', a local directory or a hub id.")] = "default",
     data_dir: Annotated[Optional[Path], typer.Option(help="Local data laid out as shared/data.")] = None,
     split: Annotated[Optional[str], typer.Option(help="Evaluation split.")] = None,
     limit: Annotated[Optional[int], typer.Option(help="First N docs only.")] = None,
     num_fewshot: Annotated[Optional[int], typer.Option(help="n-shot of the base.")] = None,
-    prompt_format: Annotated[str, typer.Option("--format", help="Prompt format of the base.")] = "lmeval",
+    prompt_format: Annotated[str, typer.Option("--prompt-format", help="Prompt format of the base.")] = "lmeval",
     dtype: Annotated[str, typer.Option(help="dtype of the base.")] = "float32",
     batch_size: Annotated[int, typer.Option(help="Batch size of the base.")] = 8,
     scoring_strategy: Annotated[str, typer.Option(help="Scoring strategy of the base.")] = "full_sequence",
     metric: Annotated[Optional[str], typer.Option(help="Metric to judge (default: the task's first).")] = None,
     noise_seeds: Annotated[int, typer.Option(help="Extra few-shot seeds for the noise floor (n-shot bases).")] = 3,
     cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the sweep as JSON here.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the sweep as JSON.")] = False,
+    fmt: Annotated[Format, typer.Option("--format", help="rich (terminal), markdown, latex or json.")] = Format.rich,
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the report here (.json, .md, .tex "
+                                                                          "pick the format).")] = None,
+    plot: Annotated[Optional[Path], typer.Option(help="Draw score vs value with the noise band to PATH.png and "
+                                                      "PATH.pdf.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
 ) -> None:
     """Vary one factor, hold the rest, and measure its effect against the noise floor.
 
     Example: repaudit sweep --factor batch_size --values 1,4,16 --dtype bfloat16 --data-dir ../shared/data --limit 200
     """
-    from repaudit.runner import RunConfig, run
+    from repaudit.audit_report import sweep_latex, sweep_markdown
+    from repaudit.runner import BackendPool, RunConfig, run
     from repaudit.sweep import parse_values, sweep
 
     with _user_errors():
         vals = parse_values(factor, values)
-        base = RunConfig(task=task, model=model, data_dir=data_dir, split=split, limit=limit, num_fewshot=num_fewshot,
-                         prompt_format=prompt_format, dtype=dtype, batch_size=batch_size,
-                         scoring_strategy=scoring_strategy, cache_dir=cache_dir)
-        result = sweep(base, factor, vals, lambda cfg: run(cfg, err), noise_seeds=noise_seeds, metric=metric)
-    if _emit_json(result, output, as_json):
-        return
-    table = Table(title=f"sweep {factor} · {task} · {result.metric} · base {factor}={result.base_value} "
-                        f"scores {100 * result.base_score:.2f}")
-    for col in ("value", "score", "Δ (pts)", "95% CI (pts)", "flip rate", "verdict"):
-        table.add_column(col, justify="left" if col in ("value", "verdict") else "right")
-    for p in result.points:
-        table.add_row(str(p.value), f"{100 * p.score:.2f}", f"{100 * p.delta:+.2f}",
-                      f"[{100 * p.ci_low:+.2f}, {100 * p.ci_high:+.2f}]", f"{100 * p.flip_rate:.1f}%", p.verdict)
-    out.print(table)
-    out.print(f"noise floor: sd {100 * result.noise_floor_sd:.2f} pts ({result.noise_floor_method}: "
-              + ", ".join(f"{100 * x:.2f}" for x in result.noise_floor_scores) + ")")
+        if base_run is not None:
+            from repaudit.records import read_record
+            from repaudit.replay import config_from_record
+
+            base = config_from_record(read_record(base_run), data_dir, None if model == "default" else model, cache_dir)
+        else:
+            base = RunConfig(task=task, model=model, data_dir=data_dir, split=split, limit=limit,
+                             num_fewshot=num_fewshot, prompt_format=prompt_format, dtype=dtype, batch_size=batch_size,
+                             scoring_strategy=scoring_strategy, cache_dir=cache_dir)
+        backends = BackendPool()
+        with _grid_progress("sweep") as tick:
+            def one(cfg):
+                rec = run(cfg, _QUIET, backends=backends)
+                tick()
+                return rec
+
+            result = sweep(base, factor, vals, one, noise_seeds=noise_seeds, metric=metric)
+        if plot is not None:
+            from repaudit.plots import sweep_plot
+
+            err.print("wrote " + ", ".join(str(p) for p in sweep_plot(result, plot)))
+    _emit_report(_report_format(fmt, output, as_json), output, lambda c: _sweep_rich(result, c),
+                 lambda: sweep_markdown(result), lambda: sweep_latex(result), lambda: result.model_dump_json(indent=1))
+
+
+def _attribution_rich(result, console: Console) -> None:
+    from repaudit.audit_report import attribution_rows, attribution_summary
+
+    table = Table(title=f"attribution · {result.task} · {result.metric} (points)")
+    for col in ("factor", "Shapley value", "95% CI"):
+        table.add_column(col, justify="left" if col == "factor" else "right")
+    for row in attribution_rows(result):
+        table.add_row(*row)
+    console.print(table)
+    for it in result.interactions:
+        console.print(f"interaction {' × '.join(it['pair'])}: {100 * it['value']:+.2f} pts "
+                      f"[{100 * it['ci'][0]:+.2f}, {100 * it['ci'][1]:+.2f}]")
+    console.print(attribution_summary(result))
+
+
+def _attribute(run_a: Path, run_b: Path, data_dir, model, metric, n_boot, cache_dir, plot):
+    """Shared by ``attribute`` and ``compare --attribute``; raises RepauditError on bad input."""
+    from repaudit.attribution import run_attribution
+    from repaudit.replay import load_replay_source
+    from repaudit.runner import BackendPool, run
+
+    src_a = load_replay_source(run_a, data_dir, model, cache_dir)
+    src_b = load_replay_source(run_b, data_dir, model, cache_dir)
+    backends = BackendPool()
+    with _grid_progress("attribution") as tick:
+        result = run_attribution(src_a, src_b, lambda cfg: run(cfg, _QUIET, backends=backends), metric=metric,
+                                 n_boot=n_boot, progress=tick)
+    if plot is not None:
+        from repaudit.plots import waterfall
+
+        err.print("wrote " + ", ".join(str(p) for p in waterfall(result, plot)))
+    return result
 
 
 @app.command("attribute")
 def attribute_command(
-    run_a: Annotated[Path, typer.Argument(help="Run A (a repaudit run file).")],
-    run_b: Annotated[Path, typer.Argument(help="Run B (a repaudit run file).")],
+    run_a: Annotated[Path, typer.Argument(help="Run A: a repaudit run file, or an lm-eval results file/directory.")],
+    run_b: Annotated[Path, typer.Argument(help="Run B, likewise.")],
     data_dir: Annotated[Optional[Path], typer.Option(help="Local data the runs read (shared/data layout).")] = None,
     model: Annotated[Optional[str], typer.Option(help="Override the model location recorded in the runs.")] = None,
     metric: Annotated[Optional[str], typer.Option(help="Metric to attribute (default: the task's first).")] = None,
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates over docs.")] = 2000,
     cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the attribution as JSON here.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the attribution as JSON.")] = False,
+    fmt: Annotated[Format, typer.Option("--format", help="rich (terminal), markdown, latex or json.")] = Format.rich,
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the report here (.json, .md, .tex "
+                                                                          "pick the format).")] = None,
+    plot: Annotated[Optional[Path], typer.Option(help="Draw the waterfall to PATH.png and PATH.pdf.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
 ) -> None:
     """Re-run every hybrid of two runs and attribute the score delta to each differing factor (Shapley values).
 
-    Example: repaudit attribute a.json b.json --data-dir ../shared/data -o attribution.json
+    Example: repaudit attribute a.json b.json --data-dir ../shared/data -o attribution.md --plot waterfall
     """
-    from repaudit.attribution import run_attribution
-    from repaudit.records import read_record
-    from repaudit.replay import config_from_record
-    from repaudit.runner import run
+    from repaudit.audit_report import attribution_latex, attribution_markdown
 
     with _user_errors():
-        rec_a, rec_b = read_record(run_a), read_record(run_b)
-        cfg_a = config_from_record(rec_a, data_dir, model, cache_dir)
-        cfg_b = config_from_record(rec_b, data_dir, model, cache_dir)
-        quiet = Console(stderr=True, quiet=True)
-        result = run_attribution(rec_a, rec_b, cfg_a, cfg_b, lambda cfg: run(cfg, quiet), metric=metric, n_boot=n_boot)
-    if _emit_json(result, output, as_json):
-        return
-    table = Table(title=f"attribution · {result.task} · {result.metric} · recorded Δ {100 * result.recorded_delta:+.2f} pts")
-    for col in ("factor", "Shapley value (pts)", "95% CI (pts)"):
-        table.add_column(col, justify="left" if col == "factor" else "right")
-    for f, v, (lo, hi) in zip(result.factors, result.phi, result.phi_ci):
-        table.add_row(f, f"{100 * v:+.2f}", f"[{100 * lo:+.2f}, {100 * hi:+.2f}]")
-    table.add_row("residual (not replayable)", f"{100 * result.residual:+.2f}", "")
-    out.print(table)
-    for it in result.interactions:
-        out.print(f"interaction {' × '.join(it['pair'])}: {100 * it['value']:+.2f} pts "
-                  f"[{100 * it['ci'][0]:+.2f}, {100 * it['ci'][1]:+.2f}]")
-    out.print(f"re-executed Δ {100 * result.reexecuted_delta:+.2f} pts; fidelity A {100 * result.fidelity_a:.1f}%, "
-              f"B {100 * result.fidelity_b:.1f}%; {result.configurations} configurations, "
-              f"{result.computed_batches} batches computed, {result.cached_batches} from cache"
-              + (f"; not replayable here: {', '.join(result.not_replayable)}" if result.not_replayable else ""))
+        result = _attribute(run_a, run_b, data_dir, model, metric, n_boot, cache_dir, plot)
+    _emit_report(_report_format(fmt, output, as_json), output, lambda c: _attribution_rich(result, c),
+                 lambda: attribution_markdown(result), lambda: attribution_latex(result),
+                 lambda: result.model_dump_json(indent=1))
 
 
 def main() -> None:

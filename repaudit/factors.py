@@ -63,7 +63,7 @@ def factors_from_fingerprint(fp: Fingerprint) -> Factors:
                           "target_delimiter": fp.prompt.target_delimiter,
                           "fewshot_delimiter": fp.prompt.fewshot_delimiter}
     f["fewshot"] = {"num_fewshot": fp.fewshot.num_fewshot, "split": fp.fewshot.split, "sampler": fp.fewshot.sampler,
-                    "ids_sha256": fp.fewshot.ids_sha256}
+                    "ids_sha256": fp.fewshot.ids_sha256, "order_seed": fp.fewshot.order_seed}
     f["chat_template"] = {"applied": fp.prompt.chat_template, "chat_template_sha256": fp.prompt.chat_template_sha256,
                           "system_prompt": fp.prompt.system_prompt}
     f["stop"] = {"until": g.until if g else None, "eos_token": g.eos_token if g else None}

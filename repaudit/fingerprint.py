@@ -76,12 +76,14 @@ class FewshotConfig(_Strict):
     """n-shot and how examples were chosen (the sampler's seed is ``Seeds.fewshot``).
 
     ``ids_sha256`` hashes every doc's few-shot ids in order; the ids themselves are in the run's
-    per-doc results."""
+    per-doc results. ``order_seed`` is None when examples stay in the sampler's order, else the
+    seed of the per-doc permutation applied after selection (:func:`repaudit.tasks.fewshot.permute`)."""
 
     num_fewshot: int
     split: str | None
     sampler: str
     ids_sha256: str
+    order_seed: int | None = None
 
 
 class GenerationConfig(_Strict):

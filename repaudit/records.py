@@ -77,14 +77,15 @@ class RunRecord(BaseModel):
     timings: Timings
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and rename, so no partial file is left."""
+def write_atomic(path: Path, content: str | bytes) -> None:
+    """Write text (UTF-8) or bytes to ``path`` through a temporary file and rename, so no partial
+    file is left."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(content.encode("utf-8") if isinstance(content, str) else content)
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; a run file is meant to be shared
         os.replace(tmp, path)
     except BaseException:

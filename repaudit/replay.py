@@ -7,6 +7,7 @@ and their effect ends up in the attribution's residual.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ REPLAYABLE: dict[str, tuple[tuple[str, ...], Any]] = {
     "prompt_format": (("prompt_format",), lambda r: (r.fingerprint.prompt.format,)),
     "num_fewshot": (("num_fewshot",), lambda r: (r.fingerprint.fewshot.num_fewshot,)),
     "fewshot_seed": (("fewshot_seed",), lambda r: (r.fingerprint.seeds.fewshot,)),
+    "fewshot_order": (("fewshot_order_seed",), lambda r: (r.fingerprint.fewshot.order_seed,)),
     "chat_template": (("chat_template", "system_prompt"),
                       lambda r: (r.fingerprint.prompt.chat_template, r.fingerprint.prompt.system_prompt)),
     "generation": (("until", "max_gen_toks", "do_sample", "temperature", "top_p", "top_k"),
@@ -56,18 +58,130 @@ def config_from_record(rec: RunRecord, data_dir: Path | None, model: str | None 
     return RunConfig(**cfg)
 
 
-def differing_factors(a: RunRecord, b: RunRecord) -> tuple[list[str], list[str]]:
-    """``(replayable factors that differ, other fingerprint parts that differ and cannot be replayed)``."""
-    replay = [name for name, (_, read) in REPLAYABLE.items() if read(a) != read(b)]
-    fa, fb = a.fingerprint, b.fingerprint
-    fixed = []
-    for part, xa, xb in (("hardware", fa.hardware, fb.hardware), ("library versions", fa.software, fb.software),
-                         ("model weights", fa.model.weights_sha256, fb.model.weights_sha256),
-                         ("tokenizer", fa.model.tokenizer_sha256, fb.model.tokenizer_sha256),
-                         ("data", (fa.data.task, fa.data.sha256, fa.data.limit), (fb.data.task, fb.data.sha256, fb.data.limit))):
-        if xa != xb:
-            fixed.append(part)
-    return replay, fixed
+#: fingerprint groups this machine cannot set, with the words the report uses for them
+NOT_REPLAYABLE = {"hardware": "hardware", "library_versions": "library versions", "model": "model weights",
+                  "tokenizer": "tokenizer", "data": "data"}
+#: fields of those groups that matter (a model *name* may differ while the weights are the same)
+_FIXED_FIELDS = {"model": ("weights_sha256", "num_parameters"), "tokenizer": ("tokenizer_sha256",),
+                 "data": ("task", "split", "sha256", "limit")}
+
+
+@dataclass
+class ReplaySource:
+    """One side of an attribution: what was recorded and the configuration that replays it.
+
+    Attributes:
+        path: the run file (repaudit) or results file (lm-eval).
+        source: ``repaudit <version>`` or ``lm-eval <version>``.
+        task: the one task of the run.
+        config: the RunConfig that reproduces the run on this machine.
+        factors: the run's factors (:mod:`repaudit.factors`), for what cannot be replayed.
+        docs: recorded per-doc outcomes by doc_id.
+    """
+
+    path: Path
+    source: str
+    task: str
+    config: RunConfig
+    factors: dict[str, dict[str, Any]]
+    docs: dict[int, Any]
+
+
+def config_from_lmeval(task: str, factors: dict[str, dict[str, Any]], path: Path, data_dir: Path | None,
+                       model: str | None = None, cache_dir: Path | None = None) -> RunConfig:
+    """The RunConfig that replays one task of an lm-eval run with repaudit's lm-eval-compatible path.
+
+    Prompts use the ``lmeval`` format (lm-eval's built-in templates); the replay's fidelity
+    (per-doc agreement with the recorded samples) shows whether that held.
+
+    Raises:
+        RepauditError: a setting the file does not record (e.g. ``batch_size`` "auto" without the
+            sizes used), or a task repaudit does not define.
+    """
+    from repaudit.factors import UNKNOWN
+    from repaudit.runner import get_task
+
+    get_task(task)
+
+    def need(group: str, name: str) -> Any:
+        v = factors.get(group, {}).get(name, UNKNOWN)
+        if v == UNKNOWN:
+            raise RepauditError(f"'{path}' does not record {group}.{name}: it cannot be replayed")
+        return v
+
+    dtype = str(need("dtype", "dtype")).removeprefix("torch.")
+    batch_size = need("batch_size", "batch_size")
+    if not isinstance(batch_size, int):
+        raise RepauditError(f"'{path}' ran with batch size {batch_size!r}: replay needs a number")
+    seeds = factors.get("seed", {})
+    stop, sampling = factors.get("stop", {}), factors.get("sampling", {})
+    eos = stop.get("eos_token")
+    until = stop.get("until")
+    split = factors.get("data", {}).get("split")
+    cfg = dict(task=task, model=model or str(need("model", "name")), data_dir=data_dir, cache_dir=cache_dir,
+               split=None if split == UNKNOWN else split, limit=factors.get("data", {}).get("limit"),
+               num_fewshot=int(need("fewshot", "num_fewshot")), prompt_format="lmeval", dtype=dtype,
+               batch_size=batch_size, device="cpu",
+               seed=seeds.get("python", 0), numpy_seed=seeds.get("numpy", 1234), torch_seed=seeds.get("torch", 1234),
+               fewshot_seed=seeds.get("fewshot", 1234),
+               chat_template=bool(factors.get("chat_template", {}).get("applied", False)),
+               system_prompt=factors.get("chat_template", {}).get("system_prompt"))
+    if until is not None:
+        cfg.update(until=[u for u in until if u != eos], stop_at_eos=eos in until,
+                   max_gen_toks=factors.get("max_tokens", {}).get("max_gen_toks"),
+                   do_sample=bool(sampling.get("do_sample")), temperature=float(sampling.get("temperature") or 0.0),
+                   top_p=float(sampling.get("top_p") or 1.0), top_k=int(sampling.get("top_k") or 0))
+    if any(v == UNKNOWN for v in cfg.values()):
+        bad = [k for k, v in cfg.items() if v == UNKNOWN]
+        raise RepauditError(f"'{path}' does not record {', '.join(bad)}: it cannot be replayed")
+    return RunConfig(**cfg)
+
+
+def load_replay_source(path: Path, data_dir: Path | None, model: str | None = None,
+                       cache_dir: Path | None = None) -> ReplaySource:
+    """Read a repaudit run file or an lm-eval results file (with its ``--log_samples`` output).
+
+    Raises:
+        RepauditError: unreadable or foreign file, more than one task, no per-doc results.
+    """
+    from repaudit.compare import load_run
+    from repaudit.records import read_record
+
+    crun = load_run(Path(path))
+    if len(crun.tasks) != 1:
+        raise RepauditError(f"'{path}' holds {len(crun.tasks)} tasks ({', '.join(sorted(crun.tasks))}): "
+                            "attribution needs runs of one task")
+    task, outcome = next(iter(crun.tasks.items()))
+    if not outcome.docs:
+        raise RepauditError(f"'{path}' has no per-doc results for {task}: run lm-eval with --log_samples")
+    if crun.source.startswith("repaudit"):
+        cfg = config_from_record(read_record(Path(path)), data_dir, model, cache_dir)
+    else:
+        cfg = config_from_lmeval(task, crun.factors[task], Path(path), data_dir, model, cache_dir)
+    return ReplaySource(path=Path(path), source=crun.source, task=task, config=cfg, factors=crun.factors[task],
+                        docs=outcome.docs)
+
+
+def replay_values(cfg: RunConfig, factor: str) -> tuple:
+    """The RunConfig values that make up ``factor``."""
+    return tuple(getattr(cfg, f) for f in REPLAYABLE[factor][0])
+
+
+def differing_factors(a: ReplaySource, b: ReplaySource) -> tuple[list[str], list[str], list[str]]:
+    """``(replayable factors that differ, non-replayable parts that differ, parts one run does not record)``."""
+    from repaudit.compare import diff_factors
+
+    replay = [name for name in REPLAYABLE if replay_values(a.config, name) != replay_values(b.config, name)]
+    rows = diff_factors(a.task, a.factors, b.factors)
+    fixed, unknown = [], []
+    for group, words in NOT_REPLAYABLE.items():
+        fields = _FIXED_FIELDS.get(group)
+        status = {r.status for r in rows if r.group == group and (fields is None or r.field in fields)}
+        if "differs" in status:
+            fixed.append(words)
+        elif "unknown" in status:
+            unknown.append(words)
+    return replay, fixed, unknown
 
 
 def hybrid(cfg_a: RunConfig, cfg_b: RunConfig, factors: list[str], subset: frozenset[int]) -> RunConfig:

@@ -12,6 +12,7 @@ import json
 import random
 import sys
 import time
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +36,7 @@ from repaudit.requests import GenerationSettings
 from repaudit.tasks.base import Doc, OutputType, Task
 from repaudit.tasks.data import available_local_splits, load_rows, to_docs
 from repaudit.tasks.definitions import TASKS
-from repaudit.tasks.fewshot import select_fewshot
+from repaudit.tasks.fewshot import permute, select_fewshot
 from repaudit.tasks.prompts import RenderedDoc, check_format, render, template_sha256
 
 
@@ -63,6 +64,7 @@ class RunConfig(BaseModel):
     fewshot_seed: int = 1234
     fewshot_ids: list[int] | None = None
     fewshot_from: Path | None = None
+    fewshot_order_seed: int | None = None
     prompt_format: str = "lmeval"
     chat_template: bool = False
     system_prompt: str | None = None
@@ -144,8 +146,38 @@ class _DocsColumn(ProgressColumn):
         return Text(f"{task.completed:.0f}/{task.total:.0f} docs  {rate}")
 
 
-def run(cfg: RunConfig, err: Console | None = None) -> RunRecord:
+class BackendPool:
+    """Loaded backends kept across runs of one process (an attribution grid, a sweep).
+
+    A backend is reused when model weights, dtype, device and remote-code setting match; batch
+    size, padding side and scoring strategy are set per run (:meth:`HFBackend.configure`), so a
+    grid reloads the model once per dtype instead of once per configuration.
+    """
+
+    def __init__(self):
+        self._loaded: dict[tuple, Any] = {}
+
+    def get(self, resolved, cfg: RunConfig):
+        """A backend for ``cfg``, loading it on first use."""
+        from repaudit.backends.hf import HFBackend
+
+        key = (resolved.path, resolved.weights_sha256, cfg.dtype, cfg.device, cfg.trust_remote_code)
+        if key not in self._loaded:
+            if len(self._loaded) >= 2:  # keep memory bounded: grids are ordered by dtype
+                self._loaded.pop(next(iter(self._loaded)))
+            self._loaded[key] = HFBackend(resolved, dtype=cfg.dtype, batch_size=cfg.batch_size,
+                                          padding_side=cfg.padding_side, device=cfg.device,
+                                          trust_remote_code=cfg.trust_remote_code,
+                                          scoring_strategy=cfg.scoring_strategy)
+        backend = self._loaded[key]
+        backend.configure(cfg.batch_size, cfg.padding_side, cfg.scoring_strategy)
+        return backend
+
+
+def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None = None) -> RunRecord:
     """Evaluate ``cfg`` and return the complete :class:`RunRecord` (nothing is written here).
+
+    ``backends`` lets consecutive runs share loaded models (``model_load_s`` is then ~0).
 
     Raises:
         RepauditError: unknown task/format/dtype, missing or malformed data, a model that
@@ -187,6 +219,8 @@ def run(cfg: RunConfig, err: Console | None = None) -> RunRecord:
                         else ([], None))
     fewshot_ids, sampler = (_fewshot_ids(task, cfg, n_shot, all_docs, pool, pool_split == split)
                             if pool else ({d.doc_id: [] for d in all_docs}, "none"))
+    if cfg.fewshot_order_seed is not None:
+        fewshot_ids = {i: permute(ids, cfg.fewshot_order_seed, i) for i, ids in fewshot_ids.items()}
     docs = all_docs[: cfg.limit] if cfg.limit else all_docs
     missing = [d.doc_id for d in docs if d.doc_id not in fewshot_ids]
     if missing:
@@ -196,9 +230,12 @@ def run(cfg: RunConfig, err: Console | None = None) -> RunRecord:
     t_load = time.perf_counter()
     from repaudit.backends.hf import HFBackend
 
-    backend = HFBackend(resolved, dtype=cfg.dtype, batch_size=cfg.batch_size, padding_side=cfg.padding_side,
-                        device=cfg.device, trust_remote_code=cfg.trust_remote_code,
-                        scoring_strategy=cfg.scoring_strategy)
+    if backends is not None:
+        backend = backends.get(resolved, cfg)
+    else:
+        backend = HFBackend(resolved, dtype=cfg.dtype, batch_size=cfg.batch_size, padding_side=cfg.padding_side,
+                            device=cfg.device, trust_remote_code=cfg.trust_remote_code,
+                            scoring_strategy=cfg.scoring_strategy)
     load_s = time.perf_counter() - t_load
 
     generation = None
@@ -276,7 +313,8 @@ def run(cfg: RunConfig, err: Console | None = None) -> RunRecord:
                             system_prompt=cfg.system_prompt),
         fewshot=FewshotConfig(num_fewshot=n_shot if sampler != "replayed" else max(len(r.fewshot_ids) for r in rendered),
                               split=pool_split, sampler=sampler,
-                              ids_sha256=sha256_json([r.fewshot_ids for r in rendered])),
+                              ids_sha256=sha256_json([r.fewshot_ids for r in rendered]),
+                              order_seed=cfg.fewshot_order_seed),
         generation=GenerationConfig(until=list(generation.until), eos_token=backend.info.eos_token,
                                     stop_at_eos=cfg.stop_at_eos, max_gen_toks=generation.max_gen_toks,
                                     do_sample=generation.do_sample, temperature=generation.temperature,

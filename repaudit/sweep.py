@@ -31,6 +31,8 @@ SWEEPABLE: dict[str, tuple[str, Callable[[str], Any]]] = {
     "prompt_format": ("prompt_format", str),
     "num_fewshot": ("num_fewshot", int),
     "fewshot_seed": ("fewshot_seed", int),
+    # values are seeds of a per-doc permutation of the selected examples ("none" = sampler order)
+    "fewshot_order": ("fewshot_order_seed", lambda s: None if s.lower() == "none" else int(s)),
     "max_gen_toks": ("max_gen_toks", int),
     "chat_template": ("chat_template", lambda s: s.lower() in ("1", "true", "on", "yes")),
     "system_prompt": ("system_prompt", str),

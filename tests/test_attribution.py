@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -53,20 +55,106 @@ def test_missing_configuration_is_an_error():
 
 def test_real_attribution_on_a_tiny_model_and_second_run_is_all_cache(tiny_model, shared_data, tmp_path):
     from repaudit.attribution import run_attribution
-    from repaudit.replay import config_from_record
-    from repaudit.runner import RunConfig, run
+    from repaudit.records import write_record
+    from repaudit.replay import load_replay_source
+    from repaudit.runner import BackendPool, RunConfig, run
 
     common = dict(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=8, cache_dir=tmp_path / "c")
-    rec_a = run(RunConfig(**common, dtype="float32", batch_size=4))
-    rec_b = run(RunConfig(**common, dtype="bfloat16", batch_size=2, prompt_format="lettered"))
-    cfg_a = config_from_record(rec_a, shared_data, str(tiny_model), tmp_path / "c")
-    cfg_b = config_from_record(rec_b, shared_data, str(tiny_model), tmp_path / "c")
-    first = run_attribution(rec_a, rec_b, cfg_a, cfg_b, run, n_boot=200)
+    write_record(run(RunConfig(**common, dtype="float32", batch_size=4)), tmp_path / "a.json")
+    write_record(run(RunConfig(**common, dtype="bfloat16", batch_size=2, prompt_format="lettered")), tmp_path / "b.json")
+    src_a = load_replay_source(tmp_path / "a.json", shared_data, str(tiny_model), tmp_path / "c")
+    src_b = load_replay_source(tmp_path / "b.json", shared_data, str(tiny_model), tmp_path / "c")
+    pool = BackendPool()
+    ticks = []
+    first = run_attribution(src_a, src_b, lambda cfg: run(cfg, backends=pool), n_boot=200,
+                            progress=lambda done, total: ticks.append((done, total)))
     assert first.factors == ["dtype", "batch_size", "prompt_format"] and first.configurations == 8
+    assert ticks[-1] == (8, 8) and first.method == "exact"
     assert sum(first.phi) == pytest.approx(first.reexecuted_delta, abs=1e-12)
     # A and B themselves were re-executed from their fingerprints: same numbers, no residual
     assert first.fidelity_a == first.fidelity_b == 1.0 and first.residual == pytest.approx(0.0, abs=1e-12)
     assert first.computed_batches > 0
-    second = run_attribution(rec_a, rec_b, cfg_a, cfg_b, run, n_boot=200)
+    second = run_attribution(src_a, src_b, run, n_boot=200)
     assert second.computed_batches == 0 and second.cached_batches > 0  # no inference at all
     assert second.phi == first.phi
+
+
+def test_permutation_weights_are_unbiased_and_sum_to_delta():
+    import itertools
+
+    from repaudit.attribution import permutation_weights, shapley_weights
+
+    k = 4
+    w_exact, subs = shapley_weights(k)
+    rng = np.random.default_rng(3)
+    v_all = {s: float(rng.normal()) for s in subs}
+    w, visited, per = permutation_weights(k, n_perm=24, seed=1)
+    v = np.array([v_all[s] for s in visited])
+    phi = w @ v
+    assert phi.sum() == pytest.approx(v_all[frozenset(range(k))] - v_all[frozenset()], abs=1e-12)
+    # averaged over all k! orders, the permutation estimate is the exact Shapley value
+    perms = list(itertools.permutations(range(k)))
+    exact = w_exact @ np.array([v_all[s] for s in subs])
+    marg = np.zeros(k)
+    for p in perms:
+        s = frozenset()
+        for i in p:
+            marg[i] += v_all[s | {i}] - v_all[s]
+            s = s | {i}
+    assert marg / len(perms) == pytest.approx(exact, abs=1e-12)
+    assert per.shape == (24, k, len(visited))
+
+
+def test_reports_and_waterfall_from_a_synthetic_attribution(tmp_path):
+    from markdown_it import MarkdownIt
+
+    from repaudit.attribution import AttributionReport
+    from repaudit.audit_report import attribution_latex, attribution_markdown
+    from repaudit.plots import waterfall
+
+    r = AttributionReport(task="arc_easy", metric="acc", factors=["dtype", "prompt_format"], not_replayable=["hardware"],
+                          phi=[-0.01, 0.05], phi_ci=[[-0.03, 0.01], [0.02, 0.08]],
+                          interactions=[{"pair": ["dtype", "prompt_format"], "value": 0.004, "ci": [-0.01, 0.02]}],
+                          recorded_a=0.50, recorded_b=0.55, recorded_delta=0.05, reexecuted_delta=0.04, residual=0.01,
+                          fidelity_a=1.0, fidelity_b=0.98, configurations=4, computed_batches=10, cached_batches=2,
+                          minimal_flip_sets={3: ["prompt_format"]})
+    md = attribution_markdown(r)
+    html = MarkdownIt().enable("table").render(md)
+    assert html.count("<table>") == 2 and "prompt_format" in html and "+5.00" in md and "+1.00" in md
+    tex = attribution_latex(r)
+    assert tex.count(r"\begin{tabular}") == tex.count(r"\end{tabular}") == 1 and r"prompt\_format" in tex
+    assert r"\toprule" in tex and r"\bottomrule" in tex
+    png, pdf = waterfall(r, tmp_path / "wf")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and pdf.read_bytes()[:5] == b"%PDF-"
+
+
+def test_lmeval_run_replays_as_a_config(lmeval_runs, shared_data):
+    from repaudit.replay import load_replay_source
+
+    src = load_replay_source(lmeval_runs / "s2", shared_data, "default")
+    c = src.config
+    assert (c.task, c.dtype, c.batch_size, c.num_fewshot, c.split, c.prompt_format) == (
+        "arc_easy", "float32", 1, 0, "validation", "lmeval")
+    assert (c.seed, c.numpy_seed, c.torch_seed, c.fewshot_seed) == (0, 1234, 1234, 1234)
+    assert len(src.docs) == 570 and src.source.startswith("lm-eval")
+
+
+def test_cli_attribute_of_two_lmeval_runs_with_reports_and_plot(lmeval_runs, shared_data, tiny_model, tmp_path):
+    from typer.testing import CliRunner
+
+    from repaudit.cli import app
+
+    md, plot = tmp_path / "att.md", tmp_path / "wf"
+    args = ["attribute", str(lmeval_runs / "s1"), str(lmeval_runs / "s2"), "--data-dir", str(shared_data),
+            "--model", str(tiny_model), "--cache-dir", str(tmp_path / "c"), "--n-boot", "200"]
+    res = CliRunner().invoke(app, args + ["-o", str(md), "--plot", str(plot)])
+    assert res.exit_code == 0, res.output
+    text = md.read_text()
+    assert "| batch_size |" in text and "residual" in text and "Not recorded by one run" in text
+    assert (tmp_path / "wf.png").stat().st_size > 0 and (tmp_path / "wf.pdf").stat().st_size > 0
+    res = CliRunner().invoke(app, args + ["--json"])
+    data = json.loads(res.stdout)
+    assert data["factors"] == ["batch_size"] and data["configurations"] == 2
+    assert data["computed_batches"] == 0  # second time: all from the batch store
+    assert data["residual"] == pytest.approx(data["recorded_delta"] - data["reexecuted_delta"], abs=1e-12)
+    assert "model weights" in data["not_recorded"]  # lm-eval never records a weights hash

@@ -52,3 +52,29 @@ def test_cli_sweep(tiny_model, shared_data, tmp_path):
     assert data["factor"] == "padding_side" and data["points"][0]["value"] == "left"
     bad = CliRunner().invoke(app, ["sweep", "--factor", "colour", "--values", "1", "--model", str(tiny_model)])
     assert bad.exit_code == 1 and "unknown factor 'colour'" in bad.stderr
+
+
+def test_fewshot_order_permutes_the_same_examples_and_is_recorded(tiny_model, shared_data, tmp_path):
+    from repaudit.runner import RunConfig, run
+
+    common = dict(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=5, num_fewshot=3,
+                  cache_dir=tmp_path / "c")
+    a = run(RunConfig(**common))
+    b = run(RunConfig(**common, fewshot_order_seed=7))
+    assert b.fingerprint.fewshot.order_seed == 7 and a.fingerprint.fewshot.order_seed is None
+    assert all(sorted(x.fewshot_ids) == sorted(y.fewshot_ids) for x, y in zip(a.docs, b.docs))
+    assert any(x.fewshot_ids != y.fewshot_ids for x, y in zip(a.docs, b.docs))
+    assert a.fingerprint.fewshot.ids_sha256 != b.fingerprint.fewshot.ids_sha256
+
+
+def test_cli_sweep_fewshot_order_markdown_latex_and_plot(tiny_model, shared_data, tmp_path):
+    base = ["sweep", "--factor", "fewshot_order", "--values", "1,2", "--model", str(tiny_model), "--data-dir",
+            str(shared_data), "--limit", "5", "--num-fewshot", "2", "--noise-seeds", "1", "--cache-dir",
+            str(tmp_path / "c")]
+    res = CliRunner().invoke(app, base + ["-o", str(tmp_path / "s.md"), "--plot", str(tmp_path / "sw")])
+    assert res.exit_code == 0, res.output
+    md = (tmp_path / "s.md").read_text()
+    assert "| 1 |" in md and "(base)" in md and "Noise floor" in md and "few-shot seeds" in md
+    assert (tmp_path / "sw.png").read_bytes()[:4] == b"\x89PNG" and (tmp_path / "sw.pdf").read_bytes()[:4] == b"%PDF"
+    res = CliRunner().invoke(app, base + ["--format", "latex"])
+    assert res.exit_code == 0 and r"\begin{tabular}" in res.stdout and r"\bottomrule" in res.stdout

@@ -38,6 +38,16 @@ def _max_length(model, tokenizer) -> int:
     return 2048
 
 
+def _check_settings(batch_size: int, padding_side: str, scoring_strategy: str) -> None:
+    if padding_side not in PADDING_SIDES:
+        raise RepauditError(f"unknown padding side '{padding_side}': choose right or left")
+    if scoring_strategy not in SCORING_STRATEGIES:
+        raise RepauditError(f"unknown scoring strategy '{scoring_strategy}': choose one of "
+                            f"{', '.join(SCORING_STRATEGIES)}")
+    if batch_size < 1:
+        raise RepauditError(f"batch size must be at least 1, got {batch_size}")
+
+
 class HFBackend:
     """A causal LM loaded with transformers.
 
@@ -70,13 +80,7 @@ class HFBackend:
         transformers.utils.logging.set_verbosity_error()
         if dtype not in DTYPES:
             raise RepauditError(f"unknown dtype '{dtype}': choose one of {', '.join(DTYPES)}")
-        if padding_side not in PADDING_SIDES:
-            raise RepauditError(f"unknown padding side '{padding_side}': choose right or left")
-        if scoring_strategy not in SCORING_STRATEGIES:
-            raise RepauditError(f"unknown scoring strategy '{scoring_strategy}': choose one of "
-                                f"{', '.join(SCORING_STRATEGIES)}")
-        if batch_size < 1:
-            raise RepauditError(f"batch size must be at least 1, got {batch_size}")
+        _check_settings(batch_size, padding_side, scoring_strategy)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(model.path, trust_remote_code=trust_remote_code)
             self.model = AutoModelForCausalLM.from_pretrained(
@@ -86,20 +90,8 @@ class HFBackend:
                                 f"({str(exc).splitlines()[0]})") from None
         self.torch = torch
         self.resolved = model
-        self.batch_size = batch_size
-        self.padding_side = padding_side
         self.device = device
-        self.scoring_strategy = scoring_strategy
-        #: positions run through the decoder by loglikelihood (the work actually computed)
-        self.tokens_computed = 0
-        #: seconds spent inside forward passes (model, output layer, log-softmax) of loglikelihood
-        self.forward_s = 0.0
-        self._scorer = None
-        if scoring_strategy == "shared_prefix":
-            from repaudit.backends.prefix import PrefixScorer
-
-            self._scorer = PrefixScorer(self.model, device)
-        self.batch_sizes_used: dict[int, int] = Counter()
+        self.configure(batch_size, padding_side, scoring_strategy)
         tok = self.tokenizer
         # lm-eval's prefix_token_id: BOS if the tokenizer has one, else EOS.
         self.prefix_token_id = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
@@ -116,6 +108,29 @@ class HFBackend:
             num_parameters=sum(p.numel() for p in self.model.parameters()),
             architecture=type(self.model).__name__,
         )
+
+    def configure(self, batch_size: int, padding_side: str, scoring_strategy: str) -> None:
+        """Set the settings that need no reload, and reset the per-run counters.
+
+        Lets one loaded model serve many configurations of an attribution grid or a sweep.
+
+        Raises:
+            RepauditError: an invalid batch size, padding side or scoring strategy.
+        """
+        _check_settings(batch_size, padding_side, scoring_strategy)
+        self.batch_size = batch_size
+        self.padding_side = padding_side
+        self.scoring_strategy = scoring_strategy
+        #: positions run through the decoder by loglikelihood (the work actually computed)
+        self.tokens_computed = 0
+        #: seconds spent inside forward passes (model, output layer, log-softmax) of loglikelihood
+        self.forward_s = 0.0
+        self.batch_sizes_used: dict[int, int] = Counter()
+        self._scorer = None
+        if scoring_strategy == "shared_prefix":
+            from repaudit.backends.prefix import PrefixScorer
+
+            self._scorer = PrefixScorer(self.model, self.device)
 
     # ------------------------------------------------------------------ keys
     def config_key(self, kind: str) -> str:

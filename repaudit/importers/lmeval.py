@@ -168,7 +168,8 @@ def task_factors(res: dict, task: str) -> Factors:
                         "sampler": "none" if zero else {"default": "random"}.get(fs.get("sampler"),
                                                                                 fs.get("sampler", UNKNOWN)),
                         # lm-eval records no few-shot ids; with 0 shots they are empty for every doc
-                        "ids_sha256": sha256_json([[]] * n_docs) if zero and isinstance(n_docs, int) else UNKNOWN}
+                        "ids_sha256": sha256_json([[]] * n_docs) if zero and isinstance(n_docs, int) else UNKNOWN,
+                        "order_seed": None}  # lm-eval keeps its sampler's order
         eos = (res.get("tokenizer_eos_token") or [None])[0]
         until = list(gen.get("until", [])) if is_gen else None
         if is_gen and eos and until is not None and eos not in until:
@@ -188,7 +189,7 @@ def task_factors(res: dict, task: str) -> Factors:
     else:
         f["data"] = {"task": task, "task_version": _version(res, task),
                      "limit": _int_or(config.get("limit", UNKNOWN)), "n_docs": n_docs}
-        f["fewshot"] = {"num_fewshot": n_shot}
+        f["fewshot"] = {"num_fewshot": n_shot, "order_seed": None}
     if "chat_template" in res:
         f["chat_template"] = {"applied": res.get("chat_template") is not None,
                               "chat_template_sha256": res.get("chat_template_sha"),

@@ -76,3 +76,15 @@ def parse_fewshot_ids(text: str) -> list[int]:
     if any(i < 0 for i in ids):
         raise RepauditError(f"--fewshot-ids '{text}' has a negative doc id")
     return ids
+
+
+def permute(ids: list[int], seed: int, doc_id: int) -> list[int]:
+    """Doc ``doc_id``'s few-shot ids in a seeded random order (same examples, other order).
+
+    Each doc gets its own permutation, drawn from ``random.Random`` seeded with ``(seed, doc_id)``
+    so that it depends neither on the other docs nor on ``--limit``. Few-shot order is known to move
+    scores by itself (Lu et al. 2022, "Fantastically Ordered Prompts", ACL).
+    """
+    out = list(ids)
+    random.Random(f"{seed}:{doc_id}").shuffle(out)
+    return out

@@ -1,0 +1,121 @@
+"""Render attributions (``repaudit attribute``) and sweeps (``repaudit sweep``) as Markdown or LaTeX.
+
+Values are in points (metric × 100), as in the terminal view. LaTeX output is a fragment with
+booktabs tables (``\\usepackage{booktabs}``); every string from a run goes through the escapers of
+:mod:`repaudit.report`.
+"""
+
+from __future__ import annotations
+
+from repaudit.attribution import AttributionReport
+from repaudit.report import latex_escape as e
+from repaudit.report import md_escape
+from repaudit.sweep import SweepResult
+
+
+def _pts(x: float) -> str:
+    return f"{100 * x:+.2f}"
+
+
+def _ci(lo: float, hi: float) -> str:
+    return f"[{100 * lo:+.2f}, {100 * hi:+.2f}]"
+
+
+def attribution_rows(r: AttributionReport) -> list[tuple[str, str, str]]:
+    """(factor, value, 95 % CI) in points: one row per factor, then the residual and the totals."""
+    rows = [(f, _pts(v), _ci(*ci)) for f, v, ci in zip(r.factors, r.phi, r.phi_ci)]
+    rows.append(("residual (not replayable here)", _pts(r.residual), ""))
+    rows.append(("re-executed Δ (sum of factors)", _pts(r.reexecuted_delta), ""))
+    rows.append(("recorded Δ (B − A)", _pts(r.recorded_delta), ""))
+    return rows
+
+
+def attribution_summary(r: AttributionReport) -> str:
+    """One sentence: fidelity, grid size, inference done, what could not be replayed."""
+    s = (f"Scores: A {100 * r.recorded_a:.2f}, B {100 * r.recorded_b:.2f} ({r.metric}, {r.n_docs} docs). "
+         f"Re-execution fidelity (per-doc prediction agreement with the recorded runs): A {100 * r.fidelity_a:.1f} %, "
+         f"B {100 * r.fidelity_b:.1f} %. {r.configurations} configurations ({r.method}), "
+         f"{r.forward_configurations} of them computed now ({r.computed_batches} batches, {r.cached_batches} "
+         f"from cache), {r.wall_s:.0f} s.")
+    if r.not_replayable:
+        s += f" Differs but not replayable here: {', '.join(r.not_replayable)}."
+    if r.not_recorded:
+        s += f" Not recorded by one run (may differ): {', '.join(r.not_recorded)}."
+    return s
+
+
+def attribution_markdown(r: AttributionReport) -> str:
+    """Markdown: factor table (Shapley values), interaction table, summary."""
+    out = [f"### Attribution of the {md_escape(r.metric)} delta on {md_escape(r.task)} (points)", "",
+           "| factor | Shapley value | 95 % CI |", "|---|---:|---:|"]
+    out += [f"| {md_escape(a)} | {b} | {c} |" for a, b, c in attribution_rows(r)]
+    if r.interactions:
+        out += ["", "| interaction | index | 95 % CI |", "|---|---:|---:|"]
+        out += [f"| {md_escape(' × '.join(i['pair']))} | {_pts(i['value'])} | {_ci(*i['ci'])} |"
+                for i in r.interactions]
+    out += ["", md_escape(attribution_summary(r)), "",
+            ("Shapley values over all hybrid configurations (HyperSHAP, Wever et al. 2025); intervals from a "
+             "paired bootstrap over docs.")]
+    return "\n".join(out) + "\n"
+
+
+def attribution_latex(r: AttributionReport) -> str:
+    """LaTeX fragment: one booktabs table of factors (and interactions below a rule)."""
+    lines = [r"\begin{table}[t]", r"\centering", r"\small",
+             r"\caption{Attribution of the " + e(r.metric) + " difference on " + e(r.task)
+             + r" to each factor (Shapley values in points, 95\,\% paired-bootstrap intervals). "
+             + e(attribution_summary(r)) + "}",
+             r"\begin{tabular}{lrr}", r"\toprule", r"factor & value & 95\,\% CI \\", r"\midrule"]
+    rows = attribution_rows(r)
+    for a, b, c in rows[:-3]:
+        lines.append(f"{e(a)} & {e(b)} & {e(c)} \\\\")
+    lines.append(r"\midrule")
+    for a, b, c in rows[-3:]:
+        lines.append(f"{e(a)} & {e(b)} & {e(c)} \\\\")
+    if r.interactions:
+        lines += [r"\midrule", r"interaction & index & 95\,\% CI \\", r"\midrule"]
+        for i in r.interactions:
+            lines.append(f"{e(' x '.join(i['pair']))} & {e(_pts(i['value']))} & {e(_ci(*i['ci']))} \\\\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def sweep_rows(s: SweepResult) -> list[tuple[str, ...]]:
+    """(value, score, Δ, 95 % CI, flip rate, verdict) in points, base first."""
+    rows = [(f"{s.base_value} (base)", f"{100 * s.base_score:.2f}", "", "", "", "")]
+    rows += [(str(p.value), f"{100 * p.score:.2f}", _pts(p.delta), _ci(p.ci_low, p.ci_high),
+              f"{100 * p.flip_rate:.1f} %", p.verdict) for p in s.points]
+    return rows
+
+
+def sweep_floor(s: SweepResult) -> str:
+    """The noise floor in one sentence."""
+    return (f"Noise floor: sd {100 * s.noise_floor_sd:.2f} points ({s.noise_floor_method}: "
+            + ", ".join(f"{100 * x:.2f}" for x in s.noise_floor_scores) + ").")
+
+
+_SWEEP_HEAD = ("value", "score", "Δ", "95 % CI", "flip rate", "verdict")
+
+
+def sweep_markdown(s: SweepResult) -> str:
+    """Markdown: one row per value, then the noise floor."""
+    out = [f"### Sweep of {md_escape(s.factor)} on {md_escape(s.task)} ({md_escape(s.metric)}, points)", "",
+           "| " + " | ".join(_SWEEP_HEAD) + " |", "|---|---:|---:|---:|---:|---|"]
+    out += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in sweep_rows(s)]
+    out += ["", md_escape(sweep_floor(s)), "",
+            ("Δ against the base with a paired bootstrap interval over docs; an effect exceeds the noise floor "
+             "when its interval excludes 0 and |Δ| > 2 sd of the floor.")]
+    return "\n".join(out) + "\n"
+
+
+def sweep_latex(s: SweepResult) -> str:
+    """LaTeX fragment: one booktabs table."""
+    lines = [r"\begin{table}[t]", r"\centering", r"\small",
+             r"\caption{Effect of " + e(s.factor) + " on " + e(s.metric) + " (" + e(s.task)
+             + r"), points; $\Delta$ against the base with a paired 95\,\% interval. " + e(sweep_floor(s)) + "}",
+             r"\begin{tabular}{lrrrrl}", r"\toprule",
+             r"value & score & $\Delta$ & 95\,\% CI & flip rate & verdict \\", r"\midrule"]
+    for row in sweep_rows(s):
+        lines.append(" & ".join(e(c) for c in row) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
