@@ -125,31 +125,6 @@ def attribute(factors: list[str], outcomes: dict[frozenset[int], np.ndarray], n_
     )
 
 
-def shapley_permutation(k: int, value, n_perm: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Monte-Carlo Shapley values by random permutations (Castro et al. 2009), for k > 8.
-
-    ``value(frozenset) -> float`` is called once per distinct subset (memoised). Returns
-    ``(phi, stderr)``; each permutation's marginals sum to v(F) − v(∅), so ``phi`` still sums to the
-    delta exactly.
-    """
-    rng = np.random.default_rng(seed)
-    memo: dict[frozenset[int], float] = {}
-
-    def v(s: frozenset[int]) -> float:
-        if s not in memo:
-            memo[s] = float(value(s))
-        return memo[s]
-
-    marg = np.zeros((n_perm, k))
-    for p in range(n_perm):
-        s: frozenset[int] = frozenset()
-        for i in rng.permutation(k):
-            t = s | {int(i)}
-            marg[p, i] = v(t) - v(s)
-            s = t
-    return marg.mean(axis=0), marg.std(axis=0, ddof=1) / math.sqrt(n_perm) if n_perm > 1 else np.full(k, np.nan)
-
-
 def permutation_weights(k: int, n_perm: int, seed: int = 0) -> tuple[np.ndarray, list[frozenset[int]], np.ndarray]:
     """Monte-Carlo Shapley values as weights over the subsets the sampled permutations visit.
 
@@ -176,6 +151,23 @@ def permutation_weights(k: int, n_perm: int, seed: int = 0) -> tuple[np.ndarray,
         per[n // k, i, visited[t]] += 1.0
         per[n // k, i, visited[s]] -= 1.0
     return per.mean(axis=0), subs, per
+
+
+def _perm_stderr(per: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Monte-Carlo standard error of permutation Shapley values: sd over permutations / sqrt(n)."""
+    n = per.shape[0]
+    return (per @ v).std(axis=0, ddof=1) / math.sqrt(n) if n > 1 else np.full(per.shape[1], np.nan)
+
+
+def shapley_permutation(k: int, value, n_perm: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Monte-Carlo Shapley values by random permutations (Castro et al. 2009), for k > 8.
+
+    ``value(frozenset) -> float`` is called once per distinct visited subset. Returns
+    ``(phi, stderr)``; ``phi`` sums to v(F) − v(∅) exactly (see :func:`permutation_weights`).
+    """
+    w, subs, per = permutation_weights(k, n_perm, seed)
+    v = np.array([float(value(s)) for s in subs])
+    return w @ v, _perm_stderr(per, v)
 
 
 #: exact Shapley values up to this many factors (2^8 = 256 configurations); sampling beyond
@@ -292,7 +284,7 @@ def run_attribution(src_a, src_b, run_fn, metric: str | None = None, n_boot: int
         mat = np.stack([outcomes[s].astype(np.float64) for s in subs])
         v = mat.mean(axis=1)
         phi = w @ v
-        stderr = [float(x) for x in (per @ v).std(axis=0, ddof=1) / math.sqrt(per.shape[0])]
+        stderr = [float(x) for x in _perm_stderr(per, v)]
         rng = np.random.default_rng(0)
         boot = np.stack([mat[:, rng.integers(0, mat.shape[1], mat.shape[1])].mean(axis=1) for _ in range(n_boot)])
         phi_ci = np.quantile(boot @ w.T, [0.025, 0.975], axis=0).T

@@ -21,6 +21,22 @@ def _ci(lo: float, hi: float) -> str:
     return f"[{100 * lo:+.2f}, {100 * hi:+.2f}]"
 
 
+def _latex_rows(rows) -> list[str]:
+    return [" & ".join(e(c) for c in row) + r" \\" for row in rows]
+
+
+def _latex_table(caption: str, colspec: str, blocks: list[list[str]]) -> str:
+    """A booktabs table: ``blocks`` of ready LaTeX lines separated by ``\\midrule`` (the first is the header)."""
+    lines = [r"\begin{table}[t]", r"\centering", r"\small", r"\caption{" + caption + "}",
+             r"\begin{tabular}{" + colspec + "}", r"\toprule"]
+    for i, block in enumerate(blocks):
+        if i:
+            lines.append(r"\midrule")
+        lines += block
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
 def attribution_rows(r: AttributionReport) -> list[tuple[str, str, str]]:
     """(factor, value, 95 % CI) in points: one row per factor, then the residual and the totals."""
     rows = [(f, _pts(v), _ci(*ci)) for f, v, ci in zip(r.factors, r.phi, r.phi_ci)]
@@ -61,23 +77,14 @@ def attribution_markdown(r: AttributionReport) -> str:
 
 def attribution_latex(r: AttributionReport) -> str:
     """LaTeX fragment: one booktabs table of factors (and interactions below a rule)."""
-    lines = [r"\begin{table}[t]", r"\centering", r"\small",
-             r"\caption{Attribution of the " + e(r.metric) + " difference on " + e(r.task)
-             + r" to each factor (Shapley values in points, 95\,\% paired-bootstrap intervals). "
-             + e(attribution_summary(r)) + "}",
-             r"\begin{tabular}{lrr}", r"\toprule", r"factor & value & 95\,\% CI \\", r"\midrule"]
     rows = attribution_rows(r)
-    for a, b, c in rows[:-3]:
-        lines.append(f"{e(a)} & {e(b)} & {e(c)} \\\\")
-    lines.append(r"\midrule")
-    for a, b, c in rows[-3:]:
-        lines.append(f"{e(a)} & {e(b)} & {e(c)} \\\\")
+    blocks = [[r"factor & value & 95\,\% CI \\"], _latex_rows(rows[:-3]), _latex_rows(rows[-3:])]
     if r.interactions:
-        lines += [r"\midrule", r"interaction & index & 95\,\% CI \\", r"\midrule"]
-        for i in r.interactions:
-            lines.append(f"{e(' x '.join(i['pair']))} & {e(_pts(i['value']))} & {e(_ci(*i['ci']))} \\\\")
-    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
-    return "\n".join(lines) + "\n"
+        blocks += [[r"interaction & index & 95\,\% CI \\"],
+                   _latex_rows([(" x ".join(i["pair"]), _pts(i["value"]), _ci(*i["ci"])) for i in r.interactions])]
+    return _latex_table(r"Attribution of the " + e(r.metric) + " difference on " + e(r.task)
+                        + r" to each factor (Shapley values in points, 95\,\% paired-bootstrap intervals). "
+                        + e(attribution_summary(r)), "lrr", blocks)
 
 
 def sweep_rows(s: SweepResult) -> list[tuple[str, ...]]:
@@ -110,12 +117,7 @@ def sweep_markdown(s: SweepResult) -> str:
 
 def sweep_latex(s: SweepResult) -> str:
     """LaTeX fragment: one booktabs table."""
-    lines = [r"\begin{table}[t]", r"\centering", r"\small",
-             r"\caption{Effect of " + e(s.factor) + " on " + e(s.metric) + " (" + e(s.task)
-             + r"), points; $\Delta$ against the base with a paired 95\,\% interval. " + e(sweep_floor(s)) + "}",
-             r"\begin{tabular}{lrrrrl}", r"\toprule",
-             r"value & score & $\Delta$ & 95\,\% CI & flip rate & verdict \\", r"\midrule"]
-    for row in sweep_rows(s):
-        lines.append(" & ".join(e(c) for c in row) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
-    return "\n".join(lines) + "\n"
+    return _latex_table(r"Effect of " + e(s.factor) + " on " + e(s.metric) + " (" + e(s.task)
+                        + r"), points; $\Delta$ against the base with a paired 95\,\% interval. " + e(sweep_floor(s)),
+                        "lrrrrl", [[r"value & score & $\Delta$ & 95\,\% CI & flip rate & verdict \\"],
+                                   _latex_rows(sweep_rows(s))])

@@ -152,6 +152,12 @@ class Format(str, Enum):
     json = "json"
 
 
+_FormatOption = Annotated[Format, typer.Option("--format", help="rich (terminal), markdown, latex or json.")]
+_OutputOption = Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the report here (.json, .md, "
+                                                                             ".tex pick the format).")]
+_JsonOption = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+
+
 @app.command("compare")
 def compare_command(
     run_a: Annotated[Path, typer.Argument(help="Run A: a repaudit run, an lm-eval results_*.json, or its directory.")],
@@ -159,9 +165,8 @@ def compare_command(
     samples_a: Annotated[Optional[list[Path]], typer.Option(help="lm-eval samples_<task>_*.jsonl of A "
                                                                  "(default: found beside the results file).")] = None,
     samples_b: Annotated[Optional[list[Path]], typer.Option(help="lm-eval samples of B.")] = None,
-    fmt: Annotated[Format, typer.Option("--format", help="rich (terminal), markdown, latex or json.")] = Format.rich,
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the report here (.json, .md, .tex "
-                                                                          "pick the format).")] = None,
+    fmt: _FormatOption = Format.rich,
+    output: _OutputOption = None,
     top: Annotated[int, typer.Option(help="Flipped docs to show (all are in the JSON).")] = 10,
     tie_eps: Annotated[float, typer.Option(help="Near-tie: top-two log-likelihood gap at most this (nats).")] = 0.01,
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates.")] = 10_000,
@@ -171,7 +176,7 @@ def compare_command(
     model: Annotated[Optional[str], typer.Option(help="With --attribute: override the recorded model location.")] = None,
     cache_dir: Annotated[Optional[Path], typer.Option(help="With --attribute: model and batch cache.")] = None,
     plot: Annotated[Optional[Path], typer.Option(help="With --attribute: waterfall to PATH.png and PATH.pdf.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    as_json: _JsonOption = False,
 ) -> None:
     """Which factors differ between two runs, which docs flipped, and whether the score moved beyond noise.
 
@@ -266,12 +271,11 @@ def sweep_command(
     metric: Annotated[Optional[str], typer.Option(help="Metric to judge (default: the task's first).")] = None,
     noise_seeds: Annotated[int, typer.Option(help="Extra few-shot seeds for the noise floor (n-shot bases).")] = 3,
     cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
-    fmt: Annotated[Format, typer.Option("--format", help="rich (terminal), markdown, latex or json.")] = Format.rich,
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the report here (.json, .md, .tex "
-                                                                          "pick the format).")] = None,
+    fmt: _FormatOption = Format.rich,
+    output: _OutputOption = None,
     plot: Annotated[Optional[Path], typer.Option(help="Draw score vs value with the noise band to PATH.png and "
                                                       "PATH.pdf.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    as_json: _JsonOption = False,
 ) -> None:
     """Vary one factor, hold the rest, and measure its effect against the noise floor.
 
@@ -351,11 +355,10 @@ def attribute_command(
     metric: Annotated[Optional[str], typer.Option(help="Metric to attribute (default: the task's first).")] = None,
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates over docs.")] = 2000,
     cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
-    fmt: Annotated[Format, typer.Option("--format", help="rich (terminal), markdown, latex or json.")] = Format.rich,
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the report here (.json, .md, .tex "
-                                                                          "pick the format).")] = None,
+    fmt: _FormatOption = Format.rich,
+    output: _OutputOption = None,
     plot: Annotated[Optional[Path], typer.Option(help="Draw the waterfall to PATH.png and PATH.pdf.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    as_json: _JsonOption = False,
 ) -> None:
     """Re-run every hybrid of two runs and attribute the score delta to each differing factor (Shapley values).
 

@@ -79,29 +79,16 @@ def test_real_attribution_on_a_tiny_model_and_second_run_is_all_cache(tiny_model
     assert second.phi == first.phi
 
 
-def test_permutation_weights_are_unbiased_and_sum_to_delta():
-    import itertools
-
-    from repaudit.attribution import permutation_weights, shapley_weights
+def test_permutation_weights_sum_to_delta_for_every_permutation():
+    from repaudit.attribution import permutation_weights
 
     k = 4
-    w_exact, subs = shapley_weights(k)
     rng = np.random.default_rng(3)
-    v_all = {s: float(rng.normal()) for s in subs}
     w, visited, per = permutation_weights(k, n_perm=24, seed=1)
-    v = np.array([v_all[s] for s in visited])
-    phi = w @ v
-    assert phi.sum() == pytest.approx(v_all[frozenset(range(k))] - v_all[frozenset()], abs=1e-12)
-    # averaged over all k! orders, the permutation estimate is the exact Shapley value
-    perms = list(itertools.permutations(range(k)))
-    exact = w_exact @ np.array([v_all[s] for s in subs])
-    marg = np.zeros(k)
-    for p in perms:
-        s = frozenset()
-        for i in p:
-            marg[i] += v_all[s | {i}] - v_all[s]
-            s = s | {i}
-    assert marg / len(perms) == pytest.approx(exact, abs=1e-12)
+    v = rng.normal(size=len(visited))
+    full, empty = visited.index(frozenset(range(k))), visited.index(frozenset())
+    assert (w @ v).sum() == pytest.approx(v[full] - v[empty], abs=1e-12)
+    assert (per @ v).sum(axis=1) == pytest.approx(np.full(24, v[full] - v[empty]), abs=1e-12)
     assert per.shape == (24, k, len(visited))
 
 

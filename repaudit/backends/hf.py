@@ -167,6 +167,15 @@ class HFBackend:
         return ctx, whole[len(ctx):]
 
     # ---------------------------------------------------------- loglikelihood
+    def _encode_requests(self, requests: list[LoglikelihoodRequest]) -> list[tuple[list[int], list[int]]]:
+        """Every request's (context, continuation) ids; raises RepauditError if a part is empty."""
+        encoded = [self.encode_pair(r.context, r.continuation) for r in requests]
+        for (ctx, cont), r in zip(encoded, requests):
+            if not ctx or not cont:
+                raise RepauditError(f"request with context {r.context[-40:]!r} and continuation "
+                                    f"{r.continuation!r} tokenises to an empty part")
+        return encoded
+
     def plan_loglikelihood(self, requests: list[LoglikelihoodRequest]
                            ) -> tuple[list[list[list[int]]], list[tuple[list[int], list[int]]]]:
         """Group and order requests as lm-eval does.
@@ -175,11 +184,7 @@ class HFBackend:
         (context tokens, continuation tokens). Each group shares ``context + continuation[:-1]`` tokens; its first member has the longest
         continuation and provides the forward row.
         """
-        encoded = [self.encode_pair(r.context, r.continuation) for r in requests]
-        for (ctx, cont), r in zip(encoded, requests):
-            if not ctx or not cont:
-                raise RepauditError(f"request with context {r.context[-40:]!r} and continuation "
-                                    f"{r.continuation!r} tokenises to an empty part")
+        encoded = self._encode_requests(requests)
         groups: dict[tuple[int, ...], list[int]] = {}
         for i, (ctx, cont) in enumerate(encoded):
             groups.setdefault(tuple(ctx + cont[:-1]), []).append(i)
@@ -232,11 +237,7 @@ class HFBackend:
                               progress: Progress | None) -> list[LoglikelihoodResult]:
         from repaudit.backends.prefix import plan_groups, plan_units
 
-        enc = [self.encode_pair(r.context, r.continuation) for r in requests]
-        for (ctx, cont), r in zip(enc, requests):
-            if not ctx or not cont:
-                raise RepauditError(f"request with context {r.context[-40:]!r} and continuation "
-                                    f"{r.continuation!r} tokenises to an empty part")
+        enc = self._encode_requests(requests)
         out: list[LoglikelihoodResult | None] = [None] * len(requests)
         ckey = self.config_key("loglikelihood")
         before, before_s = self._scorer.tokens_computed, self._scorer.forward_s
