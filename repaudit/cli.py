@@ -20,7 +20,6 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 err = Console(stderr=True)
 out = Console()
 #: per-configuration runs inside a grid report nothing themselves; the grid's bar does
-_QUIET = Console(stderr=True, quiet=True)
 
 
 @app.callback()
@@ -55,8 +54,10 @@ def run_command(
     prompt_format: Annotated[str, typer.Option("--format", help="Prompt format: lmeval, lettered, cloze.")] = "lmeval",
     chat_template: Annotated[bool, typer.Option(help="Wrap prompts in the model's chat template.")] = False,
     system_prompt: Annotated[Optional[str], typer.Option(help="System prompt.")] = None,
+    backend: Annotated[str, typer.Option(help="Inference backend: hf (transformers) or vllm (needs the vllm "
+                                              "extra: make install-vllm).")] = "hf",
     dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
-    batch_size: Annotated[int, typer.Option(help="Rows per forward pass.")] = 8,
+    batch_size: Annotated[int, typer.Option(help="Rows per forward pass (vllm: prompts per engine call).")] = 8,
     padding_side: Annotated[str, typer.Option(help="right (lm-eval) or left.")] = "right",
     scoring_strategy: Annotated[str, typer.Option(
         help="full_sequence (lm-eval's numerical path) or shared_prefix (each context once, logits only "
@@ -91,7 +92,8 @@ def run_command(
                         fewshot_split=fewshot_split, fewshot_seed=fewshot_seed,
                         fewshot_ids=parse_fewshot_ids(fewshot_ids) if fewshot_ids else None,
                         fewshot_from=fewshot_from, fewshot_order_seed=fewshot_order, prompt_format=prompt_format, chat_template=chat_template,
-                        system_prompt=system_prompt, dtype=dtype, batch_size=batch_size, padding_side=padding_side,
+                        system_prompt=system_prompt, backend=backend, dtype=dtype, batch_size=batch_size,
+                        padding_side=padding_side,
                         scoring_strategy=scoring_strategy, device=device, seed=seed, numpy_seed=numpy_seed, torch_seed=torch_seed,
                         max_gen_toks=max_gen_toks, until=until, stop_at_eos=stop_at_eos, do_sample=do_sample,
                         temperature=temperature, top_p=top_p, top_k=top_k, cache_dir=cache_dir,
@@ -156,6 +158,19 @@ _FormatOption = Annotated[Format, typer.Option("--format", help="rich (terminal)
 _OutputOption = Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the report here (.json, .md, "
                                                                              ".tex pick the format).")]
 _JsonOption = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+_ExecutorOption = Annotated[str, typer.Option("--executor", help="Where configurations run: local (this process) "
+                                                                 "or ray (one Ray task per configuration).")]
+_RayAddressOption = Annotated[Optional[str], typer.Option("--ray-address", help="With --executor ray: a running "
+                                                          "cluster (e.g. ray://head:10001 or auto); default: "
+                                                          "start a local one.")]
+_WorkersOption = Annotated[Optional[int], typer.Option("--workers", help="With --executor ray and no address: "
+                                                       "CPUs of the local cluster (default: all).")]
+
+
+def _executor(name: str, ray_address: Optional[str], workers: Optional[int]):
+    from repaudit.executor import make_executor
+
+    return make_executor(name, ray_address, workers)
 
 
 @app.command("compare")
@@ -176,6 +191,9 @@ def compare_command(
     model: Annotated[Optional[str], typer.Option(help="With --attribute: override the recorded model location.")] = None,
     cache_dir: Annotated[Optional[Path], typer.Option(help="With --attribute: model and batch cache.")] = None,
     plot: Annotated[Optional[Path], typer.Option(help="With --attribute: waterfall to PATH.png and PATH.pdf.")] = None,
+    executor: _ExecutorOption = "local",
+    ray_address: _RayAddressOption = None,
+    workers: _WorkersOption = None,
     as_json: _JsonOption = False,
 ) -> None:
     """Which factors differ between two runs, which docs flipped, and whether the score moved beyond noise.
@@ -188,7 +206,8 @@ def compare_command(
 
     with _user_errors():
         comparison = compare(load_run(run_a, samples_a), load_run(run_b, samples_b), tie_eps=tie_eps, n_boot=n_boot)
-        att = _attribute(run_a, run_b, data_dir, model, None, 2000, cache_dir, plot) if attribute else None
+        att = (_attribute(run_a, run_b, data_dir, model, None, 2000, cache_dir, plot,
+                          _executor(executor, ray_address, workers)) if attribute else None)
 
     def rich_view(console: Console) -> None:
         render_rich(comparison, console, top)
@@ -250,7 +269,7 @@ def _sweep_rich(result, console: Console) -> None:
 
 @app.command("sweep")
 def sweep_command(
-    factor: Annotated[str, typer.Option(help="Factor to vary: batch_size, dtype, padding_side, scoring_strategy, "
+    factor: Annotated[str, typer.Option(help="Factor to vary: backend, batch_size, dtype, padding_side, scoring_strategy, "
                                              "prompt_format, num_fewshot, fewshot_seed, fewshot_order, max_gen_toks, "
                                              "chat_template, system_prompt.")],
     values: Annotated[str, typer.Option(help="Comma-separated values, e.g. '1,4,16' (fewshot_order: seeds, "
@@ -265,6 +284,7 @@ def sweep_command(
     limit: Annotated[Optional[int], typer.Option(help="First N docs only.")] = None,
     num_fewshot: Annotated[Optional[int], typer.Option(help="n-shot of the base.")] = None,
     prompt_format: Annotated[str, typer.Option("--prompt-format", help="Prompt format of the base.")] = "lmeval",
+    backend: Annotated[str, typer.Option(help="Backend of the base: hf or vllm.")] = "hf",
     dtype: Annotated[str, typer.Option(help="dtype of the base.")] = "float32",
     batch_size: Annotated[int, typer.Option(help="Batch size of the base.")] = 8,
     scoring_strategy: Annotated[str, typer.Option(help="Scoring strategy of the base.")] = "full_sequence",
@@ -275,6 +295,9 @@ def sweep_command(
     output: _OutputOption = None,
     plot: Annotated[Optional[Path], typer.Option(help="Draw score vs value with the noise band to PATH.png and "
                                                       "PATH.pdf.")] = None,
+    executor: _ExecutorOption = "local",
+    ray_address: _RayAddressOption = None,
+    workers: _WorkersOption = None,
     as_json: _JsonOption = False,
 ) -> None:
     """Vary one factor, hold the rest, and measure its effect against the noise floor.
@@ -282,7 +305,7 @@ def sweep_command(
     Example: repaudit sweep --factor batch_size --values 1,4,16 --dtype bfloat16 --data-dir ../shared/data --limit 200
     """
     from repaudit.audit_report import sweep_latex, sweep_markdown
-    from repaudit.runner import BackendPool, RunConfig, run
+    from repaudit.runner import RunConfig
     from repaudit.sweep import parse_values, sweep
 
     with _user_errors():
@@ -294,16 +317,12 @@ def sweep_command(
             base = config_from_record(read_record(base_run), data_dir, None if model == "default" else model, cache_dir)
         else:
             base = RunConfig(task=task, model=model, data_dir=data_dir, split=split, limit=limit,
-                             num_fewshot=num_fewshot, prompt_format=prompt_format, dtype=dtype, batch_size=batch_size,
+                             num_fewshot=num_fewshot, prompt_format=prompt_format, backend=backend, dtype=dtype,
+                             batch_size=batch_size,
                              scoring_strategy=scoring_strategy, cache_dir=cache_dir)
-        backends = BackendPool()
+        ex = _executor(executor, ray_address, workers)
         with _grid_progress("sweep") as tick:
-            def one(cfg):
-                rec = run(cfg, _QUIET, backends=backends)
-                tick()
-                return rec
-
-            result = sweep(base, factor, vals, one, noise_seeds=noise_seeds, metric=metric)
+            result = sweep(base, factor, vals, ex, noise_seeds=noise_seeds, metric=metric, progress=tick)
         if plot is not None:
             from repaudit.plots import sweep_plot
 
@@ -327,18 +346,15 @@ def _attribution_rich(result, console: Console) -> None:
     console.print(attribution_summary(result))
 
 
-def _attribute(run_a: Path, run_b: Path, data_dir, model, metric, n_boot, cache_dir, plot):
+def _attribute(run_a: Path, run_b: Path, data_dir, model, metric, n_boot, cache_dir, plot, executor):
     """Shared by ``attribute`` and ``compare --attribute``; raises RepauditError on bad input."""
     from repaudit.attribution import run_attribution
     from repaudit.replay import load_replay_source
-    from repaudit.runner import BackendPool, run
 
     src_a = load_replay_source(run_a, data_dir, model, cache_dir)
     src_b = load_replay_source(run_b, data_dir, model, cache_dir)
-    backends = BackendPool()
     with _grid_progress("attribution") as tick:
-        result = run_attribution(src_a, src_b, lambda cfg: run(cfg, _QUIET, backends=backends), metric=metric,
-                                 n_boot=n_boot, progress=tick)
+        result = run_attribution(src_a, src_b, executor, metric=metric, n_boot=n_boot, progress=tick)
     if plot is not None:
         from repaudit.plots import waterfall
 
@@ -358,6 +374,9 @@ def attribute_command(
     fmt: _FormatOption = Format.rich,
     output: _OutputOption = None,
     plot: Annotated[Optional[Path], typer.Option(help="Draw the waterfall to PATH.png and PATH.pdf.")] = None,
+    executor: _ExecutorOption = "local",
+    ray_address: _RayAddressOption = None,
+    workers: _WorkersOption = None,
     as_json: _JsonOption = False,
 ) -> None:
     """Re-run every hybrid of two runs and attribute the score delta to each differing factor (Shapley values).
@@ -367,7 +386,8 @@ def attribute_command(
     from repaudit.audit_report import attribution_latex, attribution_markdown
 
     with _user_errors():
-        result = _attribute(run_a, run_b, data_dir, model, metric, n_boot, cache_dir, plot)
+        result = _attribute(run_a, run_b, data_dir, model, metric, n_boot, cache_dir, plot,
+                            _executor(executor, ray_address, workers))
     _emit_report(_report_format(fmt, output, as_json), output, lambda c: _attribution_rich(result, c),
                  lambda: attribution_markdown(result), lambda: attribution_latex(result),
                  lambda: result.model_dump_json(indent=1))

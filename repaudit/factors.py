@@ -56,6 +56,8 @@ def factors_from_fingerprint(fp: Fingerprint) -> Factors:
                      "gpus": [x.name for x in hw.gpus], "gpu_driver": hw.gpu_driver, "cuda_version": hw.cuda_version}
     f["backend"] = {"name": fp.backend.name, "device": fp.backend.device,
                     "scoring_strategy": fp.backend.scoring_strategy}
+    if fp.backend.engine:
+        f["backend"]["engine"] = fp.backend.engine
     f["dtype"] = {"dtype": fp.backend.dtype}
     f["batch_size"] = {"batch_size": fp.backend.batch_size, "batch_sizes_used": fp.backend.batch_sizes_used}
     f["padding"] = {"padding_side": fp.backend.padding_side}

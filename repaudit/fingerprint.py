@@ -8,7 +8,7 @@ sha256 of its canonical JSON.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -47,7 +47,11 @@ class ModelIdentity(_Strict):
 
 
 class BackendConfig(_Strict):
-    """How inference ran. ``batch_sizes_used`` maps a batch size to the number of batches of it."""
+    """How inference ran. ``batch_sizes_used`` maps a batch size to the number of batches of it;
+    ``engine`` holds the backend's own settings that can change numbers (transformers: attention
+    implementation; vLLM: version, attention backend, scheduler limits, prefix caching, eager mode,
+    engine seed, batch-invariant mode). ``padding_side`` and ``scoring_strategy`` are the requested
+    values; the vllm backend does not use them."""
 
     name: str
     device: str
@@ -58,6 +62,7 @@ class BackendConfig(_Strict):
     max_length: int
     add_special_tokens: bool
     scoring_strategy: str
+    engine: dict[str, Any] | None = None
 
 
 class PromptConfig(_Strict):

@@ -17,6 +17,7 @@ from repaudit.runner import RunConfig
 
 #: replayable factor -> (RunConfig fields it sets, how to read them from a record)
 REPLAYABLE: dict[str, tuple[tuple[str, ...], Any]] = {
+    "backend": (("backend",), lambda r: (r.fingerprint.backend.name,)),
     "dtype": (("dtype",), lambda r: (r.fingerprint.backend.dtype,)),
     "batch_size": (("batch_size",), lambda r: (r.fingerprint.backend.batch_size,)),
     "padding_side": (("padding_side",), lambda r: (r.fingerprint.backend.padding_side,)),
@@ -87,6 +88,11 @@ class ReplaySource:
     docs: dict[int, Any]
 
 
+#: lm-eval ``--model`` names (0.3's included) -> repaudit backend
+LMEVAL_BACKENDS = {"hf": "hf", "hf-auto": "hf", "huggingface": "hf", "hf-causal": "hf",
+                   "hf-causal-experimental": "hf", "vllm": "vllm"}
+
+
 def config_from_lmeval(task: str, factors: dict[str, dict[str, Any]], path: Path, data_dir: Path | None,
                        model: str | None = None, cache_dir: Path | None = None) -> RunConfig:
     """The RunConfig that replays one task of an lm-eval run with repaudit's lm-eval-compatible path.
@@ -110,6 +116,10 @@ def config_from_lmeval(task: str, factors: dict[str, dict[str, Any]], path: Path
         return v
 
     dtype = str(need("dtype", "dtype")).removeprefix("torch.")
+    lm_backend = str(need("backend", "name"))
+    if lm_backend not in LMEVAL_BACKENDS:
+        raise RepauditError(f"'{path}' ran with lm-eval's '{lm_backend}' model type, which repaudit cannot replay "
+                            f"(replayable: {', '.join(sorted(LMEVAL_BACKENDS))})")
     batch_size = need("batch_size", "batch_size")
     if not isinstance(batch_size, int):
         raise RepauditError(f"'{path}' ran with batch size {batch_size!r}: replay needs a number")
@@ -121,7 +131,7 @@ def config_from_lmeval(task: str, factors: dict[str, dict[str, Any]], path: Path
     cfg = dict(task=task, model=model or str(need("model", "name")), data_dir=data_dir, cache_dir=cache_dir,
                split=None if split == UNKNOWN else split, limit=factors.get("data", {}).get("limit"),
                num_fewshot=int(need("fewshot", "num_fewshot")), prompt_format="lmeval", dtype=dtype,
-               batch_size=batch_size, device="cpu",
+               batch_size=batch_size, device="cpu", backend=LMEVAL_BACKENDS[lm_backend],
                seed=seeds.get("python", 0), numpy_seed=seeds.get("numpy", 1234), torch_seed=seeds.get("torch", 1234),
                fewshot_seed=seeds.get("fewshot", 1234),
                chat_template=bool(factors.get("chat_template", {}).get("applied", False)),

@@ -68,6 +68,7 @@ class RunConfig(BaseModel):
     prompt_format: str = "lmeval"
     chat_template: bool = False
     system_prompt: str | None = None
+    backend: str = "hf"
     dtype: str = "float32"
     batch_size: int = 8
     padding_side: str = "right"
@@ -149,7 +150,7 @@ class _DocsColumn(ProgressColumn):
 class BackendPool:
     """Loaded backends kept across runs of one process (an attribution grid, a sweep).
 
-    A backend is reused when model weights, dtype, device and remote-code setting match; batch
+    A backend is reused when backend, model weights, dtype, device and remote-code setting match; batch
     size, padding side and scoring strategy are set per run (:meth:`HFBackend.configure`), so a
     grid reloads the model once per dtype instead of once per configuration.
     """
@@ -159,25 +160,31 @@ class BackendPool:
 
     def get(self, resolved, cfg: RunConfig):
         """A backend for ``cfg``, loading it on first use."""
-        from repaudit.backends.hf import HFBackend
-
-        key = (resolved.path, resolved.weights_sha256, cfg.dtype, cfg.device, cfg.trust_remote_code)
+        key = (cfg.backend, resolved.path, resolved.weights_sha256, cfg.dtype, cfg.device, cfg.trust_remote_code)
         if key not in self._loaded:
-            if len(self._loaded) >= 2:  # keep memory bounded: grids are ordered by dtype
+            if len(self._loaded) >= 2:  # keep memory bounded: grids are ordered by backend and dtype
                 self._loaded.pop(next(iter(self._loaded)))
-            self._loaded[key] = HFBackend(resolved, dtype=cfg.dtype, batch_size=cfg.batch_size,
-                                          padding_side=cfg.padding_side, device=cfg.device,
-                                          trust_remote_code=cfg.trust_remote_code,
-                                          scoring_strategy=cfg.scoring_strategy)
+            self._loaded[key] = _load(resolved, cfg)
         backend = self._loaded[key]
         backend.configure(cfg.batch_size, cfg.padding_side, cfg.scoring_strategy)
         return backend
 
 
-def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None = None) -> RunRecord:
+def _load(resolved, cfg: RunConfig):
+    from repaudit.backends import load_backend
+
+    return load_backend(cfg.backend, resolved, dtype=cfg.dtype, batch_size=cfg.batch_size,
+                        padding_side=cfg.padding_side, device=cfg.device, trust_remote_code=cfg.trust_remote_code,
+                        scoring_strategy=cfg.scoring_strategy, seed=cfg.torch_seed)
+
+
+def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None = None,
+        cache: BatchCache | None = None) -> RunRecord:
     """Evaluate ``cfg`` and return the complete :class:`RunRecord` (nothing is written here).
 
-    ``backends`` lets consecutive runs share loaded models (``model_load_s`` is then ~0).
+    ``backends`` lets consecutive runs share loaded models (``model_load_s`` is then ~0);
+    ``cache`` replaces the batch store under ``cache_dir`` (it is left open; ignored when
+    ``cfg.use_batch_cache`` is off).
 
     Raises:
         RepauditError: unknown task/format/dtype, missing or malformed data, a model that
@@ -187,8 +194,10 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
     err = err or Console(stderr=True)
     task = get_task(cfg.task)
     check_format(task, cfg.prompt_format)
+    from repaudit.backends import check_backend
     from repaudit.backends.hf import DTYPES, PADDING_SIDES, SCORING_STRATEGIES
 
+    check_backend(cfg.backend)
     if cfg.dtype not in DTYPES:
         raise RepauditError(f"unknown dtype '{cfg.dtype}': choose one of {', '.join(DTYPES)}")
     if cfg.padding_side not in PADDING_SIDES:
@@ -228,14 +237,7 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
                             f"({len(missing)} docs missing): it is a run of other docs")
 
     t_load = time.perf_counter()
-    from repaudit.backends.hf import HFBackend
-
-    if backends is not None:
-        backend = backends.get(resolved, cfg)
-    else:
-        backend = HFBackend(resolved, dtype=cfg.dtype, batch_size=cfg.batch_size, padding_side=cfg.padding_side,
-                            device=cfg.device, trust_remote_code=cfg.trust_remote_code,
-                            scoring_strategy=cfg.scoring_strategy)
+    backend = backends.get(resolved, cfg) if backends is not None else _load(resolved, cfg)
     load_s = time.perf_counter() - t_load
 
     generation = None
@@ -255,7 +257,11 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
 
     requests = [r for rd in rendered for r in rd.requests]
     owner = [k for k, rd in enumerate(rendered) for _ in rd.requests]
-    cache = BatchCache(cache_dir / "batches.sqlite") if cfg.use_batch_cache else None
+    own_cache = cache is None
+    if not cfg.use_batch_cache:
+        cache = None
+    elif cache is None:
+        cache = BatchCache(cache_dir / "batches.sqlite")
     before = cache.count() if cache else 0
     t_eval = time.perf_counter()
     columns = [TextColumn(f"{task.name}"), BarColumn(), _DocsColumn(), TimeRemainingColumn()]
@@ -277,7 +283,7 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
     eval_s = time.perf_counter() - t_eval
     total_batches = sum(backend.batch_sizes_used.values())
     computed = cache.count() - before if cache else total_batches
-    if cache:
+    if cache and own_cache:
         cache.close()
 
     results, per_doc, pos = [], [], 0
@@ -305,7 +311,8 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
                               batch_size=cfg.batch_size,
                               batch_sizes_used={str(k): v for k, v in sorted(backend.batch_sizes_used.items())},
                               padding_side=cfg.padding_side, max_length=backend.info.max_length,
-                              add_special_tokens=backend.info.add_special_tokens, scoring_strategy=cfg.scoring_strategy),
+                              add_special_tokens=backend.info.add_special_tokens, scoring_strategy=cfg.scoring_strategy,
+                              engine=backend.info.engine or None),
         prompt=PromptConfig(format=cfg.prompt_format, template_sha256=template_sha256(task, cfg.prompt_format),
                             target_delimiter=task.target_delimiter, fewshot_delimiter=task.fewshot_delimiter,
                             chat_template=cfg.chat_template,

@@ -24,6 +24,7 @@ from repaudit.stats import paired_bootstrap
 
 #: factor name -> (RunConfig field, parser of one --values item)
 SWEEPABLE: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "backend": ("backend", str),
     "batch_size": ("batch_size", int),
     "dtype": ("dtype", str),
     "padding_side": ("padding_side", str),
@@ -88,11 +89,14 @@ def _metric_values(rec: RunRecord, metric: str) -> np.ndarray:
     return np.array([d.metrics[metric] for d in rec.docs])
 
 
-def sweep(base: RunConfig, factor: str, values: list[Any], run_fn: Callable[[RunConfig], RunRecord],
-          noise_seeds: int = 3, metric: str | None = None) -> SweepResult:
+def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds: int = 3,
+          metric: str | None = None, progress=None) -> SweepResult:
     """Run ``base`` with ``factor`` set to each of ``values`` and judge each against the noise floor.
 
-    ``run_fn`` evaluates a RunConfig (normally :func:`repaudit.runner.run`).
+    ``executor`` is a :class:`repaudit.executor.Executor` (local or Ray) or a function
+    ``RunConfig -> RunRecord``. The base runs first (its n-shot decides the noise floor); the
+    floor's runs and every value then go to the executor as one batch of configurations.
+    ``progress(done, total)`` is called per finished configuration.
 
     Raises:
         RepauditError: unknown factor, no values, or a metric the task does not report.
@@ -101,8 +105,14 @@ def sweep(base: RunConfig, factor: str, values: list[Any], run_fn: Callable[[Run
         raise RepauditError(f"unknown factor '{factor}': sweepable factors are {', '.join(SWEEPABLE)}")
     if not values:
         raise RepauditError("--values is empty: give at least one value")
+    from repaudit.executor import as_executor
+
+    executor = as_executor(executor)
     field = SWEEPABLE[factor][0]
-    base_rec = run_fn(base)
+    total = 1 + max(noise_seeds, 1) + len(values)
+    base_rec = executor.map([base])[0]
+    if progress:
+        progress(1, total)
     metric = metric or next(iter(base_rec.docs[0].metrics))
     if metric not in base_rec.docs[0].metrics:
         raise RepauditError(f"metric '{metric}' is not reported by {base.task}: "
@@ -110,18 +120,20 @@ def sweep(base: RunConfig, factor: str, values: list[Any], run_fn: Callable[[Run
     xb = _metric_values(base_rec, metric)
 
     if base_rec.fingerprint.fewshot.num_fewshot > 0:
-        floor_recs = [run_fn(base.model_copy(update={"fewshot_seed": base.fewshot_seed + 1 + s}))
-                      for s in range(noise_seeds)]
+        floor_cfgs = [base.model_copy(update={"fewshot_seed": base.fewshot_seed + 1 + s}) for s in range(noise_seeds)]
         method = f"spread across {noise_seeds + 1} few-shot seeds"
     else:
-        floor_recs = [run_fn(base.model_copy(update={"use_batch_cache": False}))]
+        floor_cfgs = [base.model_copy(update={"use_batch_cache": False})]
         method = "spread across a repeated uncached run of the base"
+    value_cfgs = [base.model_copy(update={field: value}) for value in values]
+    total = 1 + len(floor_cfgs) + len(value_cfgs)
+    recs = executor.map(floor_cfgs + value_cfgs, (lambda d, _t: progress(1 + d, total)) if progress else None)
+    floor_recs, value_recs = recs[:len(floor_cfgs)], recs[len(floor_cfgs):]
     floor_scores = [float(xb.mean())] + [float(_metric_values(r, metric).mean()) for r in floor_recs]
     floor_sd = float(np.std(floor_scores, ddof=1)) if len(floor_scores) > 1 else 0.0
 
     points = []
-    for value in values:
-        rec = run_fn(base.model_copy(update={field: value}))
+    for value, rec in zip(values, value_recs):
         xv = _metric_values(rec, metric)
         if len(xv) != len(xb) or [d.doc_id for d in rec.docs] != [d.doc_id for d in base_rec.docs]:
             raise RepauditError(f"{factor}={value} evaluated other docs than the base: cannot pair them")

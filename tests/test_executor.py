@@ -1,0 +1,86 @@
+"""Local and Ray executors: the same grid gives the same numbers, and Ray's batches reach the driver's store."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from repaudit.cache import BatchCache, RecordingCache
+from repaudit.cli import app
+from repaudit.errors import RepauditError
+from repaudit.executor import LocalExecutor, make_executor
+from repaudit.runner import RunConfig
+from repaudit.sweep import sweep
+
+
+def _base(tiny_model, shared_data, cache_dir, **kw):
+    return RunConfig(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=8, batch_size=4,
+                     cache_dir=cache_dir, **kw)
+
+
+def _strip(result) -> dict:
+    # A run's fingerprint records torch's thread count, which differs between a Ray task (one CPU)
+    # and this process; everything measured must be equal.
+    d = result.model_dump()
+    for p in d["points"]:
+        p.pop("fingerprint_digest")
+    return d
+
+
+@pytest.fixture(scope="module")
+def ray_executor():
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray>=2.9'; make test installs it)")
+    import ray
+
+    ex = make_executor("ray", workers=2)
+    yield ex
+    ray.shutdown()
+
+
+def test_recording_cache_keeps_new_batches_and_reads_through(tmp_path):
+    store = tmp_path / "b.sqlite"
+    BatchCache(store).put("c", "old", [1])
+    rec = RecordingCache(store)
+    assert rec.get("c", "old") == [1]
+    rec.put("c", "new", [2])
+    assert rec.new == [("c", "new", [2])]
+    mem = RecordingCache(None)
+    assert mem.get("c", "old") is None  # a private store when the driver's file is unreachable
+
+
+def test_local_and_ray_sweeps_give_identical_results(tiny_model, shared_data, tmp_path, ray_executor):
+    # separate stores, so that the Ray run cannot just read what the local run computed
+    local = sweep(_base(tiny_model, shared_data, tmp_path / "local"), "batch_size", [1, 3, 8], LocalExecutor())
+    remote = sweep(_base(tiny_model, shared_data, tmp_path / "ray"), "batch_size", [1, 3, 8], ray_executor)
+    assert _strip(local) == _strip(remote)
+    # every batch the Ray workers computed is in the driver's store, so a local re-run computes nothing
+    n_ray = BatchCache(tmp_path / "ray" / "batches.sqlite").count()
+    assert n_ray == BatchCache(tmp_path / "local" / "batches.sqlite").count() > 0
+    seen = []
+    again = sweep(_base(tiny_model, shared_data, tmp_path / "ray"), "batch_size", [1, 3, 8],
+                  LocalExecutor(), progress=lambda d, t: seen.append((d, t)))
+    assert _strip(again) == _strip(remote)
+    assert seen[-1][0] == seen[-1][1] == 5  # base + one uncached floor run + three values
+
+
+def test_ray_task_errors_come_back_as_one_line(tiny_model, shared_data, tmp_path, ray_executor):
+    bad = _base(tiny_model, shared_data, tmp_path, prompt_format="haiku")
+    with pytest.raises(RepauditError, match="haiku"):
+        ray_executor.map([bad])
+
+
+def test_cli_rejects_an_unknown_executor(tiny_model):
+    res = CliRunner().invoke(app, ["sweep", "--factor", "batch_size", "--values", "1", "--model", str(tiny_model),
+                                   "--executor", "slurm"])
+    assert res.exit_code == 1 and "unknown executor 'slurm'" in res.stderr
+
+
+def test_cli_sweep_on_ray(tiny_model, shared_data, tmp_path, ray_executor):
+    out = tmp_path / "s.json"
+    res = CliRunner().invoke(app, ["sweep", "--factor", "padding_side", "--values", "left", "--model", str(tiny_model),
+                                   "--data-dir", str(shared_data), "--limit", "4", "--cache-dir", str(tmp_path / "c"),
+                                   "--executor", "ray", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert json.loads(out.read_text())["points"][0]["flip_rate"] == 0.0

