@@ -154,9 +154,10 @@ class RayExecutor:
                             raise RepauditError(str(cause)) from None
                         raise RepauditError(f"a Ray task failed: {str(cause or exc).splitlines()[0]}") from None
                     if new:
-                        db = stores.get(store) or stores.setdefault(store, BatchCache(store))
+                        if store not in stores:
+                            stores[store] = BatchCache(store)
                         for ckey, bkey, payload in new:
-                            db.put(ckey, bkey, payload)
+                            stores[store].put(ckey, bkey, payload)
                     out[i] = RunRecord.model_validate_json(rec_json)
                     done_n += 1
                     if progress:

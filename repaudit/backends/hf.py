@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from repaudit.backends.base import BackendInfo, Progress
+from repaudit.backends.base import BackendInfo, Progress, generate_in_batches
 from repaudit.backends.model_source import ResolvedModel
 from repaudit.backends.tokens import RequestEncoder, apply_chat_template, tokenizer_identity
 from repaudit.cache import BatchCache
@@ -267,32 +267,10 @@ class HFBackend:
         left to ``max_length - max_gen_toks`` tokens.
         """
         tok = self.tokenizer
-        encoded = [self.encoder.encode(r.context) for r in requests]
-        order = sorted(range(len(requests)), key=lambda i: (-len(encoded[i]), tuple(encoded[i])))
-        out: list[str | None] = [None] * len(requests)
-        ckey = self.config_key("generate_until")
         pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-        # group by settings so one batch has one set of generation kwargs
-        by_settings: dict[Any, list[int]] = {}
-        for i in order:
-            by_settings.setdefault(requests[i].settings, []).append(i)
-        for settings, idxs in by_settings.items():
-            budget = self.info.max_length - settings.max_gen_toks
-            for k in range(0, len(idxs), self.batch_size):
-                batch = idxs[k:k + self.batch_size]
-                rows = [encoded[i][-budget:] for i in batch]
-                bkey = sha256_json([rows, requests[batch[0]].key])
-                texts = cache.get(ckey, bkey) if cache is not None else None
-                if texts is None:
-                    texts = self._generate(rows, settings, pad_id)
-                    if cache is not None:
-                        cache.put(ckey, bkey, texts)
-                self.batch_sizes_used[len(batch)] += 1
-                for i, t in zip(batch, texts):
-                    out[i] = t
-                if progress:
-                    progress(len(batch))
-        return out  # type: ignore[return-value]
+        return generate_in_batches(requests, [self.encoder.encode(r.context) for r in requests], self.batch_size,
+                                   self.info.max_length, self.config_key("generate_until"), cache, progress,
+                                   self.batch_sizes_used, lambda rows, settings: self._generate(rows, settings, pad_id))
 
     def _generate(self, rows: list[list[int]], settings, pad_id: int) -> list[str]:
         torch = self.torch
@@ -311,13 +289,7 @@ class HFBackend:
             kwargs.update(stop_strings=stops, tokenizer=self.tokenizer)
         with torch.inference_mode():
             gen = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs)
-        texts = []
-        for row in gen[:, width:].tolist():
-            text = self.tokenizer.decode(row, skip_special_tokens=True)
-            for s in stops:
-                text = text.split(s)[0]
-            texts.append(text)
-        return texts
+        return [self.tokenizer.decode(row, skip_special_tokens=True) for row in gen[:, width:].tolist()]
 
     # ----------------------------------------------------------------- chat
     def apply_chat_template(self, user: str, system: str | None) -> str:

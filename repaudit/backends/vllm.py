@@ -26,9 +26,8 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from typing import Any
 
-from repaudit.backends.base import BackendInfo, Progress
+from repaudit.backends.base import BackendInfo, Progress, generate_in_batches
 from repaudit.backends.hf import DTYPES, _check_settings
 from repaudit.backends.model_source import ResolvedModel
 from repaudit.backends.tokens import RequestEncoder, apply_chat_template, tokenizer_identity
@@ -88,6 +87,7 @@ class VLLMBackend:
         transformers.utils.logging.set_verbosity_error()
         try:
             import vllm
+            import vllm.envs as vllm_envs
             from vllm import LLM
         except Exception as exc:  # a broken install raises anything from OSError to RuntimeError
             raise RepauditError(f"vLLM {version} is installed but cannot be imported ({_first_line(exc)}); on CPU "
@@ -117,7 +117,7 @@ class VLLMBackend:
             "enforce_eager": bool(vcfg.model_config.enforce_eager),
             "kv_cache_dtype": str(vcfg.cache_config.cache_dtype),
             "seed": seed,
-            "batch_invariant": bool(getattr(__import__("vllm.envs").envs, "VLLM_BATCH_INVARIANT", False)),
+            "batch_invariant": bool(getattr(vllm_envs, "VLLM_BATCH_INVARIANT", False)),
         }
         hf_config = vcfg.model_config.hf_config
         self.info = BackendInfo(
@@ -173,12 +173,27 @@ class VLLMBackend:
         return sha256_json([kind, "vllm", self.resolved.weights_sha256, i.tokenizer_sha256, i.dtype, i.device,
                             self.batch_size, i.max_length, self.engine])
 
+    def _engine(self, prompts: list[list[int]], params) -> list:
+        """One ``LLM.generate`` call on token-id prompts, timed into ``forward_s``.
+
+        Raises:
+            RepauditError: the engine failed (one line naming the model).
+        """
+        from vllm.inputs import TokensPrompt
+
+        t = time.perf_counter()
+        try:
+            results = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
+        except Exception as exc:
+            raise RepauditError(f"vLLM failed on model '{self.resolved.name}' ({_first_line(exc)})") from None
+        self.forward_s += time.perf_counter() - t
+        return results
+
     # ---------------------------------------------------------- loglikelihood
     def loglikelihood(self, requests: list[LoglikelihoodRequest], cache: BatchCache | None = None,
                       progress: Progress | None = None) -> list[LoglikelihoodResult]:
         """Answer every request from vLLM's prompt log-probabilities; see the module docstring."""
         from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
 
         enc = self.encoder.encode_requests(requests)
         max_len = self.info.max_length
@@ -197,13 +212,7 @@ class VLLMBackend:
             bkey = sha256_json([prompts, n_conts])
             stored = cache.get(ckey, bkey) if cache is not None else None
             if stored is None:
-                t = time.perf_counter()
-                try:
-                    results = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params,
-                                                use_tqdm=False)
-                except Exception as exc:
-                    raise RepauditError(f"vLLM failed on model '{self.resolved.name}' ({_first_line(exc)})") from None
-                self.forward_s += time.perf_counter() - t
+                results = self._engine(prompts, params)
                 self.tokens_computed += sum(len(p) for p in prompts)
                 stored = [[self._score(p, res.prompt_logprobs, n) for n in ns]
                           for p, res, ns in zip(prompts, results, n_conts)]
@@ -238,54 +247,22 @@ class VLLMBackend:
     def generate_until(self, requests: list[GenerateRequest], cache: BatchCache | None = None,
                        progress: Progress | None = None) -> list[str]:
         """Generation with vLLM's stop strings and ``max_tokens``; contexts are left-truncated to
-        ``max_length - max_gen_toks`` tokens and sorted by descending length, as in the hf backend."""
+        ``max_length - max_gen_toks`` tokens and sorted by descending length, as in the hf backend
+        (:func:`repaudit.backends.base.generate_in_batches`)."""
         from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
 
-        encoded = [self.encoder.encode(r.context) for r in requests]
-        order = sorted(range(len(requests)), key=lambda i: (-len(encoded[i]), tuple(encoded[i])))
-        out: list[str | None] = [None] * len(requests)
-        ckey = self.config_key("generate_until")
-        by_settings: dict[Any, list[int]] = {}
-        for i in order:
-            by_settings.setdefault(requests[i].settings, []).append(i)
-        for settings, idxs in by_settings.items():
-            budget = self.info.max_length - settings.max_gen_toks
-            stops = [s for s in settings.until if s]
+        def compute(rows: list[list[int]], settings) -> list[str]:
             params = SamplingParams(
-                max_tokens=settings.max_gen_toks, stop=stops or None,
+                max_tokens=settings.max_gen_toks, stop=[s for s in settings.until if s] or None,
                 temperature=settings.temperature if settings.do_sample else 0.0,
                 top_p=settings.top_p if settings.do_sample else 1.0,
                 top_k=settings.top_k if settings.do_sample else 0,
                 seed=settings.seed if settings.do_sample else None, skip_special_tokens=True)
-            for k in range(0, len(idxs), self.batch_size):
-                batch = idxs[k:k + self.batch_size]
-                rows = [encoded[i][-budget:] for i in batch]
-                bkey = sha256_json([rows, requests[batch[0]].key])
-                texts = cache.get(ckey, bkey) if cache is not None else None
-                if texts is None:
-                    t = time.perf_counter()
-                    try:
-                        results = self.llm.generate([TokensPrompt(prompt_token_ids=r) for r in rows], params,
-                                                    use_tqdm=False)
-                    except Exception as exc:
-                        raise RepauditError(f"vLLM failed on model '{self.resolved.name}' "
-                                            f"({_first_line(exc)})") from None
-                    self.forward_s += time.perf_counter() - t
-                    texts = []
-                    for res in results:
-                        text = res.outputs[0].text
-                        for s in stops:  # vLLM already stops there; this keeps both backends' rule
-                            text = text.split(s)[0]
-                        texts.append(text)
-                    if cache is not None:
-                        cache.put(ckey, bkey, texts)
-                self.batch_sizes_used[len(batch)] += 1
-                for i, t in zip(batch, texts):
-                    out[i] = t
-                if progress:
-                    progress(len(batch))
-        return out  # type: ignore[return-value]
+            return [res.outputs[0].text for res in self._engine(rows, params)]
+
+        return generate_in_batches(requests, [self.encoder.encode(r.context) for r in requests], self.batch_size,
+                                   self.info.max_length, self.config_key("generate_until"), cache, progress,
+                                   self.batch_sizes_used, compute)
 
     def apply_chat_template(self, user: str, system: str | None) -> str:
         """The chat-formatted prompt; see :func:`repaudit.backends.tokens.apply_chat_template`."""
