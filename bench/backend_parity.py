@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from repaudit.records import write_record
-from repaudit.runner import BackendPool, RunConfig, run
+from repaudit.run.records import write_record
+from repaudit.run.runner import BackendPool, RunConfig, run
 
 
 def main() -> None:

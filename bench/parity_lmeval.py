@@ -72,7 +72,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from repaudit.backends.model_source import resolve_default_model
-    from repaudit.runner import default_cache_dir
+    from repaudit.run.runner import default_cache_dir
 
     model_dir = resolve_default_model(default_cache_dir()).path
     # the model loads and converts once into the shared cache; each tool then reads the same folder

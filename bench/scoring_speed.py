@@ -111,7 +111,7 @@ def main() -> None:
         ap.error("--lmeval is required unless --skip-lmeval")
 
     from repaudit.backends.model_source import resolve_default_model
-    from repaudit.runner import default_cache_dir
+    from repaudit.run.runner import default_cache_dir
 
     model_dir = resolve_default_model(default_cache_dir()).path  # converted once; every tool reads this folder
     data_dir = args.data_dir.resolve()

@@ -14,7 +14,7 @@ import argparse
 
 import numpy as np
 
-from repaudit.stats import paired_bootstrap, paired_power
+from repaudit.audit.stats import paired_bootstrap, paired_power
 
 
 def _pair(rng, n, shift):

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from repaudit.attribution import attribute, shapley_permutation, subsets
+from repaudit.audit.attribution import attribute, shapley_permutation, subsets
 
 # Additive effects of three factors plus one interaction between the first two.
 EFFECTS = {0: 0.10, 1: -0.04, 2: 0.02}
@@ -54,10 +54,10 @@ def test_missing_configuration_is_an_error():
 
 
 def test_real_attribution_on_a_tiny_model_and_second_run_is_all_cache(tiny_model, shared_data, tmp_path):
-    from repaudit.attribution import run_attribution
-    from repaudit.records import write_record
-    from repaudit.replay import load_replay_source
-    from repaudit.runner import BackendPool, RunConfig, run
+    from repaudit.audit.attribution import run_attribution
+    from repaudit.run.records import write_record
+    from repaudit.audit.replay import load_replay_source
+    from repaudit.run.runner import BackendPool, RunConfig, run
 
     common = dict(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=8, cache_dir=tmp_path / "c")
     write_record(run(RunConfig(**common, dtype="float32", batch_size=4)), tmp_path / "a.json")
@@ -80,7 +80,7 @@ def test_real_attribution_on_a_tiny_model_and_second_run_is_all_cache(tiny_model
 
 
 def test_permutation_weights_sum_to_delta_for_every_permutation():
-    from repaudit.attribution import permutation_weights
+    from repaudit.audit.attribution import permutation_weights
 
     k = 4
     rng = np.random.default_rng(3)
@@ -95,9 +95,9 @@ def test_permutation_weights_sum_to_delta_for_every_permutation():
 def test_reports_and_waterfall_from_a_synthetic_attribution(tmp_path):
     from markdown_it import MarkdownIt
 
-    from repaudit.attribution import AttributionReport
-    from repaudit.audit_report import attribution_latex, attribution_markdown
-    from repaudit.plots import waterfall
+    from repaudit.audit.attribution import AttributionReport
+    from repaudit.report.audit import attribution_latex, attribution_markdown
+    from repaudit.report.plots import waterfall
 
     r = AttributionReport(task="arc_easy", metric="acc", factors=["dtype", "prompt_format"], not_replayable=["hardware"],
                           phi=[-0.01, 0.05], phi_ci=[[-0.03, 0.01], [0.02, 0.08]],
@@ -116,7 +116,7 @@ def test_reports_and_waterfall_from_a_synthetic_attribution(tmp_path):
 
 
 def test_lmeval_run_replays_as_a_config(lmeval_runs, shared_data):
-    from repaudit.replay import load_replay_source
+    from repaudit.audit.replay import load_replay_source
 
     src = load_replay_source(lmeval_runs / "s2", shared_data, "default")
     c = src.config

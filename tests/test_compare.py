@@ -12,9 +12,9 @@ from scipy import stats as sps
 from typer.testing import CliRunner
 
 from repaudit.cli import app
-from repaudit.compare import compare, load_run
+from repaudit.audit.compare import compare, load_run
 from repaudit.errors import RepauditError
-from repaudit.report import latex_escape, render_latex, render_markdown
+from repaudit.report.compare import latex_escape, render_latex, render_markdown
 
 # What actually differs between the three runs (shared/lmeval_runs/README.md).
 EXPECTED = {("s1", "s2"): {("batch_size", "batch_size")},

@@ -7,12 +7,12 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from repaudit.cache import BatchCache, RecordingCache
+from repaudit.backends.store import BatchCache, RecordingCache
 from repaudit.cli import app
 from repaudit.errors import RepauditError
-from repaudit.executor import LocalExecutor, make_executor
-from repaudit.runner import RunConfig
-from repaudit.sweep import sweep
+from repaudit.audit.executor import LocalExecutor, make_executor
+from repaudit.run.runner import RunConfig
+from repaudit.audit.sweep import sweep
 
 
 def _base(tiny_model, shared_data, cache_dir, **kw):

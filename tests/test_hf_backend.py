@@ -7,8 +7,8 @@ import torch
 
 from repaudit.backends.hf import HFBackend
 from repaudit.backends.model_source import resolve_model
-from repaudit.cache import BatchCache
-from repaudit.requests import GenerateRequest, GenerationSettings, LoglikelihoodRequest
+from repaudit.backends.store import BatchCache
+from repaudit.tasks.requests import GenerateRequest, GenerationSettings, LoglikelihoodRequest
 
 REQS = [
     LoglikelihoodRequest("Question: What is the boiling point of water?\nAnswer:", " 100 degrees"),

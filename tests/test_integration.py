@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from repaudit.backends.model_source import resolve_default_model
-from repaudit.runner import RunConfig, default_cache_dir, run
+from repaudit.run.runner import RunConfig, default_cache_dir, run
 
 pytestmark = pytest.mark.integration
 
@@ -45,8 +45,8 @@ def test_arc_easy_parity_with_lmeval(default_model, shared_data, lmeval_runs, tm
     assert all(d.doc_hash == samples[d.doc_id]["doc_hash"] and d.prompt_hash == samples[d.doc_id]["prompt_hash"]
                for d in rec.docs)
     # compare reports the parity and the remaining factor differences honestly
-    from repaudit.compare import compare, load_run
-    from repaudit.records import write_record
+    from repaudit.audit.compare import compare, load_run
+    from repaudit.run.records import write_record
 
     path = tmp_path / "run.json"
     write_record(rec, path)

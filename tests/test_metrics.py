@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from repaudit.metrics import aggregate, exact_match, extract_answer, mean_stderr, multiple_choice_metrics
+from repaudit.run.metrics import aggregate, exact_match, extract_answer, mean_stderr, multiple_choice_metrics
 
 
 def test_acc_norm_uses_character_length():

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from repaudit.errors import RepauditError
-from repaudit.fingerprint import Fingerprint
-from repaudit.records import read_record, write_atomic
+from repaudit.run.fingerprint import Fingerprint
+from repaudit.run.records import read_record, write_atomic
 
 
 def test_malformed_json(tmp_path):

@@ -7,8 +7,8 @@ import json
 import pytest
 from deepdiff import DeepDiff
 
-from repaudit.records import read_record, write_record
-from repaudit.runner import RunConfig, run
+from repaudit.run.records import read_record, write_record
+from repaudit.run.runner import RunConfig, run
 
 
 def _cfg(tiny_model, shared_data, tmp_path, **kw):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from repaudit.stats import mcnemar_exact, paired_bootstrap, paired_power, paired_se
+from repaudit.audit.stats import mcnemar_exact, paired_bootstrap, paired_power, paired_se
 
 
 def _pair(rng, n, p_base, flip_rate, shift):

@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 
 from repaudit.cli import app
 from repaudit.errors import RepauditError
-from repaudit.runner import RunConfig, run
-from repaudit.sweep import parse_values, sweep
+from repaudit.run.runner import RunConfig, run
+from repaudit.audit.sweep import parse_values, sweep
 
 
 def _base(tiny_model, shared_data, tmp_path, **kw):
@@ -55,7 +55,7 @@ def test_cli_sweep(tiny_model, shared_data, tmp_path):
 
 
 def test_fewshot_order_permutes_the_same_examples_and_is_recorded(tiny_model, shared_data, tmp_path):
-    from repaudit.runner import RunConfig, run
+    from repaudit.run.runner import RunConfig, run
 
     common = dict(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=5, num_fewshot=3,
                   cache_dir=tmp_path / "c")

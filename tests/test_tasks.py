@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 
-from repaudit.requests import GenerationSettings
-from repaudit.runner import doc_hash
+from repaudit.tasks.requests import GenerationSettings
+from repaudit.run.runner import doc_hash
 from repaudit.tasks.data import load_rows, to_docs
 from repaudit.tasks.definitions import TASKS
 from repaudit.tasks.fewshot import select_fewshot

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from repaudit.errors import RepauditError
-from repaudit.requests import GenerateRequest, GenerationSettings, LoglikelihoodRequest
+from repaudit.tasks.requests import GenerateRequest, GenerationSettings, LoglikelihoodRequest
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 needs_vllm = pytest.mark.skipif(not HAS_VLLM, reason="vLLM is not installed in this environment; `make test` runs "
@@ -31,7 +31,7 @@ REQS = [
 
 @pytest.mark.skipif(HAS_VLLM, reason="vLLM is installed here")
 def test_selecting_vllm_without_it_is_one_clear_error(tiny_model, shared_data, tmp_path):
-    from repaudit.runner import RunConfig, run
+    from repaudit.run.runner import RunConfig, run
 
     with pytest.raises(RepauditError, match="backend 'vllm' needs vLLM: run `make install-vllm`"):
         run(RunConfig(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=2, backend="vllm",
@@ -39,7 +39,7 @@ def test_selecting_vllm_without_it_is_one_clear_error(tiny_model, shared_data, t
 
 
 def test_unknown_backend_is_refused(tiny_model, tmp_path):
-    from repaudit.runner import RunConfig, run
+    from repaudit.run.runner import RunConfig, run
 
     with pytest.raises(RepauditError, match="unknown backend 'tgi'"):
         run(RunConfig(task="arc_easy", model=str(tiny_model), backend="tgi", cache_dir=tmp_path))
@@ -97,10 +97,10 @@ def test_generate_until_greedy_matches_transformers_and_stops(backends):
 @needs_vllm
 def test_run_and_attribute_over_backend(tiny_model, shared_data, tmp_path):
     """backend is a replayable factor: an attribution of hf/float32 vs vllm/bfloat16 splits the delta."""
-    from repaudit.attribution import run_attribution
-    from repaudit.records import write_record
-    from repaudit.replay import load_replay_source
-    from repaudit.runner import BackendPool, RunConfig, run
+    from repaudit.audit.attribution import run_attribution
+    from repaudit.run.records import write_record
+    from repaudit.audit.replay import load_replay_source
+    from repaudit.run.runner import BackendPool, RunConfig, run
 
     pool = BackendPool()
     common = dict(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=12, cache_dir=tmp_path / "c")

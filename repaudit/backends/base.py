@@ -7,9 +7,9 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from repaudit.cache import BatchCache
+from repaudit.backends.store import BatchCache
 from repaudit.hashing import sha256_json
-from repaudit.requests import GenerateRequest, GenerationSettings, LoglikelihoodRequest, LoglikelihoodResult
+from repaudit.tasks.requests import GenerateRequest, GenerationSettings, LoglikelihoodRequest, LoglikelihoodResult
 
 #: Called with the number of requests just answered (for progress bars).
 Progress = Callable[[int], None]

@@ -18,10 +18,10 @@ from typing import Any
 from repaudit.backends.base import BackendInfo, Progress, generate_in_batches
 from repaudit.backends.model_source import ResolvedModel
 from repaudit.backends.tokens import RequestEncoder, apply_chat_template, tokenizer_identity
-from repaudit.cache import BatchCache
+from repaudit.backends.store import BatchCache
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
-from repaudit.requests import GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
+from repaudit.tasks.requests import GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
 
 DTYPES = ("float32", "bfloat16", "float16")
 PADDING_SIDES = ("right", "left")

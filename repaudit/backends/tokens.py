@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json, sha256_text
-from repaudit.requests import LoglikelihoodRequest
+from repaudit.tasks.requests import LoglikelihoodRequest
 
 
 class RequestEncoder:

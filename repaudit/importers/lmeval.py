@@ -37,10 +37,10 @@ from typing import Any
 
 import numpy as np
 
-from repaudit.comparable import ComparableRun, DocOutcome, TaskOutcome
-from repaudit.environment import NUMERIC_CPU_FLAGS
+from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome
+from repaudit.run.environment import NUMERIC_CPU_FLAGS
 from repaudit.errors import RepauditError
-from repaudit.factors import UNKNOWN, Factors, empty_factors
+from repaudit.importers.factors import UNKNOWN, Factors, empty_factors
 from repaudit.hashing import sha256_json, sha256_text
 
 _FUNC_ADDR = re.compile(r"<function (\S+) at 0x[0-9a-f]+>")
@@ -294,7 +294,7 @@ def load_lmeval(results_path: Path, samples: list[Path] | None = None, raw: Any 
         RepauditError: not an lm-eval results file; a samples file whose task is not in the
             results, whose timestamp differs, or whose per-doc mean contradicts the reported score.
     """
-    from repaudit.records import read_json
+    from repaudit.run.records import read_json
 
     res = read_json(results_path) if raw is None else raw
     if not is_lmeval_results(res):

@@ -82,8 +82,8 @@ def run_command(
 
     Example: repaudit run --task arc_easy --data-dir ../shared/data -o run.json
     """
-    from repaudit.records import write_record
-    from repaudit.runner import RunConfig, run
+    from repaudit.run.records import write_record
+    from repaudit.run.runner import RunConfig, run
     from repaudit.tasks.fewshot import parse_fewshot_ids
 
     with _user_errors():
@@ -168,7 +168,7 @@ _WorkersOption = Annotated[Optional[int], typer.Option("--workers", help="With -
 
 
 def _executor(name: str, ray_address: Optional[str], workers: Optional[int]):
-    from repaudit.executor import make_executor
+    from repaudit.audit.executor import make_executor
 
     return make_executor(name, ray_address, workers)
 
@@ -200,9 +200,9 @@ def compare_command(
 
     Example: repaudit compare run.json ../shared/lmeval_runs/s1 --format markdown -o compare.md
     """
-    from repaudit.audit_report import attribution_latex, attribution_markdown
-    from repaudit.compare import compare, load_run
-    from repaudit.report import render_json, render_latex, render_markdown, render_rich
+    from repaudit.report.audit import attribution_latex, attribution_markdown
+    from repaudit.audit.compare import compare, load_run
+    from repaudit.report.compare import render_json, render_latex, render_markdown, render_rich
 
     with _user_errors():
         comparison = compare(load_run(run_a, samples_a), load_run(run_b, samples_b), tie_eps=tie_eps, n_boot=n_boot)
@@ -238,7 +238,7 @@ def _report_format(fmt: "Format", output: Optional[Path], as_json: bool) -> "For
 def _emit_report(fmt: "Format", output: Optional[Path], rich_view, markdown, latex, json_text) -> None:
     """Print or write a report in ``fmt``: ``rich_view(console)`` for the terminal (plain text into
     ``output``), or the zero-argument ``markdown``/``latex``/``json_text`` renderers."""
-    from repaudit.records import write_atomic
+    from repaudit.run.records import write_atomic
 
     if fmt is Format.rich:
         if output is None:
@@ -256,7 +256,7 @@ def _emit_report(fmt: "Format", output: Optional[Path], rich_view, markdown, lat
 
 
 def _sweep_rich(result, console: Console) -> None:
-    from repaudit.audit_report import sweep_floor, sweep_rows
+    from repaudit.report.audit import sweep_floor, sweep_rows
 
     table = Table(title=f"sweep {result.factor} · {result.task} · {result.metric} (points)")
     for col in ("value", "score", "Δ (pts)", "95% CI (pts)", "flip rate", "verdict"):
@@ -304,15 +304,15 @@ def sweep_command(
 
     Example: repaudit sweep --factor batch_size --values 1,4,16 --dtype bfloat16 --data-dir ../shared/data --limit 200
     """
-    from repaudit.audit_report import sweep_latex, sweep_markdown
-    from repaudit.runner import RunConfig
-    from repaudit.sweep import parse_values, sweep
+    from repaudit.report.audit import sweep_latex, sweep_markdown
+    from repaudit.run.runner import RunConfig
+    from repaudit.audit.sweep import parse_values, sweep
 
     with _user_errors():
         vals = parse_values(factor, values)
         if base_run is not None:
-            from repaudit.records import read_record
-            from repaudit.replay import config_from_record
+            from repaudit.run.records import read_record
+            from repaudit.audit.replay import config_from_record
 
             base = config_from_record(read_record(base_run), data_dir, None if model == "default" else model, cache_dir)
         else:
@@ -324,7 +324,7 @@ def sweep_command(
         with _grid_progress("sweep") as tick:
             result = sweep(base, factor, vals, ex, noise_seeds=noise_seeds, metric=metric, progress=tick)
         if plot is not None:
-            from repaudit.plots import sweep_plot
+            from repaudit.report.plots import sweep_plot
 
             err.print("wrote " + ", ".join(str(p) for p in sweep_plot(result, plot)))
     _emit_report(_report_format(fmt, output, as_json), output, lambda c: _sweep_rich(result, c),
@@ -332,7 +332,7 @@ def sweep_command(
 
 
 def _attribution_rich(result, console: Console) -> None:
-    from repaudit.audit_report import attribution_rows, attribution_summary
+    from repaudit.report.audit import attribution_rows, attribution_summary
 
     table = Table(title=f"attribution · {result.task} · {result.metric} (points)")
     for col in ("factor", "Shapley value", "95% CI"):
@@ -348,15 +348,15 @@ def _attribution_rich(result, console: Console) -> None:
 
 def _attribute(run_a: Path, run_b: Path, data_dir, model, metric, n_boot, cache_dir, plot, executor):
     """Shared by ``attribute`` and ``compare --attribute``; raises RepauditError on bad input."""
-    from repaudit.attribution import run_attribution
-    from repaudit.replay import load_replay_source
+    from repaudit.audit.attribution import run_attribution
+    from repaudit.audit.replay import load_replay_source
 
     src_a = load_replay_source(run_a, data_dir, model, cache_dir)
     src_b = load_replay_source(run_b, data_dir, model, cache_dir)
     with _grid_progress("attribution") as tick:
         result = run_attribution(src_a, src_b, executor, metric=metric, n_boot=n_boot, progress=tick)
     if plot is not None:
-        from repaudit.plots import waterfall
+        from repaudit.report.plots import waterfall
 
         err.print("wrote " + ", ".join(str(p) for p in waterfall(result, plot)))
     return result
@@ -383,7 +383,7 @@ def attribute_command(
 
     Example: repaudit attribute a.json b.json --data-dir ../shared/data -o attribution.md --plot waterfall
     """
-    from repaudit.audit_report import attribution_latex, attribution_markdown
+    from repaudit.report.audit import attribution_latex, attribution_markdown
 
     with _user_errors():
         result = _attribute(run_a, run_b, data_dir, model, metric, n_boot, cache_dir, plot,

@@ -241,7 +241,7 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
     import time
 
     from repaudit.errors import RepauditError
-    from repaudit.replay import differing_factors, hybrid
+    from repaudit.audit.replay import differing_factors, hybrid
 
     t0 = time.perf_counter()
     if src_a.task != src_b.task:
@@ -259,7 +259,7 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
         w, subs, per = permutation_weights(k, n_perm or 4 * k)
     configs = {s: hybrid(cfg_a, cfg_b, factors, s) for s in subs}
     order = sorted(subs, key=lambda s: (configs[s].backend, configs[s].dtype, len(s)))
-    from repaudit.executor import as_executor
+    from repaudit.audit.executor import as_executor
 
     records = dict(zip(order, as_executor(executor).map([configs[s] for s in order], progress)))
     computed = sum(r.timings.computed_batches for r in records.values())

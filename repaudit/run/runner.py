@@ -24,15 +24,15 @@ from rich.text import Text
 
 import repaudit
 from repaudit.backends.model_source import resolve_model
-from repaudit.cache import BatchCache
-from repaudit.environment import capture_git_state, capture_hardware, capture_software
+from repaudit.backends.store import BatchCache
+from repaudit.run.environment import capture_git_state, capture_hardware, capture_software
 from repaudit.errors import RepauditError
-from repaudit.fingerprint import (BackendConfig, DataIdentity, FewshotConfig, Fingerprint, GenerationConfig,
+from repaudit.run.fingerprint import (BackendConfig, DataIdentity, FewshotConfig, Fingerprint, GenerationConfig,
                                   MetricConfig, ModelIdentity, PromptConfig, Seeds)
 from repaudit.hashing import sha256_json, sha256_text
-from repaudit.metrics import GSM8K_FILTERS, aggregate, argmax_first, exact_match, extract_answer, multiple_choice_metrics
-from repaudit.records import DocResult, RunRecord, Timings, read_record
-from repaudit.requests import GenerationSettings
+from repaudit.run.metrics import GSM8K_FILTERS, aggregate, argmax_first, exact_match, extract_answer, multiple_choice_metrics
+from repaudit.run.records import DocResult, RunRecord, Timings, read_record
+from repaudit.tasks.requests import GenerationSettings
 from repaudit.tasks.base import Doc, OutputType, Task
 from repaudit.tasks.data import available_local_splits, load_rows, to_docs
 from repaudit.tasks.definitions import TASKS

@@ -21,8 +21,8 @@ from typing import Protocol
 from rich.console import Console
 
 from repaudit.errors import RepauditError
-from repaudit.records import RunRecord
-from repaudit.runner import BackendPool, RunConfig, default_cache_dir, run
+from repaudit.run.records import RunRecord
+from repaudit.run.runner import BackendPool, RunConfig, default_cache_dir, run
 
 #: executor names accepted by ``--executor``
 EXECUTORS = ("local", "ray")
@@ -74,7 +74,7 @@ def _ray_task(cfg_json: str, store: str, threads: int) -> tuple[str, list]:
     """Body of one Ray task: run one configuration, return (record JSON, new batches)."""
     import torch
 
-    from repaudit.cache import RecordingCache
+    from repaudit.backends.store import RecordingCache
 
     global _WORKER_POOL
     torch.set_num_threads(threads)
@@ -129,7 +129,7 @@ class RayExecutor:
 
     def map(self, cfgs: list[RunConfig], progress: GridProgress | None = None) -> list[RunRecord]:
         """See :class:`Executor`. New batches are stored in the driver's store as tasks finish."""
-        from repaudit.cache import BatchCache
+        from repaudit.backends.store import BatchCache
 
         ray = self.ray
         stores: dict[Path, BatchCache] = {}

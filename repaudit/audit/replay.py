@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from repaudit.errors import RepauditError
-from repaudit.records import RunRecord
-from repaudit.runner import RunConfig
+from repaudit.run.records import RunRecord
+from repaudit.run.runner import RunConfig
 
 #: replayable factor -> (RunConfig fields it sets, how to read them from a record)
 REPLAYABLE: dict[str, tuple[tuple[str, ...], Any]] = {
@@ -76,7 +76,7 @@ class ReplaySource:
         source: ``repaudit <version>`` or ``lm-eval <version>``.
         task: the one task of the run.
         config: the RunConfig that reproduces the run on this machine.
-        factors: the run's factors (:mod:`repaudit.factors`), for what cannot be replayed.
+        factors: the run's factors (:mod:`repaudit.importers.factors`), for what cannot be replayed.
         docs: recorded per-doc outcomes by doc_id.
     """
 
@@ -104,8 +104,8 @@ def config_from_lmeval(task: str, factors: dict[str, dict[str, Any]], path: Path
         RepauditError: a setting the file does not record (e.g. ``batch_size`` "auto" without the
             sizes used), or a task repaudit does not define.
     """
-    from repaudit.factors import UNKNOWN
-    from repaudit.runner import get_task
+    from repaudit.importers.factors import UNKNOWN
+    from repaudit.run.runner import get_task
 
     get_task(task)
 
@@ -154,8 +154,8 @@ def load_replay_source(path: Path, data_dir: Path | None, model: str | None = No
     Raises:
         RepauditError: unreadable or foreign file, more than one task, no per-doc results.
     """
-    from repaudit.compare import load_run
-    from repaudit.records import read_record
+    from repaudit.audit.compare import load_run
+    from repaudit.run.records import read_record
 
     crun = load_run(Path(path))
     if len(crun.tasks) != 1:
@@ -179,7 +179,7 @@ def replay_values(cfg: RunConfig, factor: str) -> tuple:
 
 def differing_factors(a: ReplaySource, b: ReplaySource) -> tuple[list[str], list[str], list[str]]:
     """``(replayable factors that differ, non-replayable parts that differ, parts one run does not record)``."""
-    from repaudit.compare import diff_factors
+    from repaudit.audit.compare import diff_factors
 
     replay = [name for name in REPLAYABLE if replay_values(a.config, name) != replay_values(b.config, name)]
     rows = diff_factors(a.task, a.factors, b.factors)

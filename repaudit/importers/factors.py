@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from repaudit.fingerprint import Fingerprint
+from repaudit.run.fingerprint import Fingerprint
 
 #: The value of a factor that the run's file does not record.
 UNKNOWN = "<not recorded>"

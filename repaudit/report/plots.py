@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from repaudit.attribution import AttributionReport
-from repaudit.sweep import SweepResult
+from repaudit.audit.attribution import AttributionReport
+from repaudit.audit.sweep import SweepResult
 
 
 def _pyplot():
@@ -24,7 +24,7 @@ def _pyplot():
 def _save(fig, path: Path) -> list[Path]:
     import io
 
-    from repaudit.records import write_atomic
+    from repaudit.run.records import write_atomic
 
     out = []
     for suffix in (".png", ".pdf"):

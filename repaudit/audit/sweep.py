@@ -18,9 +18,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from repaudit.errors import RepauditError
-from repaudit.records import RunRecord
-from repaudit.runner import RunConfig
-from repaudit.stats import paired_bootstrap
+from repaudit.run.records import RunRecord
+from repaudit.run.runner import RunConfig
+from repaudit.audit.stats import paired_bootstrap
 
 #: factor name -> (RunConfig field, parser of one --values item)
 SWEEPABLE: dict[str, tuple[str, Callable[[str], Any]]] = {
@@ -105,7 +105,7 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
         raise RepauditError(f"unknown factor '{factor}': sweepable factors are {', '.join(SWEEPABLE)}")
     if not values:
         raise RepauditError("--values is empty: give at least one value")
-    from repaudit.executor import as_executor
+    from repaudit.audit.executor import as_executor
 
     executor = as_executor(executor)
     field = SWEEPABLE[factor][0]

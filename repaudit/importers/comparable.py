@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from repaudit.factors import Factors, factors_from_fingerprint
-from repaudit.records import RunRecord
+from repaudit.importers.factors import Factors, factors_from_fingerprint
+from repaudit.run.records import RunRecord
 
 
 @dataclass

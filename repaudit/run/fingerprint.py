@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from repaudit.environment import GitState, Hardware, Software
+from repaudit.run.environment import GitState, Hardware, Software
 from repaudit.hashing import sha256_json
 
 FINGERPRINT_SCHEMA_VERSION = 1

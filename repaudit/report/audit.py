@@ -2,15 +2,15 @@
 
 Values are in points (metric × 100), as in the terminal view. LaTeX output is a fragment with
 booktabs tables (``\\usepackage{booktabs}``); every string from a run goes through the escapers of
-:mod:`repaudit.report`.
+:mod:`repaudit.report.compare`.
 """
 
 from __future__ import annotations
 
-from repaudit.attribution import AttributionReport
-from repaudit.report import latex_escape as e
-from repaudit.report import md_escape
-from repaudit.sweep import SweepResult
+from repaudit.audit.attribution import AttributionReport
+from repaudit.report.compare import latex_escape as e
+from repaudit.report.compare import md_escape
+from repaudit.audit.sweep import SweepResult
 
 
 def _pts(x: float) -> str:

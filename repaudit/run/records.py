@@ -11,8 +11,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from repaudit.errors import RepauditError
-from repaudit.fingerprint import Fingerprint
-from repaudit.metrics import Metric
+from repaudit.run.fingerprint import Fingerprint
+from repaudit.run.metrics import Metric
 
 RUN_SCHEMA_VERSION = 1
 

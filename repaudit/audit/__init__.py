@@ -1,0 +1,1 @@
+"""two or more runs → findings: paired statistics, compare, replay, attribution, sweep, executors."""

@@ -1,0 +1,1 @@
+"""findings → text and figures: escaping per output language, Markdown / LaTeX / terminal / JSON renderers, plots."""

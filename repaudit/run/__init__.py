@@ -1,0 +1,1 @@
+"""config → run record: run configuration, runner stages, fingerprint, environment, metrics, records."""

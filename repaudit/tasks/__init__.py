@@ -1,0 +1,1 @@
+"""docs → requests: task definitions, data loading, few-shot samplers, prompt formats."""
