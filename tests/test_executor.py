@@ -7,12 +7,12 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from repaudit.audit.executor import LocalExecutor, make_executor
+from repaudit.audit.sweep import sweep
 from repaudit.backends.store import BatchCache, RecordingCache
 from repaudit.cli import app
 from repaudit.errors import RepauditError
-from repaudit.audit.executor import LocalExecutor, make_executor
 from repaudit.run.runner import RunConfig
-from repaudit.audit.sweep import sweep
 
 
 def _base(tiny_model, shared_data, cache_dir, **kw):

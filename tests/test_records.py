@@ -26,8 +26,8 @@ def test_foreign_json(tmp_path, lmeval_runs):
 
 def test_schema_mismatch_names_the_field(tmp_path):
     p = tmp_path / "x.json"
-    p.write_text(json.dumps({"kind": "repaudit.run", "schema_version": 1}))
-    with pytest.raises(RepauditError, match="does not match the run schema v1: repaudit_version"):
+    p.write_text(json.dumps({"kind": "repaudit.run", "schema_version": 2}))
+    with pytest.raises(RepauditError, match="does not match the run schema v2: repaudit_version"):
         read_record(p)
 
 

@@ -36,7 +36,7 @@ def test_killed_run_resumes_without_recomputing(tiny_model, shared_data, tmp_pat
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     done_before = _batches(db)
-    assert 0 < done_before and not out.exists(), "the kill must land mid-run, before the file is written"
+    assert done_before > 0 and not out.exists(), "the kill must land mid-run, before the file is written"
 
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     resumed = json.loads(out.read_text())

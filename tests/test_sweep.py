@@ -7,10 +7,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from repaudit.audit.sweep import parse_values, sweep
 from repaudit.cli import app
 from repaudit.errors import RepauditError
 from repaudit.run.runner import RunConfig, run
-from repaudit.audit.sweep import parse_values, sweep
 
 
 def _base(tiny_model, shared_data, tmp_path, **kw):

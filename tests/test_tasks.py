@@ -4,23 +4,22 @@ from __future__ import annotations
 
 import json
 
-
-from repaudit.tasks.requests import GenerationSettings
-from repaudit.run.runner import doc_hash
-from repaudit.tasks.data import load_rows, to_docs
+from repaudit.run.scoring import doc_hash
+from repaudit.tasks.data import DataRoot, load_rows, to_docs
 from repaudit.tasks.definitions import TASKS
 from repaudit.tasks.fewshot import select_fewshot
 from repaudit.tasks.prompts import render
+from repaudit.tasks.requests import GenerationSettings
 
 
 def _docs(task, shared_data, split="validation"):
-    rows, src = load_rows(TASKS[task], split, shared_data)
+    rows, src = load_rows(TASKS[task], split, DataRoot("data_dir", shared_data, "--data-dir"))
     return to_docs(TASKS[task], rows), src
 
 
 def test_arc_prompts_and_hashes_equal_lmeval_samples(shared_data, lmeval_runs):
     docs, src = _docs("arc_easy", shared_data)
-    assert src.sha256 == "1591d2431c45b1712f9c9e7032bd2dfcba863a5eec748c88b2ec11cf7c7da6c5"
+    assert src.file_sha256 == "1591d2431c45b1712f9c9e7032bd2dfcba863a5eec748c88b2ec11cf7c7da6c5"
     samples = [json.loads(line) for line in next((lmeval_runs / "s1").rglob("samples_*.jsonl")).open()]
     for s in samples[:50]:
         rd = render(TASKS["arc_easy"], docs[s["doc_id"]], [], "lmeval", None, None)

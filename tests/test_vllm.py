@@ -98,8 +98,8 @@ def test_generate_until_greedy_matches_transformers_and_stops(backends):
 def test_run_and_attribute_over_backend(tiny_model, shared_data, tmp_path):
     """backend is a replayable factor: an attribution of hf/float32 vs vllm/bfloat16 splits the delta."""
     from repaudit.audit.attribution import run_attribution
-    from repaudit.run.records import write_record
     from repaudit.audit.replay import load_replay_source
+    from repaudit.run.records import write_record
     from repaudit.run.runner import BackendPool, RunConfig, run
 
     pool = BackendPool()

@@ -213,6 +213,19 @@ class AttributionReport(BaseModel):
     minimal_flip_sets: dict[int, list[str]]
 
 
+def _check_same_docs(src, rec) -> None:
+    """The replay read the docs the run evaluated (same doc_hash per doc id), or a clear error."""
+    from repaudit.errors import RepauditError
+
+    pairs = [(src.docs[d.doc_id].doc_hash, d.doc_hash) for d in rec.docs if d.doc_id in src.docs]
+    differ = sum(a is not None and a != b for a, b in pairs)
+    if not pairs or differ:
+        what = "none of its doc ids" if not pairs else f"{differ} of {len(pairs)} docs have other content"
+        raise RepauditError(f"the re-executed run of '{src.path}' read other docs than it recorded ({what}; data "
+                            f"from {rec.fingerprint.data.source} {rec.fingerprint.data.location}): pass --data-dir "
+                            "with the data the run used")
+
+
 def _agreement(recorded: dict[int, Any], rec) -> float:
     pairs = [(recorded[d.doc_id].prediction, d.prediction) for d in rec.docs if d.doc_id in recorded]
     return float(np.mean([x == y for x, y in pairs])) if pairs else float("nan")
@@ -240,8 +253,8 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
     """
     import time
 
-    from repaudit.errors import RepauditError
     from repaudit.audit.replay import differing_factors, hybrid
+    from repaudit.errors import RepauditError
 
     t0 = time.perf_counter()
     if src_a.task != src_b.task:
@@ -271,6 +284,8 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
         if not all(metric in d.metrics for d in src.docs.values()):
             raise RepauditError(f"'{src.path}' does not record {metric} for every doc: choose another --metric")
     doc_ids = [d.doc_id for d in first.docs]
+    _check_same_docs(src_a, first)
+    _check_same_docs(src_b, records[frozenset(range(k))])
     outcomes = {s: np.array([d.metrics[metric] for d in r.docs]) for s, r in records.items()}
     full = frozenset(range(k))
     if method == "exact":

@@ -16,12 +16,12 @@ import numpy as np
 from deepdiff import DeepDiff
 from pydantic import BaseModel, ConfigDict
 
-from repaudit.importers.comparable import ComparableRun, TaskOutcome, from_record
+from repaudit.audit.stats import mcnemar_exact, paired_bootstrap, top2_margin, unpaired_interval
 from repaudit.errors import RepauditError
+from repaudit.importers.comparable import ComparableRun, TaskOutcome, from_record
 from repaudit.importers.factors import UNKNOWN, FactorGroup
 from repaudit.importers.lmeval import is_lmeval_results, load_lmeval
 from repaudit.run.records import read_json, read_record
-from repaudit.audit.stats import mcnemar_exact, paired_bootstrap, top2_margin, unpaired_interval
 
 Status = Literal["same", "differs", "unknown"]
 Verdict = Literal["within noise", "significant", "not comparable"]

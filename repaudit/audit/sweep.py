@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from repaudit.audit.stats import paired_bootstrap
 from repaudit.errors import RepauditError
 from repaudit.run.records import RunRecord
 from repaudit.run.runner import RunConfig
-from repaudit.audit.stats import paired_bootstrap
 
 #: factor name -> (RunConfig field, parser of one --values item)
 SWEEPABLE: dict[str, tuple[str, Callable[[str], Any]]] = {

@@ -36,7 +36,10 @@ class BackendInfo(BaseModel):
 
 
 class Backend(Protocol):
-    """A loaded model answering requests. Implementations: :mod:`repaudit.backends.hf`, :mod:`repaudit.backends.vllm`."""
+    """A loaded model answering requests.
+
+    Implementations: :mod:`repaudit.backends.hf`, :mod:`repaudit.backends.vllm`.
+    """
 
     info: BackendInfo
     #: batch size -> number of forward batches of that size actually run (cache hits included).

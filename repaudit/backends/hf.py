@@ -17,8 +17,8 @@ from typing import Any
 
 from repaudit.backends.base import BackendInfo, Progress, generate_in_batches
 from repaudit.backends.model_source import ResolvedModel
-from repaudit.backends.tokens import RequestEncoder, apply_chat_template, tokenizer_identity
 from repaudit.backends.store import BatchCache
+from repaudit.backends.tokens import RequestEncoder, apply_chat_template, tokenizer_identity
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
 from repaudit.tasks.requests import GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
@@ -145,7 +145,8 @@ class HFBackend:
         """Group and order requests as lm-eval does.
 
         Returns ``(batches, encoded)``: batches of groups of request indices, and every request's
-        (context tokens, continuation tokens). Each group shares ``context + continuation[:-1]`` tokens; its first member has the longest
+        (context tokens, continuation tokens). Each group shares ``context + continuation[:-1]``
+        tokens; its first member has the longest
         continuation and provides the forward row.
         """
         encoded = self.encoder.encode_requests(requests)

@@ -75,3 +75,8 @@ class RecordingCache(BatchCache):
     def put(self, config_key: str, batch_key: str, payload: Any) -> None:
         super().put(config_key, batch_key, payload)
         self.new.append((config_key, batch_key, payload))
+
+
+def open_store(cache_dir: Path) -> BatchCache:
+    """The batch store of ``cache_dir`` (``batches.sqlite``), created if missing."""
+    return BatchCache(Path(cache_dir) / "batches.sqlite")

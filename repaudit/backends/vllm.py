@@ -30,8 +30,8 @@ from collections import Counter
 from repaudit.backends.base import BackendInfo, Progress, generate_in_batches
 from repaudit.backends.hf import DTYPES, _check_settings
 from repaudit.backends.model_source import ResolvedModel
-from repaudit.backends.tokens import RequestEncoder, apply_chat_template, tokenizer_identity
 from repaudit.backends.store import BatchCache
+from repaudit.backends.tokens import RequestEncoder, apply_chat_template, tokenizer_identity
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
 from repaudit.tasks.requests import GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult

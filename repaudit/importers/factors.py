@@ -77,7 +77,8 @@ def factors_from_fingerprint(fp: Fingerprint) -> Factors:
     f["model"] = {"name": fp.model.name, "revision": fp.model.revision, "weights_sha256": fp.model.weights_sha256,
                   "num_parameters": fp.model.num_parameters}
     f["tokenizer"] = {"tokenizer_sha256": fp.model.tokenizer_sha256, **fp.model.special_tokens}
-    f["data"] = {"task": fp.data.task, "task_version": fp.data.task_version, "split": fp.data.split, "sha256": fp.data.sha256, "limit": fp.data.limit,
-                 "n_docs": fp.data.n_docs}
+    # the content hash, not the file hash: the same docs from a data dir, the package or the hub are the same data
+    f["data"] = {"task": fp.data.task, "task_version": fp.data.task_version, "split": fp.data.split,
+                 "content_sha256": fp.data.content_sha256, "limit": fp.data.limit, "n_docs": fp.data.n_docs}
     f["library_versions"] = dict(fp.software.libraries) | {"python": fp.software.python}
     return f

@@ -37,11 +37,11 @@ from typing import Any
 
 import numpy as np
 
-from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome
-from repaudit.run.environment import NUMERIC_CPU_FLAGS
 from repaudit.errors import RepauditError
-from repaudit.importers.factors import UNKNOWN, Factors, empty_factors
 from repaudit.hashing import sha256_json, sha256_text
+from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome
+from repaudit.importers.factors import UNKNOWN, Factors, empty_factors
+from repaudit.run.environment import NUMERIC_CPU_FLAGS
 
 _FUNC_ADDR = re.compile(r"<function (\S+) at 0x[0-9a-f]+>")
 _TS = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d+)")
@@ -185,7 +185,7 @@ def task_factors(res: dict, task: str) -> Factors:
                                "filters": [x.get("name") for x in cfg.get("filter_list") or []] or ["none"]}
         f["data"] = {"task": task, "task_version": _version(res, task),
                      "split": cfg.get("test_split") or cfg.get("validation_split") or UNKNOWN,
-                     "sha256": UNKNOWN, "limit": _int_or(config.get("limit")), "n_docs": n_docs}
+                     "content_sha256": UNKNOWN, "limit": _int_or(config.get("limit")), "n_docs": n_docs}
     else:
         f["data"] = {"task": task, "task_version": _version(res, task),
                      "limit": _int_or(config.get("limit", UNKNOWN)), "n_docs": n_docs}
@@ -272,7 +272,8 @@ def read_samples(path: Path, task: str) -> dict[int, DocOutcome]:
             ctx = next(iter(args.values())).get("arg_0")
         target = s.get("target")
         docs[doc_id] = DocOutcome(doc_id=doc_id, doc_hash=s.get("doc_hash"),
-                                  prompt_hash=s.get("prompt_hash") or (sha256_text(ctx) if isinstance(ctx, str) else None),
+                                  prompt_hash=s.get("prompt_hash")
+                                  or (sha256_text(ctx) if isinstance(ctx, str) else None),
                                   target=None if target is None else str(target),
                                   cluster=None, metrics=values, prediction=pred, loglikelihoods=lls)
     return docs

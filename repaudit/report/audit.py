@@ -2,15 +2,15 @@
 
 Values are in points (metric × 100), as in the terminal view. LaTeX output is a fragment with
 booktabs tables (``\\usepackage{booktabs}``); every string from a run goes through the escapers of
-:mod:`repaudit.report.compare`.
+:mod:`repaudit.report.escape` (numbers formatted here need none in Markdown).
 """
 
 from __future__ import annotations
 
 from repaudit.audit.attribution import AttributionReport
-from repaudit.report.compare import latex_escape as e
-from repaudit.report.compare import md_escape
 from repaudit.audit.sweep import SweepResult
+from repaudit.report.escape import latex as e
+from repaudit.report.escape import md
 
 
 def _pts(x: float) -> str:
@@ -46,13 +46,15 @@ def attribution_rows(r: AttributionReport) -> list[tuple[str, str, str]]:
     return rows
 
 
-def attribution_summary(r: AttributionReport) -> str:
-    """One sentence: fidelity, grid size, inference done, what could not be replayed."""
-    s = (f"Scores: A {100 * r.recorded_a:.2f}, B {100 * r.recorded_b:.2f} ({r.metric}, {r.n_docs} docs). "
+def attribution_summary(r: AttributionReport, esc=str, cost: bool = True) -> str:
+    """Scores, fidelity, grid size and what could not be replayed; with ``cost``, the inference done and
+    the wall time too (left out of LaTeX captions). ``esc`` escapes the metric name, which comes from
+    the runs."""
+    s = (f"Scores: A {100 * r.recorded_a:.2f}, B {100 * r.recorded_b:.2f} ({esc(r.metric)}, {r.n_docs} docs). "
          f"Re-execution fidelity (per-doc prediction agreement with the recorded runs): A {100 * r.fidelity_a:.1f} %, "
-         f"B {100 * r.fidelity_b:.1f} %. {r.configurations} configurations ({r.method}), "
-         f"{r.forward_configurations} of them computed now ({r.computed_batches} batches, {r.cached_batches} "
-         f"from cache), {r.wall_s:.0f} s.")
+         f"B {100 * r.fidelity_b:.1f} %. {r.configurations} configurations ({r.method})")
+    s += (f", {r.forward_configurations} of them computed now ({r.computed_batches} batches, {r.cached_batches} "
+          f"from cache), {r.wall_s:.0f} s." if cost else ".")
     if r.not_replayable:
         s += f" Differs but not replayable here: {', '.join(r.not_replayable)}."
     if r.not_recorded:
@@ -62,14 +64,14 @@ def attribution_summary(r: AttributionReport) -> str:
 
 def attribution_markdown(r: AttributionReport) -> str:
     """Markdown: factor table (Shapley values), interaction table, summary."""
-    out = [f"### Attribution of the {md_escape(r.metric)} delta on {md_escape(r.task)} (points)", "",
+    out = [f"### Attribution of the {md(r.metric)} delta on {md(r.task)} (points)", "",
            "| factor | Shapley value | 95 % CI |", "|---|---:|---:|"]
-    out += [f"| {md_escape(a)} | {b} | {c} |" for a, b, c in attribution_rows(r)]
+    out += [f"| {md(a)} | {b} | {c} |" for a, b, c in attribution_rows(r)]
     if r.interactions:
         out += ["", "| interaction | index | 95 % CI |", "|---|---:|---:|"]
-        out += [f"| {md_escape(' × '.join(i['pair']))} | {_pts(i['value'])} | {_ci(*i['ci'])} |"
+        out += [f"| {md(' × '.join(i['pair']))} | {_pts(i['value'])} | {_ci(*i['ci'])} |"
                 for i in r.interactions]
-    out += ["", md_escape(attribution_summary(r)), "",
+    out += ["", attribution_summary(r, md), "",
             ("Shapley values over all hybrid configurations (HyperSHAP, Wever et al. 2025); intervals from a "
              "paired bootstrap over docs.")]
     return "\n".join(out) + "\n"
@@ -84,7 +86,7 @@ def attribution_latex(r: AttributionReport) -> str:
                    _latex_rows([(" x ".join(i["pair"]), _pts(i["value"]), _ci(*i["ci"])) for i in r.interactions])]
     return _latex_table(r"Attribution of the " + e(r.metric) + " difference on " + e(r.task)
                         + r" to each factor (Shapley values in points, 95\,\% paired-bootstrap intervals). "
-                        + e(attribution_summary(r)), "lrr", blocks)
+                        + e(attribution_summary(r, cost=False)), "lrr", blocks)
 
 
 def sweep_rows(s: SweepResult) -> list[tuple[str, ...]]:
@@ -106,10 +108,10 @@ _SWEEP_HEAD = ("value", "score", "Δ", "95 % CI", "flip rate", "verdict")
 
 def sweep_markdown(s: SweepResult) -> str:
     """Markdown: one row per value, then the noise floor."""
-    out = [f"### Sweep of {md_escape(s.factor)} on {md_escape(s.task)} ({md_escape(s.metric)}, points)", "",
+    out = [f"### Sweep of {md(s.factor)} on {md(s.task)} ({md(s.metric)}, points)", "",
            "| " + " | ".join(_SWEEP_HEAD) + " |", "|---|---:|---:|---:|---:|---|"]
-    out += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in sweep_rows(s)]
-    out += ["", md_escape(sweep_floor(s)), "",
+    out += ["| " + " | ".join([md(row[0]), *row[1:]]) + " |" for row in sweep_rows(s)]
+    out += ["", sweep_floor(s), "",
             ("Δ against the base with a paired bootstrap interval over docs; an effect exceeds the noise floor "
              "when its interval excludes 0 and |Δ| > 2 sd of the floor.")]
     return "\n".join(out) + "\n"

@@ -12,10 +12,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from repaudit.run.environment import GitState, Hardware, Software
 from repaudit.hashing import sha256_json
+from repaudit.run.environment import GitState, Hardware, Software
 
-FINGERPRINT_SCHEMA_VERSION = 1
+FINGERPRINT_SCHEMA_VERSION = 2
 
 
 class _Strict(BaseModel):
@@ -115,16 +115,24 @@ class MetricConfig(_Strict):
 
 
 class DataIdentity(_Strict):
-    """Task and docs: source, split, content hash, ``limit`` and the docs actually evaluated."""
+    """Task and docs: where they were read from, split, hashes, ``limit`` and the docs actually evaluated.
+
+    ``source`` is ``data_dir``, ``env`` (``$REPAUDIT_DATA_DIR``), ``package`` or ``hub``
+    (:mod:`repaudit.tasks.data`); ``file_sha256`` hashes the bytes read; ``content_sha256`` hashes
+    the rows and is the same for the same docs from any source; ``docs_sha256`` hashes the
+    processed docs actually evaluated.
+    """
 
     task: str
     task_version: float
     output_type: str
     source: str
+    origin: str
     location: str
     split: str
     revision: str | None
-    sha256: str
+    file_sha256: str | None
+    content_sha256: str
     n_docs_split: int
     limit: int | None
     n_docs: int
@@ -134,7 +142,7 @@ class DataIdentity(_Strict):
 class Fingerprint(_Strict):
     """Everything that identifies a run's configuration. See the module docstring."""
 
-    schema_version: Literal[1] = FINGERPRINT_SCHEMA_VERSION
+    schema_version: Literal[2] = FINGERPRINT_SCHEMA_VERSION
     data: DataIdentity
     model: ModelIdentity
     backend: BackendConfig

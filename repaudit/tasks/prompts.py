@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_text
-from repaudit.tasks.requests import GenerateRequest, GenerationSettings, LoglikelihoodRequest
 from repaudit.tasks.base import Doc, OutputType, Task
 from repaudit.tasks.definitions import lettered
+from repaudit.tasks.requests import GenerateRequest, GenerationSettings, LoglikelihoodRequest
 
 FORMATS = ("lmeval", "lettered", "cloze")
 

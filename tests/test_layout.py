@@ -1,0 +1,62 @@
+"""The folder tree reads as the data flow, and the README's layout section matches it."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: stages in data-flow order; a module may import only from its own stage or an earlier one
+STAGES = ["errors", "hashing", "tasks", "backends", "run", "importers", "audit", "report", "cli"]
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in (ROOT / "repaudit").rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _stage(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "repaudit" and len(parts) > 1 and parts[1] in STAGES else None
+
+
+def test_imports_point_from_later_stages_to_earlier_ones():
+    backwards = []
+    for path in _modules():
+        me = _stage("repaudit." + ".".join(path.relative_to(ROOT / "repaudit").with_suffix("").parts))
+        if me is None:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            them = _stage(node.module) if isinstance(node, ast.ImportFrom) and node.module else None
+            if them and STAGES.index(them) > STAGES.index(me):
+                backwards.append(f"{path.relative_to(ROOT)} imports {node.module}")
+    assert not backwards, backwards
+
+
+def test_every_stage_folder_is_a_package():
+    for stage in STAGES:
+        folder = ROOT / "repaudit" / stage
+        if folder.is_dir():
+            assert (folder / "__init__.py").is_file(), folder
+
+
+def test_readme_layout_section_matches_the_tree():
+    """The README's layout table has one row per folder (`` `tasks/` ``, or `` `repaudit/` `` for the
+    top level) naming every module in it, and nothing that is not there."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    listed: set[str] = set()
+    for row in section.splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        m = re.fullmatch(r"`([a-z_]+)/`", cells[0]) if row.startswith("|") else None
+        if not m:
+            continue
+        folder = "" if m.group(1) == "repaudit" else m.group(1) + "/"
+        listed |= {folder + name for name in re.findall(r"`([a-z_]+\.py)`", " ".join(cells[1:]))}
+    tree = {str(p.relative_to(ROOT / "repaudit")) for p in _modules() if p.name not in ("__init__.py", "__main__.py")}
+    assert listed == tree, {"not in the tree": sorted(listed - tree), "not in the README": sorted(tree - listed)}
+
+
+def test_modules_stay_small():
+    big = {str(p.relative_to(ROOT)): n for p in _modules() if (n := len(p.read_text().splitlines())) > 450}
+    assert not big, f"modules over 450 lines: {big}"
