@@ -50,10 +50,10 @@ class InputError(RepauditError):
     """A file that cannot be read as what it claims to be: one line with the file, the JSON path and
     the problem."""
 
-    def __init__(self, file: Path | str, path: str | None, problem: str):
+    def __init__(self, file: Path | str, path: str | None, problem: str, where: str = ""):
         self.file, self.path, self.problem = str(file), path, problem
-        where = f"{path}: " if path else ""
-        super().__init__(f"'{file}': {where}{problem}")
+        loc = where + (f"{path}: " if path else "")
+        super().__init__(f"'{file}': {loc}{problem}")
 
 
 class _LenientMarker:
@@ -70,6 +70,8 @@ Lenient = _LenientMarker()
 def json_path(loc: tuple | list) -> str:
     """``("configs", "arc_easy", "metric_list", 0)`` → ``$.configs.arc_easy.metric_list[0]``;
     keys that are not identifiers are quoted: ``$.results["acc,none"]``."""
+    if len(loc) > 12:  # a path 1,000 levels deep is not worth printing in full
+        return f"{json_path(loc[:6])}…({len(loc) - 10} more)…{json_path(loc[-4:])[1:]}"
     out = "$"
     for part in loc:
         if isinstance(part, int):
@@ -119,9 +121,9 @@ def parse_json(text: str, path: Path, limits: Limits = LIMITS, where: str = "") 
     try:
         obj = json.loads(text)
     except RecursionError:
-        raise InputError(path, None, f"{where}nesting is deeper than {limits.max_depth} levels") from None
+        raise InputError(path, None, f"nesting is deeper than {limits.max_depth} levels", where) from None
     except ValueError as exc:
-        raise InputError(path, None, f"{where}is not valid JSON ({str(exc).splitlines()[0]})") from None
+        raise InputError(path, None, f"is not valid JSON ({str(exc).splitlines()[0]})", where) from None
     check_values(obj, path, limits, where)
     return obj
 
@@ -142,21 +144,21 @@ def check_values(obj: Any, path: Path, limits: Limits = LIMITS, where: str = "")
         value, loc, depth = stack.pop()
         if isinstance(value, (dict, list)):
             if depth > limits.max_depth:
-                raise InputError(path, json_path(loc), f"{where}nesting is deeper than {limits.max_depth} levels")
+                raise InputError(path, json_path(loc), f"nesting is deeper than {limits.max_depth} levels", where)
             if len(value) > limits.max_items:
-                raise InputError(path, json_path(loc), f"{where}holds {len(value):,} entries, over the limit of "
-                                                       f"{limits.max_items:,}")
+                raise InputError(path, json_path(loc), f"holds {len(value):,} entries, over the limit of "
+                                                       f"{limits.max_items:,}", where)
             items = value.items() if isinstance(value, dict) else enumerate(value)
             for k, v in items:
                 if isinstance(k, str) and len(k) > limits.max_string:
-                    raise InputError(path, json_path(loc), f"{where}has a key of {len(k):,} characters")
+                    raise InputError(path, json_path(loc), f"has a key of {len(k):,} characters", where)
                 stack.append((v, (*loc, k), depth + 1))
         elif isinstance(value, str):
             if len(value) > limits.max_string:
-                raise InputError(path, json_path(loc), f"{where}a string of {len(value):,} characters is over "
-                                                       f"the limit of {limits.max_string:,}")
+                raise InputError(path, json_path(loc), f"a string of {len(value):,} characters is over "
+                                                       f"the limit of {limits.max_string:,}", where)
         elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > limits.max_int:
-            raise InputError(path, json_path(loc), f"{where}the integer {_digits(value)} is outside ±2^63")
+            raise InputError(path, json_path(loc), f"the integer {_digits(value)} is outside ±2^63", where)
 
 
 def _digits(value: int) -> str:
@@ -261,11 +263,12 @@ def _data_loc(obj: Any, loc: tuple) -> tuple:
     return tuple(out)
 
 
-def validate(model: type[BaseModel], obj: Any, path: Path, prefix: tuple = (), where: str = ""
-             ) -> tuple[BaseModel, list[str]]:
+def validate(model: type[BaseModel], obj: Any, path: Path, prefix: tuple = (), where: str = "",
+             schema: str = "") -> tuple[BaseModel, list[str]]:
     """Validate ``obj`` against ``model``; values under Lenient fields that fail become ``None`` with a note.
 
-    ``prefix`` is the JSON location of ``obj`` inside its file (for messages). Returns
+    ``prefix`` is the JSON location of ``obj`` inside its file, ``where`` a location before it
+    (``line 12: ``), ``schema`` a name appended to messages (``run schema v2``). Returns
     ``(instance, notes)``.
 
     Raises:
@@ -283,8 +286,9 @@ def validate(model: type[BaseModel], obj: Any, path: Path, prefix: tuple = (), w
                 loc = (*loc, err["loc"][-1])
             n = _lenient_prefix(model, loc)
             if n is None:
-                raise InputError(path, json_path((*prefix, *loc)), where + describe(err)) from None
+                raise InputError(path, json_path((*prefix, *loc)), describe(err) + (f" ({schema})" if schema else ""),
+                                 where) from None
             obj = _drop(obj, loc[:n])
             dropped = "" if n == len(loc) else " " + json_path((*prefix, *loc[:n]))
-            notes.append(f"{json_path((*prefix, *loc))}: {describe(err)};{dropped} treated as not recorded")
-    raise InputError(path, json_path(prefix), where + "too many invalid values")
+            notes.append(f"{where}{json_path((*prefix, *loc))}: {describe(err)};{dropped} treated as not recorded")
+    raise InputError(path, json_path(prefix), "too many invalid values", where)

@@ -42,7 +42,7 @@ def test_run_writes_a_record(tiny_model, shared_data, tmp_path):
     (["--model", "./no/such/model"], "model path './no/such/model' does not exist"),
     (["--model", "some-org/some-model-that-is-not-here"], "could not be fetched from the Hugging Face hub"),
     (["--data-dir", "/no/such/dir"], "is not a directory"),
-    (["--limit", "0"], "--limit must be at least 1"),
+    (["--limit", "0"], "--limit must be between 1 and 1e+09, got 0"),
 ])
 def test_bad_input_is_one_clear_line(tiny_model, shared_data, tmp_path, args, needle):
     out = tmp_path / "r.json"

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from repaudit.audit.compare import compare, load_run
 from repaudit.cli import app
 from repaudit.errors import RepauditError
+from repaudit.escape import latex as latex_escape
 from repaudit.report.compare import render_latex, render_markdown
-from repaudit.report.escape import latex as latex_escape
 
 # What actually differs between the three runs (shared/lmeval_runs/README.md).
 EXPECTED = {("s1", "s2"): {("batch_size", "batch_size")},
@@ -106,7 +106,7 @@ def test_bad_inputs(lmeval_runs, tmp_path):
         load_run(bad)
     foreign = tmp_path / "foreign.json"
     foreign.write_text(json.dumps({"hello": 1}))
-    with pytest.raises(RepauditError, match="neither a repaudit run nor an lm-eval results file"):
+    with pytest.raises(RepauditError, match="is not an evaluation file: neither a repaudit run nor an lm-eval"):
         load_run(foreign)
     s1_samples = next((lmeval_runs / "s1").rglob("samples_*.jsonl"))
     with pytest.raises(RepauditError, match="does not belong"):
@@ -152,7 +152,7 @@ def test_cli_compare_formats(lmeval_runs, tmp_path, fmt):
 
 @pytest.mark.parametrize("make,needle", [
     (lambda p: p.write_text("not json"), "is not valid JSON"),
-    (lambda p: p.write_text("[1, 2]"), "neither a repaudit run nor an lm-eval results file"),
+    (lambda p: p.write_text("[1, 2]"), "is a JSON array, not an evaluation file"),
     (lambda p: None, "does not exist"),
 ])
 def test_cli_compare_bad_input_is_one_line(lmeval_runs, tmp_path, make, needle):

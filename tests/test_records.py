@@ -14,7 +14,7 @@ from repaudit.run.records import read_record, write_atomic
 def test_malformed_json(tmp_path):
     p = tmp_path / "x.json"
     p.write_text("{not json")
-    with pytest.raises(RepauditError, match="x.json. is not valid JSON"):
+    with pytest.raises(RepauditError, match="x.json': is not valid JSON"):
         read_record(p)
 
 
@@ -27,7 +27,7 @@ def test_foreign_json(tmp_path, lmeval_runs):
 def test_schema_mismatch_names_the_field(tmp_path):
     p = tmp_path / "x.json"
     p.write_text(json.dumps({"kind": "repaudit.run", "schema_version": 2}))
-    with pytest.raises(RepauditError, match="does not match the run schema v2: repaudit_version"):
+    with pytest.raises(RepauditError, match=r"x.json.: \$.repaudit_version: is missing \(required\) \(run schema v2\)"):
         read_record(p)
 
 

@@ -270,7 +270,13 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
     else:
         method = "permutation"
         w, subs, per = permutation_weights(k, n_perm or 4 * k)
+    if not 100 <= n_boot <= 1_000_000:
+        raise RepauditError(f"--n-boot must be between 100 and 1000000, got {n_boot}")
     configs = {s: hybrid(cfg_a, cfg_b, factors, s) for s in subs}
+    from repaudit.run.runner import check_config
+
+    for cfg in configs.values():  # before the first configuration runs
+        check_config(cfg)
     order = sorted(subs, key=lambda s: (configs[s].backend, configs[s].dtype, len(s)))
     from repaudit.audit.executor import as_executor
 

@@ -9,7 +9,7 @@ Verdict per task and metric:
 
 from __future__ import annotations
 
-from pathlib import Path
+import math
 from typing import Any, Literal
 
 import numpy as np
@@ -17,11 +17,13 @@ from deepdiff import DeepDiff
 from pydantic import BaseModel, ConfigDict
 
 from repaudit.audit.stats import mcnemar_exact, paired_bootstrap, top2_margin, unpaired_interval
+from repaudit.boundary import finite
 from repaudit.errors import RepauditError
-from repaudit.importers.comparable import ComparableRun, TaskOutcome, from_record
+from repaudit.importers.comparable import ComparableRun, TaskOutcome
+from repaudit.importers.detect import load_run
 from repaudit.importers.factors import UNKNOWN, FactorGroup
-from repaudit.importers.lmeval import is_lmeval_results, load_lmeval
-from repaudit.run.records import read_json, read_record
+
+__all__ = ["Comparison", "compare", "diff_factors", "load_run"]
 
 Status = Literal["same", "differs", "unknown"]
 Verdict = Literal["within noise", "significant", "not comparable"]
@@ -80,7 +82,8 @@ class FlippedDoc(BaseModel):
 
 
 class DocAgreement(BaseModel):
-    """How the shared docs of a task line up: identical content, targets and prompt texts."""
+    """How the shared docs of a task line up: identical content, targets, prompt texts, predictions and
+    (where both runs record them) few-shot example ids."""
 
     model_config = ConfigDict(extra="forbid")
     task: str
@@ -91,6 +94,7 @@ class DocAgreement(BaseModel):
     target_equal: int | None
     prompt_hash_equal: int | None
     prediction_equal: int | None
+    fewshot_equal: int | None = None
 
 
 class Comparison(BaseModel):
@@ -110,34 +114,20 @@ class Comparison(BaseModel):
         return [f for f in self.factors if f.status == "differs"]
 
 
-def load_run(path: Path, samples: list[Path] | None = None) -> ComparableRun:
-    """Load a repaudit run file, an lm-eval results file, or an lm-eval output directory.
-
-    Raises:
-        RepauditError: missing path, malformed JSON, or a file that is neither kind.
-    """
-    path = Path(path)
-    if path.is_dir():
-        found = sorted(path.rglob("results*.json"))
-        if len(found) != 1:
-            raise RepauditError(f"directory '{path}' holds {len(found)} lm-eval results files: pass one of them")
-        return load_lmeval(found[0], samples)
-    raw = read_json(path)
-    if isinstance(raw, dict) and raw.get("kind") == "repaudit.run":
-        if samples:
-            raise RepauditError(f"'{path}' is a repaudit run, which carries its own per-doc results: drop --samples")
-        return from_record(read_record(path, raw), path)
-    if is_lmeval_results(raw):
-        return load_lmeval(path, samples, raw)
-    raise RepauditError(f"'{path}' is neither a repaudit run nor an lm-eval results file")
+def _same(va: Any, vb: Any) -> bool:
+    """Structural equality; numbers compare as numbers (1 == 1.0) to 12 significant digits."""
+    try:
+        return not DeepDiff(va, vb, ignore_numeric_type_changes=True, significant_digits=12)
+    except (OverflowError, ValueError, TypeError, RecursionError):
+        return va == vb
 
 
 def diff_factors(task: str, fa: dict, fb: dict) -> list[FactorRow]:
     """Factor rows for one task, in :class:`FactorGroup` order.
 
-    Each field is compared with DeepDiff (nested values such as ``batch_sizes_used`` or stop
-    lists compare structurally; 1 and 1.0 are equal). A field one run does not record, or records
-    as :data:`UNKNOWN`, is *unknown*.
+    Each field is compared structurally (nested values such as ``batch_sizes_used`` or stop
+    lists; 1 and 1.0 are equal). A field one run does not record, or records as :data:`UNKNOWN`,
+    is *unknown*.
     """
     rows = []
     for group in FactorGroup:
@@ -147,8 +137,7 @@ def diff_factors(task: str, fa: dict, fb: dict) -> list[FactorRow]:
             if va == UNKNOWN or vb == UNKNOWN:
                 status: Status = "unknown"
             else:
-                same = not DeepDiff(va, vb, ignore_numeric_type_changes=True, significant_digits=12)
-                status = "same" if same else "differs"
+                status = "same" if _same(va, vb) else "differs"
             rows.append(FactorRow(task=task, group=group.value, field=name, a=va, b=vb, status=status))
     return rows
 
@@ -161,7 +150,8 @@ def _doc_agreement(task: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int
 
     return DocAgreement(task=task, n_a=len(ta.docs), n_b=len(tb.docs), n_shared=len(shared),
                         doc_hash_equal=count("doc_hash"), target_equal=count("target"),
-                        prompt_hash_equal=count("prompt_hash"), prediction_equal=count("prediction"))
+                        prompt_hash_equal=count("prompt_hash"), prediction_equal=count("prediction"),
+                        fewshot_equal=count("fewshot_ids"))
 
 
 def _not_comparable_reason(ag: DocAgreement) -> str | None:
@@ -174,23 +164,36 @@ def _not_comparable_reason(ag: DocAgreement) -> str | None:
     return None
 
 
+def _row(task: str, metric: str, va: float, vb: float, method: str, verdict: Verdict, note: str, n: int = 0,
+         **kw) -> ScoreRow:
+    return ScoreRow(task=task, metric=metric, a=va, b=vb, delta=vb - va, method=method, n_shared=n,
+                    verdict=verdict, note=note, **{"se": None, "ci_low": None, "ci_high": None, **kw})
+
+
 def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: int = 10_000,
             alpha: float = 0.05) -> Comparison:
     """Compare two runs on every task they share.
 
     Raises:
-        RepauditError: the runs have no task in common.
+        RepauditError: the runs have no task in common, or ``n_boot``/``tie_eps``/``alpha`` out of range.
     """
+    if not 100 <= n_boot <= 1_000_000:
+        raise RepauditError(f"--n-boot must be between 100 and 1000000, got {n_boot}")
+    if not (math.isfinite(tie_eps) and tie_eps >= 0):
+        raise RepauditError(f"--tie-eps must be a non-negative number of nats, got {tie_eps}")
+    if not 0 < alpha < 1:
+        raise RepauditError(f"alpha must be in (0, 1), got {alpha}")
     shared_tasks = [t for t in a.tasks if t in b.tasks]
     if not shared_tasks:
         raise RepauditError(f"'{a.path}' ({', '.join(list(a.tasks)[:5])}) and '{b.path}' "
                             f"({', '.join(list(b.tasks)[:5])}) have no task in common")
-    factors, agreements, scores, flips, notes = [], [], [], [], []
+    factors, agreements, scores, flips = [], [], [], []
+    notes = list(a.notes) + list(b.notes)
     for task in shared_tasks:
         factors += diff_factors(task, a.factors[task], b.factors[task])
         ta, tb = a.tasks[task], b.tasks[task]
         paired = ta.docs is not None and tb.docs is not None
-        reason = None
+        reason, shared = None, []
         if paired:
             shared = sorted(set(ta.docs) & set(tb.docs))
             ag = _doc_agreement(task, ta, tb, shared)
@@ -201,50 +204,59 @@ def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: i
             notes.append(f"{task}: no per-doc samples for {', '.join(missing)}; scores are compared unpaired from "
                          "the reported stderrs, which ignores that both runs saw the same docs and so gives a "
                          "wider interval (weaker test) than the paired one")
-        for metric in [m for m in ta.reported if m in tb.reported]:
-            (va, sa), (vb, sb) = ta.reported[metric], tb.reported[metric]
-            has_docs = paired and shared and all(metric in ta.docs[i].metrics and metric in tb.docs[i].metrics
-                                                 for i in shared)
-            if reason is None and not (np.isfinite(va) and np.isfinite(vb)):
-                reason_m = f"a reported value is not finite (A {va}, B {vb})"
-            else:
-                reason_m = reason
-            if reason_m is not None:
-                scores.append(ScoreRow(task=task, metric=metric, a=va, b=vb, delta=vb - va, se=None, ci_low=None,
-                                       ci_high=None, method="none", n_shared=len(shared) if paired else 0,
-                                       verdict="not comparable", note=reason_m))
-                continue
-            if has_docs:
-                # Docs are listed for the task's primary (first) metric only: its prediction is the
-                # argmax that per-doc records carry; other metrics get flip counts.
-                listed = flips if metric == next(iter(ta.reported)) else []
-                scores.append(_paired_row(task, metric, ta, tb, shared, tie_eps, n_boot, alpha, listed))
-            elif sa is not None and sb is not None:
-                se, lo, hi = unpaired_interval(va, sa, vb, sb, alpha)
-                scores.append(ScoreRow(task=task, metric=metric, a=va, b=vb, delta=vb - va, se=se, ci_low=lo,
-                                       ci_high=hi, method="unpaired_stderr", n_shared=0,
-                                       verdict="significant" if lo > 0 or hi < 0 else "within noise",
-                                       note="unpaired (weaker): no per-doc values for this metric"))
-            else:
-                scores.append(ScoreRow(task=task, metric=metric, a=va, b=vb, delta=vb - va, se=None, ci_low=None,
-                                       ci_high=None, method="none", n_shared=0, verdict="not comparable",
-                                       note="neither per-doc values nor stderrs for this metric"))
+        common = [m for m in ta.reported if m in tb.reported]
+        if not common:
+            notes.append(f"{task}: no metric is reported by both runs (A: {', '.join(ta.reported) or 'none'}; "
+                         f"B: {', '.join(tb.reported) or 'none'}), so their scores cannot be compared — different "
+                         "harness versions name metrics and filters differently (0.3 'acc' vs 0.4 'acc,none'"
+                         "/'exact_match,strict-match')")
+        for metric in common:
+            scores.append(_score_row(task, metric, ta, tb, shared if paired else None, reason, tie_eps, n_boot,
+                                     alpha, flips if metric == next(iter(ta.reported)) else []))
     return Comparison(a={"path": a.path, "source": a.source}, b={"path": b.path, "source": b.source},
                       tie_eps=tie_eps, factors=factors, docs=agreements, scores=scores, flips=flips, notes=notes)
 
 
+def _score_row(task: str, metric: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | None,
+               reason: str | None, tie_eps: float, n_boot: int, alpha: float, flips: list) -> ScoreRow:
+    """One score row. Docs are listed (``flips``) for the task's primary metric only: its prediction is
+    the argmax that per-doc records carry; other metrics get flip counts."""
+    (va, sa), (vb, sb) = ta.reported[metric], tb.reported[metric]
+    n = len(shared or [])
+    if reason is not None:
+        return _row(task, metric, va, vb, "none", "not comparable", reason, n)
+    if not (finite(va) and finite(vb)):
+        return _row(task, metric, va, vb, "none", "not comparable",
+                    f"a reported value is not finite (A {va}, B {vb})", n)
+    has_docs = bool(shared) and all(metric in ta.docs[i].metrics and metric in tb.docs[i].metrics for i in shared)
+    if has_docs:
+        bad = [i for i in shared if not (finite(ta.docs[i].metrics[metric]) and finite(tb.docs[i].metrics[metric]))]
+        if bad:
+            return _row(task, metric, va, vb, "none", "not comparable",
+                        f"{len(bad)} docs have a non-finite per-doc {metric} (e.g. doc {bad[0]})", n)
+        return _paired_row(task, metric, ta, tb, shared, tie_eps, n_boot, alpha, flips)
+    if finite(sa) and finite(sb):
+        se, lo, hi = unpaired_interval(va, sa, vb, sb, alpha)
+        return _row(task, metric, va, vb, "unpaired_stderr", "significant" if lo > 0 or hi < 0 else "within noise",
+                    "unpaired (weaker): no per-doc values for this metric", se=se, ci_low=lo, ci_high=hi)
+    return _row(task, metric, va, vb, "none", "not comparable",
+                "neither per-doc values nor finite stderrs for this metric")
+
+
 def _paired_row(task: str, metric: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int], tie_eps: float,
                 n_boot: int, alpha: float, flips: list[FlippedDoc]) -> ScoreRow:
-    xa = np.array([ta.docs[i].metrics[metric] for i in shared])
-    xb = np.array([tb.docs[i].metrics[metric] for i in shared])
+    xa = np.array([ta.docs[i].metrics[metric] for i in shared], dtype=np.float64)
+    xb = np.array([tb.docs[i].metrics[metric] for i in shared], dtype=np.float64)
     cl = [ta.docs[i].cluster or tb.docs[i].cluster for i in shared]
-    clusters = np.array(cl) if any(c is not None for c in cl) else None
+    # clusters only when every doc has one: a partial labelling would resample unlike units together
+    clusters = np.array(cl) if all(c is not None for c in cl) else None
     res = paired_bootstrap(xa, xb, clusters, n_boot=n_boot, alpha=alpha)
     row = ScoreRow(task=task, metric=metric, a=float(xa.mean()), b=float(xb.mean()), delta=res.delta, se=res.se,
                    ci_low=res.ci_low, ci_high=res.ci_high,
                    method="paired_cluster_bootstrap" if clusters is not None else "paired_bootstrap",
                    n_shared=len(shared), n_clusters=res.n_clusters,
-                   verdict="significant" if res.ci_low > 0 or res.ci_high < 0 else "within noise")
+                   verdict="significant" if res.ci_low > 0 or res.ci_high < 0 else "within noise",
+                   note="" if clusters is not None or not any(cl) else "only some docs carry a cluster: not clustered")
     if set(np.unique(np.concatenate([xa, xb]))) <= {0.0, 1.0}:
         p, r2w, w2r = mcnemar_exact(xa, xb)
         near = 0

@@ -152,7 +152,7 @@ def load_replay_source(path: Path, data_dir: Path | None, model: str | None = No
     Raises:
         RepauditError: unreadable or foreign file, more than one task, no per-doc results.
     """
-    from repaudit.audit.compare import load_run
+    from repaudit.importers.detect import load_run
     from repaudit.run.records import read_record
 
     crun = load_run(Path(path))

@@ -107,8 +107,14 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
         raise RepauditError("--values is empty: give at least one value")
     from repaudit.audit.executor import as_executor
 
+    if not 1 <= noise_seeds <= 100:
+        raise RepauditError(f"--noise-seeds must be between 1 and 100, got {noise_seeds}")
     executor = as_executor(executor)
     field = SWEEPABLE[factor][0]
+    from repaudit.run.runner import check_config
+
+    for value in values:  # every configuration is checked before the first one runs
+        check_config(base.model_copy(update={field: value}))
     total = 1 + max(noise_seeds, 1) + len(values)
     base_rec = executor.map([base])[0]
     if progress:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from repaudit.backends.store import BatchCache
+from repaudit.backends.store import BatchCache, texts_shape
 from repaudit.hashing import sha256_json
 from repaudit.tasks.requests import GenerateRequest, GenerationSettings, LoglikelihoodRequest, LoglikelihoodResult
 
@@ -84,7 +85,8 @@ def generate_in_batches(requests: list[GenerateRequest], encoded: list[list[int]
             batch = idxs[k:k + batch_size]
             rows = [encoded[i][-budget:] for i in batch]
             bkey = sha256_json([rows, requests[batch[0]].key])
-            texts = cache.get(ckey, bkey) if cache is not None else None
+            check = functools.partial(texts_shape, n=len(batch))
+            texts = cache.get_checked(ckey, bkey, check) if cache is not None else None
             if texts is None:
                 texts = []
                 for text in compute(rows, settings):

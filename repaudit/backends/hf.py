@@ -17,7 +17,7 @@ from typing import Any
 
 from repaudit.backends.base import BackendInfo, Progress, generate_in_batches
 from repaudit.backends.model_source import ResolvedModel
-from repaudit.backends.store import BatchCache
+from repaudit.backends.store import BatchCache, pairs_shape
 from repaudit.backends.tokens import RequestEncoder, apply_chat_template, tokenizer_identity
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
@@ -47,6 +47,18 @@ def _check_settings(batch_size: int, padding_side: str, scoring_strategy: str) -
                             f"{', '.join(SCORING_STRATEGIES)}")
     if batch_size < 1:
         raise RepauditError(f"batch size must be at least 1, got {batch_size}")
+
+
+def _stored_groups(payload, batch: list[list[int]], enc) -> list[dict[tuple, tuple[float, bool]]] | None:
+    """A stored full-sequence batch as per-group ``{continuation: (logprob, is_greedy)}``, or ``None``
+    when the payload does not have that shape or lacks a continuation of the batch."""
+    try:
+        stored = [{tuple(int(t) for t in c): (float(lp), bool(gr)) for c, lp, gr in grp} for grp in payload]
+        if len(stored) != len(batch) or any(tuple(enc[m][1]) not in stored[j] for j, g in enumerate(batch) for m in g):
+            return None
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return stored
 
 
 class HFBackend:
@@ -177,11 +189,9 @@ class HFBackend:
             rows = [(enc[g[0]][0] + enc[g[0]][1])[-(max_len + 1):][:-1] for g in batch]
             bkey = sha256_json(rows)
             payload = cache.get(ckey, bkey) if cache is not None else None
-            stored = None
-            if payload is not None:
-                stored = [{tuple(c): (lp, gr) for c, lp, gr in grp} for grp in payload]
-                if any(tuple(enc[m][1]) not in stored[j] for j, g in enumerate(batch) for m in g):
-                    stored = None
+            stored = _stored_groups(payload, batch, enc) if payload is not None else None
+            if payload is not None and stored is None:
+                cache.drop(ckey, bkey)  # a payload of the wrong shape is never trusted
             if stored is None:
                 stored = self._forward_ll(batch, rows, enc)
                 self.tokens_computed += sum(len(r) for r in rows)
@@ -209,7 +219,8 @@ class HFBackend:
         for group in plan_groups(plan_units(enc, self.info.max_length), self.batch_size):
             for batch in group.batches:
                 bkey = sha256_json([group.prefix, [[u.ctx, u.conts] for u in batch]])
-                stored = cache.get(ckey, bkey) if cache is not None else None
+                stored = (cache.get_checked(ckey, bkey, lambda p, b=batch: pairs_shape(p, [len(u.conts) for u in b]))
+                          if cache is not None else None)
                 if stored is None:
                     stored = self._scorer.score(group.prefix, batch)
                     if cache is not None:

@@ -30,7 +30,7 @@ from collections import Counter
 from repaudit.backends.base import BackendInfo, Progress, generate_in_batches
 from repaudit.backends.hf import DTYPES, _check_settings
 from repaudit.backends.model_source import ResolvedModel
-from repaudit.backends.store import BatchCache
+from repaudit.backends.store import BatchCache, pairs_shape
 from repaudit.backends.tokens import RequestEncoder, apply_chat_template, tokenizer_identity
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
@@ -210,7 +210,8 @@ class VLLMBackend:
             # one row may answer several requests with different continuation lengths (same tokens)
             n_conts = [sorted({len(enc[m][1]) for m in rows[r]}) for r in batch]
             bkey = sha256_json([prompts, n_conts])
-            stored = cache.get(ckey, bkey) if cache is not None else None
+            stored = (cache.get_checked(ckey, bkey, lambda p, ns=n_conts: pairs_shape(p, [len(x) for x in ns]))
+                      if cache is not None else None)
             if stored is None:
                 results = self._engine(prompts, params)
                 self.tokens_computed += sum(len(p) for p in prompts)

@@ -17,6 +17,7 @@ from repaudit.cli.common import (
     OutputOption,
     RayAddressOption,
     WorkersOption,
+    check_outputs,
     emit_report,
     err,
     grid_progress,
@@ -24,7 +25,7 @@ from repaudit.cli.common import (
     report_format,
     user_errors,
 )
-from repaudit.report.escape import rich_text
+from repaudit.escape import rich_text
 
 
 def _attribution_rich(result, console: Console) -> None:
@@ -81,8 +82,9 @@ def attribute_command(
     from repaudit.report.audit import attribution_latex, attribution_markdown
 
     with user_errors():
+        check_outputs(output, plot)
         result = _attribute(run_a, run_b, data_dir, model, metric, n_boot, cache_dir, plot,
                             make_executor(executor, ray_address, workers))
-    emit_report(report_format(fmt, output, as_json), output, lambda c: _attribution_rich(result, c),
-                 lambda: attribution_markdown(result), lambda: attribution_latex(result),
-                 lambda: result.model_dump_json(indent=1))
+        emit_report(report_format(fmt, output, as_json), output, lambda c: _attribution_rich(result, c),
+                    lambda: attribution_markdown(result), lambda: attribution_latex(result),
+                    lambda: result.model_dump_json(indent=1))

@@ -13,9 +13,9 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from repaudit.errors import RepauditError
+from repaudit.escape import rich_text
 
 err = Console(stderr=True)
 out = Console()
@@ -23,7 +23,7 @@ out = Console()
 
 def fail(message: str) -> None:
     """Print ``error: <message>`` (the message shown literally, never as markup) and exit 1."""
-    err.print("[bold red]error:[/] " + escape(message), highlight=False, soft_wrap=True)
+    err.print("[bold red]error:[/] " + rich_text(message), highlight=False, soft_wrap=True)
     raise typer.Exit(code=1)
 
 
@@ -34,6 +34,8 @@ def user_errors():
         yield
     except RepauditError as exc:
         fail(str(exc))
+    except OSError as exc:  # writing a report or plot: disk full, permissions changed meanwhile
+        fail(f"'{exc.filename or ''}' cannot be written ({exc.strerror or type(exc).__name__})")
     except KeyboardInterrupt:
         err.print("interrupted: finished batches are cached; run the same command again to resume")
         raise typer.Exit(code=130) from None
@@ -82,6 +84,21 @@ def make_executor(name: str, ray_address: Optional[str], workers: Optional[int])
     from repaudit.audit.executor import make_executor as _make
 
     return _make(name, ray_address, workers)
+
+
+def check_outputs(output: Optional[Path], plot: Optional[Path] = None) -> None:
+    """The report file and the plot's PNG/PDF can be written; checked before any work.
+
+    Raises:
+        RepauditError: a path that cannot be written (see :func:`repaudit.run.records.check_writable`).
+    """
+    from repaudit.run.records import check_writable
+
+    if output is not None:
+        check_writable(output, "output")
+    if plot is not None:
+        for suffix in (".png", ".pdf"):
+            check_writable(Path(plot).with_suffix(suffix), "plot")
 
 
 def report_format(fmt: Format, output: Optional[Path], as_json: bool) -> Format:

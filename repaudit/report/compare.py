@@ -2,7 +2,7 @@
 
 Every string that comes from a run file (paths, task, metric and factor names, factor values,
 targets, predictions, notes) goes through the escaper of its output language
-(:mod:`repaudit.report.escape`); numbers formatted here are ours and need none in Markdown.
+(:mod:`repaudit.escape`); numbers formatted here are ours and need none in Markdown.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from repaudit.audit.compare import Comparison, ScoreRow
-from repaudit.report.escape import latex, md, md_code, rich_text, visible_controls
+from repaudit.escape import latex, md, md_code, rich_text, visible_controls
 
 
 def short(value: Any, width: int = 48) -> str:

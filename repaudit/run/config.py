@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -57,3 +58,58 @@ class RunConfig(BaseModel):
     top_k: int = 0
     cache_dir: Path | None = None
     use_batch_cache: bool = True
+
+
+#: seeds are 32-bit, as numpy requires (lm-eval passes them to random, numpy and torch alike)
+MAX_SEED = 2**32 - 1
+#: a batch or a token budget beyond these is a typo, not a setting
+MAX_BATCH = 65_536
+MAX_TOKENS = 1 << 20
+
+
+def _between(name: str, value: int | float | None, low: float, high: float) -> None:
+    from repaudit.errors import RepauditError
+
+    if value is None:
+        return
+    if isinstance(value, float) and not math.isfinite(value) or not low <= value <= high:
+        raise RepauditError(f"--{name.replace('_', '-')} must be between {low:g} and {high:g}, got {value}")
+
+
+def check_ranges(cfg: RunConfig) -> None:
+    """Every number of ``cfg`` in range, before any work.
+
+    Raises:
+        RepauditError: the first number out of range, named as its command-line option.
+    """
+    for name in ("seed", "numpy_seed", "torch_seed", "fewshot_seed", "fewshot_order_seed"):
+        _between(name.replace("fewshot_order_seed", "fewshot_order"), getattr(cfg, name), 0, MAX_SEED)
+    _between("limit", cfg.limit, 1, 10**9)
+    _between("num_fewshot", cfg.num_fewshot, 0, 10_000)
+    _between("batch_size", cfg.batch_size, 1, MAX_BATCH)
+    _between("max_gen_toks", cfg.max_gen_toks, 1, MAX_TOKENS)
+    _between("temperature", cfg.temperature, 0, 100)
+    _between("top_p", cfg.top_p, 1e-9, 1)
+    _between("top_k", cfg.top_k, 0, 10**7)
+    if cfg.fewshot_ids is not None:
+        for i in cfg.fewshot_ids:
+            _between("fewshot_ids", i, 0, 10**9)
+
+
+def check_cache_dir(path: Path) -> None:
+    """``path`` is a directory or can become one (no regular file in the way).
+
+    Raises:
+        RepauditError: a file where the cache directory or one of its parents should be.
+    """
+    from repaudit.errors import RepauditError
+
+    for p in [path, *path.parents]:
+        if p.exists():
+            if not p.is_dir():
+                where = "is a file" if p == path else f"has a file in its path ('{p}')"
+                raise RepauditError(f"cache directory '{path}' {where}: point --cache-dir or REPAUDIT_CACHE_DIR at "
+                                    "a directory")
+            if not os.access(p, os.W_OK | os.X_OK):
+                raise RepauditError(f"cache directory '{path}' is not writable ('{p}' denies it)")
+            return

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.console import Console
-from rich.markup import escape
 
 from repaudit.errors import RepauditError
+from repaudit.escape import rich_text
 from repaudit.run.config import RunConfig
 from repaudit.run.records import read_record
 from repaudit.tasks.base import Doc, Task
@@ -50,8 +50,8 @@ def _resolve_split(task: Task, cfg: RunConfig, root: DataRoot, err: Console) -> 
         return cfg.split
     have = available_splits(task, root)
     if have and task.eval_split not in have:
-        err.print(f"note: {escape(task.name)}'s lm-eval split '{escape(task.eval_split)}' is not in "
-                  f"{escape(root.describe())}; evaluating split '{escape(have[0])}' (recorded in the fingerprint)",
+        err.print(rich_text(f"note: {task.name}'s lm-eval split '{task.eval_split}' is not in {root.describe()}; "
+                            f"evaluating split '{have[0]}' (recorded in the fingerprint)"),
                   soft_wrap=True, highlight=False)
         return have[0]
     return task.eval_split

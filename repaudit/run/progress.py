@@ -11,10 +11,11 @@ import time
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, ProgressColumn, TextColumn, TimeRemainingColumn
 from rich.progress import Progress as RichProgress
 from rich.text import Text
+
+from repaudit.escape import rich_text
 
 #: seconds between plain progress lines when stderr is not a terminal
 LOG_INTERVAL_S = 30.0
@@ -51,7 +52,7 @@ class _LogLines:
         else:
             parts[0] += f" {self.unit}"
         parts.insert(1, f"{rate:.2f} {self.unit}/s")
-        self.console.print(escape(", ".join(parts)), highlight=False, soft_wrap=True)
+        self.console.print(rich_text(", ".join(parts)), highlight=False, soft_wrap=True)
         self.last = time.monotonic()
 
     def advance(self, n: float) -> None:
@@ -90,7 +91,7 @@ class Progress:
 
 @contextmanager
 def progress(console: Console, label: str, total: float | None, unit: str = "docs", transient: bool = False,
-             interval: float = LOG_INTERVAL_S):
+             interval: float | None = None):
     """Yield a :class:`Progress` for ``total`` units of work (``None``: unknown yet).
 
     A quiet console gets neither bar nor lines.
@@ -102,10 +103,10 @@ def progress(console: Console, label: str, total: float | None, unit: str = "doc
         yield Progress(_Null())
         return
     if console.is_terminal:
-        columns = [TextColumn(escape(label)), BarColumn(), _CountColumn(unit), TimeRemainingColumn()]
+        columns = [TextColumn(rich_text(label)), BarColumn(), _CountColumn(unit), TimeRemainingColumn()]
         with RichProgress(*columns, console=console, transient=transient) as bar:
             yield Progress(bar, bar.add_task(label, total=total))
         return
-    lines = _LogLines(console, label, unit, total, interval)
+    lines = _LogLines(console, label, unit, total, LOG_INTERVAL_S if interval is None else interval)
     yield Progress(lines)
     lines.line()

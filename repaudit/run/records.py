@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from repaudit.errors import RepauditError
+from repaudit.boundary import InputError, read_json, validate
 from repaudit.run.fingerprint import Fingerprint
 from repaudit.run.metrics import Metric
 
@@ -28,7 +27,7 @@ class DocResult(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid")
-    doc_id: int
+    doc_id: Annotated[int, Field(ge=0)]
     doc_hash: str
     prompt_hash: str
     target_hash: str
@@ -63,9 +62,10 @@ class Timings(BaseModel):
 
 
 class RunRecord(BaseModel):
-    """A complete run file (``repaudit run -o run.json``)."""
+    """A complete run file (``repaudit run -o run.json``). Non-finite floats are written as the
+    ``NaN``/``Infinity`` constants (as lm-eval does) so that a record reads back as written."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
     kind: Literal["repaudit.run"] = "repaudit.run"
     schema_version: Literal[2] = RUN_SCHEMA_VERSION
     repaudit_version: str
@@ -94,47 +94,78 @@ def write_atomic(path: Path, content: str | bytes) -> None:
         raise
 
 
+def check_writable(path: Path, what: str = "output") -> None:
+    """``path`` can be written as a file, checked before any work so that a long run never fails at the end.
+
+    Creates nothing: where the folder exists, a temporary file is created and removed in it (the only
+    reliable test, e.g. for ``/proc`` or a read-only mount); otherwise the nearest existing ancestor
+    must be a writable directory.
+
+    Raises:
+        RepauditError: a directory at ``path``, a file where a folder should be, a name the file
+            system rejects, or a folder that cannot be written.
+    """
+    from repaudit.errors import RepauditError
+
+    path = Path(path)
+    if len(path.name.encode("utf-8", "surrogateescape")) > 255:
+        raise RepauditError(f"{what} '{str(path)[:80]}…' has a file name over 255 bytes")
+    if path.is_dir():
+        raise RepauditError(f"{what} '{path}' is a directory: give a file name")
+    parent = path.parent
+    ancestor = next((p for p in [parent, *parent.parents] if p.exists()), None)
+    if ancestor is None or not ancestor.is_dir():
+        raise RepauditError(f"{what} '{path}' cannot be written: '{ancestor}' is a file, not a folder")
+    if ancestor != parent:
+        if not os.access(ancestor, os.W_OK | os.X_OK):
+            raise RepauditError(f"{what} '{path}' cannot be written: folder '{ancestor}' is not writable")
+        return
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:40]}.", dir=parent)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise RepauditError(f"{what} '{path}' cannot be written in '{parent}' ({exc.strerror or exc})") from None
+
+
 def write_record(record: RunRecord, path: Path) -> None:
     """Serialise ``record`` as indented JSON, atomically."""
     write_atomic(path, record.model_dump_json(indent=1))
 
 
-def read_json(path: Path) -> Any:
-    """Parse a JSON file (``Infinity``/``NaN`` accepted, as lm-eval writes them).
+def parse_record(raw: Any, path: Path) -> RunRecord:
+    """Validate an already-parsed run file (limits were checked by :func:`repaudit.boundary.read_json`).
 
     Raises:
-        RepauditError: missing, unreadable or malformed — the message names the file.
+        InputError: not a repaudit run, another schema version, a value of the wrong type or range
+            (named by its JSON path), duplicate doc ids, or per-choice lists of different lengths.
     """
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RepauditError(f"'{path}' does not exist") from None
-    except OSError as exc:
-        raise RepauditError(f"'{path}' cannot be read ({exc.strerror or exc})") from None
-    except ValueError as exc:
-        raise RepauditError(f"'{path}' is not valid JSON ({exc})") from None
-
-
-def read_record(path: Path, raw: Any = None) -> RunRecord:
-    """Load and validate a run file (``raw``: its already-parsed JSON, to avoid reading it twice).
-
-    Raises:
-        RepauditError: unreadable, not JSON, not a repaudit run, or failing the schema (the
-            first offending field is named).
-    """
-    if raw is None:
-        raw = read_json(path)
     if not isinstance(raw, dict) or raw.get("kind") != "repaudit.run":
-        raise RepauditError(f"run file '{path}' is not a repaudit run (no \"kind\": \"repaudit.run\")")
+        raise InputError(path, None, 'is not a repaudit run (no "kind": "repaudit.run")')
     version = raw.get("schema_version")
     if isinstance(version, int) and not isinstance(version, bool) and version != RUN_SCHEMA_VERSION:
-        raise RepauditError(f"run file '{path}' has run schema v{version}; this repaudit reads v{RUN_SCHEMA_VERSION} "
-                            "(v2 records where the data came from and a source-independent content hash): "
-                            "re-run it with this version")
-    try:
-        return RunRecord.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        raise RepauditError(f"run file '{path}' does not match the run schema v{RUN_SCHEMA_VERSION}: "
-                            f"{loc}: {err['msg']}") from None
+        raise InputError(path, "$.schema_version", f"is run schema v{version}; this repaudit reads "
+                         f"v{RUN_SCHEMA_VERSION} (v2 records where the data came from and a source-independent "
+                         "content hash): re-run it with this version")
+    record, _ = validate(RunRecord, raw, path, schema=f"run schema v{RUN_SCHEMA_VERSION}")
+    seen: dict[int, int] = {}
+    for i, d in enumerate(record.docs):
+        if d.doc_id in seen:
+            raise InputError(path, f"$.docs[{i}].doc_id",
+                             f"duplicate doc_id {d.doc_id} (also $.docs[{seen[d.doc_id]}])")
+        seen[d.doc_id] = i
+        n = len(d.loglikelihoods)
+        if n and not (len(d.choices) == len(d.is_greedy) == len(d.continuation_tokens) == n):
+            raise InputError(path, f"$.docs[{i}]", f"choices, loglikelihoods, is_greedy and continuation_tokens "
+                                                   f"have different lengths ({len(d.choices)}, {n}, "
+                                                   f"{len(d.is_greedy)}, {len(d.continuation_tokens)})")
+    return record
+
+
+def read_record(path: Path) -> RunRecord:
+    """Read and validate a run file through the input boundary (limits first).
+
+    Raises:
+        InputError: unreadable, not JSON, over a limit, not a repaudit run, or failing the schema.
+    """
+    return parse_record(read_json(path, what="run file"), Path(path))

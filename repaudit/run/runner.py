@@ -23,7 +23,7 @@ from repaudit.backends.model_source import ResolvedModel, resolve_model
 from repaudit.backends.store import BatchCache, open_store
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
-from repaudit.run.config import RunConfig, default_cache_dir
+from repaudit.run.config import RunConfig, check_cache_dir, check_ranges, default_cache_dir
 from repaudit.run.docs import DocSet, load_docs
 from repaudit.run.environment import capture_git_state, capture_hardware, capture_software
 from repaudit.run.fingerprint import (
@@ -69,6 +69,7 @@ def check_config(cfg: RunConfig) -> Task:
     task = get_task(cfg.task)
     check_format(task, cfg.prompt_format)
     check_backend(cfg.backend)
+    check_ranges(cfg)
     if cfg.dtype not in DTYPES:
         raise RepauditError(f"unknown dtype '{cfg.dtype}': choose one of {', '.join(DTYPES)}")
     if cfg.padding_side not in PADDING_SIDES:
@@ -76,9 +77,34 @@ def check_config(cfg: RunConfig) -> Task:
     if cfg.scoring_strategy not in SCORING_STRATEGIES:
         raise RepauditError(f"unknown scoring strategy '{cfg.scoring_strategy}': choose one of "
                             f"{', '.join(SCORING_STRATEGIES)}")
-    if cfg.limit is not None and cfg.limit < 1:
-        raise RepauditError(f"--limit must be at least 1, got {cfg.limit}")
+    check_device(cfg.device)
+    check_cache_dir(cfg.cache_dir or default_cache_dir())
     return task
+
+
+def check_device(device: str) -> None:
+    """``device`` names a device torch can use here.
+
+    Raises:
+        RepauditError: an unknown device string, or a GPU that is not present.
+    """
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError, TypeError):
+        raise RepauditError(f"unknown device '{device}': use cpu, cuda, cuda:N or mps") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            built = f"built with CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+            raise RepauditError(f"--device {device}: no CUDA GPU is visible to torch {torch.__version__} ({built})")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise RepauditError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) are visible")
+    elif dev.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise RepauditError(f"--device {device}: Apple MPS is not available here")
+    elif dev.type != "cpu":
+        raise RepauditError(f"--device {device}: device type '{dev.type}' is not supported (cpu, cuda, mps)")
 
 
 def seed_everything(cfg: RunConfig) -> None:
@@ -137,7 +163,7 @@ def answer_requests(task: Task, backend, rendered: list[RenderedDoc], cache: Bat
     """Stage: the backend answers every request; finished batches go to ``cache`` as they complete."""
     requests = [r for rd in rendered for r in rd.requests]
     owner = [k for k, rd in enumerate(rendered) for _ in rd.requests]
-    before = cache.count() if cache else 0
+    before = cache.added if cache else 0
     t0 = time.perf_counter()
     with progress(err, task.name, len(rendered)) as bar:
         done = [0]
@@ -152,7 +178,7 @@ def answer_requests(task: Task, backend, rendered: list[RenderedDoc], cache: Bat
         else:
             answers = backend.loglikelihood(requests, cache, advance)
     total = sum(backend.batch_sizes_used.values())
-    computed = cache.count() - before if cache else total
+    computed = cache.added - before if cache else total
     return Answers(answers, time.perf_counter() - t0, computed, total - computed)
 
 

@@ -1,0 +1,298 @@
+"""Seeded mutations of real run files, for the fuzz test (``tests/test_fuzz.py``) and bench (``bench/fuzz.py``).
+
+Each case is a pair of inputs for ``repaudit compare`` derived from real files — a repaudit run
+file, lm-eval results with their samples, public lm-eval files — with one mutation applied to one
+side. Categories (the issue's list): truncation, byte flips, non-UTF-8 bytes, wrong JSON types at
+random paths, deleted and extra keys, NaN/Infinity/huge integers, nesting 300–1,000 deep, duplicate
+doc ids, garbled samples lines, injection strings in task, model and metric names and in doc fields.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: strings that must be shown literally wherever they land (rich markup, Markdown, LaTeX, terminal control)
+INJECTIONS = [
+    "[bold red]x[/]", "[/]", "[red]unclosed", "[link=https://example.com]click[/link]", "\x1b[31mred\x1b[0m",
+    "a|b|c", "# heading", "1. item", "<script>alert(1)</script>", "\\input{/etc/passwd}", "$x^2$ & 100% #1 _~",
+    "[optional]", "line\rreturn", "nul\x00byte", "`code`", "*bold* _it_", "{braces}", "tab\tcr\r\nlf",
+]
+CATEGORIES = ["truncate", "byte_flip", "non_utf8", "wrong_type", "delete_key", "extra_key", "non_finite",
+              "huge_int", "deep_nesting", "duplicate_doc", "garbled_line", "injection"]
+
+
+@dataclass
+class Case:
+    """One fuzz case: the two inputs of ``compare`` (paths), its category and the injected string, if any."""
+
+    category: str
+    a: Path
+    b: Path
+    injected: str | None = None
+    #: the injected string is a task name, so every report must show it (literally)
+    displayed: bool = False
+
+
+def _paths(obj: Any, prefix: tuple = ()) -> list[tuple]:
+    out = [prefix]
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj[:20]):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+def _get(obj: Any, path: tuple) -> Any:
+    for p in path:
+        obj = obj[p]
+    return obj
+
+
+def _set(obj: Any, path: tuple, value: Any) -> None:
+    for p in path[:-1]:
+        obj = obj[p]
+    obj[path[-1]] = value
+
+
+def _random_value(rng: random.Random) -> Any:
+    return rng.choice([None, True, 0, -1, 10**23, 1.5, float("nan"), float("inf"), "", "x" * 50, [], {}, [1, "a"],
+                       {"k": [None]}, "8", "auto"])
+
+
+def _dump(obj: Any) -> str:
+    text = json.dumps(obj, ensure_ascii=False)
+    text = text.replace('"@@DIGITS5000@@"', "9" * 5000)  # Python will not encode such an int itself
+    return re.sub(r'"@@NEST(\d+)@@"', lambda m: "[" * int(m.group(1)) + "1" + "]" * int(m.group(1)), text)
+
+
+def _mutate_json(obj: Any, rng: random.Random, category: str) -> tuple[Any, str | None]:
+    """A mutated deep copy of a JSON document; returns (document, injected string or None)."""
+    obj = json.loads(json.dumps(obj))
+    paths = [p for p in _paths(obj) if p]
+    injected = None
+    path = rng.choice(paths) if paths else ()
+    if category == "wrong_type" and path:
+        _set(obj, path, _random_value(rng))
+    elif category == "delete_key":
+        dict_paths = [p for p in paths if isinstance(p[-1], str)]
+        if dict_paths:
+            p = rng.choice(dict_paths)
+            del _get(obj, p[:-1])[p[-1]]
+    elif category == "extra_key":
+        dicts = [p for p in [(), *paths] if isinstance(_get(obj, p), dict)]
+        _get(obj, rng.choice(dicts))[rng.choice(["surprise", "kind", "results", "doc_id"])] = _random_value(rng)
+    elif category in ("non_finite", "huge_int"):
+        nums = [p for p in paths if isinstance(_get(obj, p), (int, float)) and not isinstance(_get(obj, p), bool)]
+        if nums:
+            huge = rng.choice([10**23, -(10**30), 2**64, "@@DIGITS5000@@" if rng.random() < 0.2 else 10**19])
+            _set(obj, rng.choice(nums), rng.choice([float("nan"), float("inf"), -float("inf")])
+                 if category == "non_finite" else huge)
+    elif category == "deep_nesting" and path:
+        # a placeholder, expanded in the text by _dump: encoding 1,000 levels would hit Python's recursion limit
+        _set(obj, path, f"@@NEST{rng.randint(300, 1000)}@@")
+    elif category == "injection":
+        injected = rng.choice(INJECTIONS)
+        strs = [p for p in paths if isinstance(_get(obj, p), str)]
+        keys = [p for p in paths if isinstance(p[-1], str)]
+        if strs and rng.random() < 0.5:
+            p = rng.choice(strs)
+            _set(obj, p, injected + _get(obj, p)[:20])
+        elif keys:
+            p = rng.choice(keys)
+            parent = _get(obj, p[:-1])
+            parent[injected + p[-1]] = parent.pop(p[-1])
+    return obj, injected
+
+
+def _rename_task(res: dict, samples_lines: list[str], name: str) -> tuple[dict, list[str]]:
+    """Rename the (first) task everywhere in an lm-eval results file, as an injection into a task name."""
+    old = next(iter(res["results"]))
+    out = json.loads(json.dumps(res))
+    for key in ("results", "configs", "versions", "n-shot", "n-samples", "higher_is_better"):
+        if isinstance(out.get(key), dict) and old in out[key]:
+            out[key][name] = out[key].pop(old)
+    return out, samples_lines
+
+
+class Generator:
+    """Writes fuzz cases under ``workdir`` from the real files in ``bases``.
+
+    Args:
+        bases: ``(kind, results_or_run_path, samples_path_or_None)`` triples.
+        workdir: where mutated copies are written (one folder per case).
+        seed: the RNG seed; the same seed gives the same cases.
+    """
+
+    def __init__(self, bases: list[tuple[str, Path, Path | None]], workdir: Path, seed: int = 0):
+        self.bases, self.workdir, self.rng = bases, workdir, random.Random(seed)
+        self.loaded = [(kind, json.loads(Path(p).read_text()), Path(p), sp,
+                        Path(sp).read_text().splitlines() if sp else None) for kind, p, sp in bases]
+
+    def case(self, i: int, category: str) -> Case:
+        rng = self.rng
+        kind, doc, path, sp, lines = rng.choice(self.loaded)
+        folder = self.workdir / f"case{i:05d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        a_dir, b_dir = folder / "a", folder / "b"
+        a_dir.mkdir(exist_ok=True)
+        b_dir.mkdir(exist_ok=True)
+        # A is the unmodified file; B the mutated one, under the same names (samples found beside it)
+        shutil.copy(path, a_dir / path.name)
+        if sp:
+            shutil.copy(sp, a_dir / Path(sp).name)
+        target_samples = rng.random() < 0.4 and lines is not None
+        injected, displayed = None, False
+        text_b = path.read_text()
+        samples_b = "\n".join(lines) + "\n" if lines is not None else None
+        if category in ("truncate", "byte_flip", "non_utf8"):
+            data = (samples_b if target_samples else text_b).encode()
+            data = _byte_mutation(data, rng, category)
+            if target_samples:
+                (b_dir / Path(sp).name).write_bytes(data)
+                samples_b = None
+            else:
+                (b_dir / path.name).write_bytes(data)
+                text_b = None
+        elif category == "duplicate_doc" and lines is None and kind != "repaudit":
+            # no per-doc records: duplicate a top-level key instead (JSON allows it; the last one wins)
+            key = next(iter(json.loads(text_b)))
+            text_b = "{" + json.dumps(key) + ": " + _dump(_random_value(rng)) + ", " + text_b.lstrip()[1:]
+        elif category in ("duplicate_doc", "garbled_line") and (lines is not None or kind == "repaudit"):
+            if kind == "repaudit":
+                obj = json.loads(text_b)
+                if obj.get("docs"):
+                    obj["docs"].append(dict(obj["docs"][rng.randrange(len(obj["docs"]))]))
+                    if category == "garbled_line":
+                        obj["docs"][-1] = rng.choice(["garbage", 17, None, {"doc_id": "x"}])
+                text_b = _dump(obj)
+            else:
+                new = list(lines)
+                j = rng.randrange(len(new))
+                if category == "duplicate_doc":
+                    new.insert(rng.randrange(len(new) + 1), new[j])
+                else:
+                    new[j] = rng.choice(["{not json", "[1,2]", '{"doc_id": -4}', '{"doc_id": "seven"}', "\x00\x01",
+                                         new[j][: len(new[j]) // 2], '{"doc_id": 1e400}'])
+                samples_b = "\n".join(new) + "\n"
+        elif category == "injection" and kind == "lmeval" and rng.random() < 0.5:
+            injected, displayed = rng.choice(INJECTIONS), True
+            res, _ = _rename_task(json.loads(text_b), lines or [], injected + "task")
+            text_b = _dump(res)
+            if rng.random() < 0.7:  # both sides share the injected task name: it is in every report
+                a_res, _ = _rename_task(json.loads(path.read_text()), lines or [], injected + "task")
+                (a_dir / path.name).write_text(_dump(a_res))
+            else:  # B only: with one task the runs share none, and the error line names it
+                displayed = len(res["results"]) == 1
+            samples_b = None
+            for d in (a_dir, b_dir):
+                for s in d.glob("samples_*"):
+                    s.unlink()
+        else:
+            if target_samples and lines:
+                new = list(lines)
+                j = rng.randrange(len(new))
+                mutated, injected = _mutate_json(json.loads(new[j]), rng, category)
+                new[j] = _dump(mutated)
+                samples_b = "\n".join(new) + "\n"
+            else:
+                mutated, injected = _mutate_json(json.loads(text_b), rng, category)
+                text_b = _dump(mutated)
+        if text_b is not None:
+            (b_dir / path.name).write_text(text_b, encoding="utf-8", errors="surrogatepass")
+        if samples_b is not None and sp:
+            (b_dir / Path(sp).name).write_text(samples_b, encoding="utf-8", errors="surrogatepass")
+        return Case(category, a_dir / path.name, b_dir / path.name, injected, displayed)
+
+
+def _byte_mutation(data: bytes, rng: random.Random, category: str) -> bytes:
+    if category == "truncate":
+        return data[: rng.randrange(max(1, len(data)))]
+    buf = bytearray(data)
+    if category == "byte_flip":
+        for _ in range(rng.randint(1, 8)):
+            k = rng.randrange(len(buf))
+            buf[k] = rng.randrange(256)
+        return bytes(buf)
+    k = rng.randrange(len(buf) + 1)
+    return bytes(buf[:k]) + rng.choice([b"\xff\xfe", b"\xc3\x28", b"\x80", b"\xed\xa0\x80"]) + bytes(buf[k:])
+
+
+@dataclass
+class Outcome:
+    """How ``repaudit compare`` handled one case: ``ok`` (exit 0, sane output), ``refused`` (exit 1, one
+    ``error:`` line, no output file), or a failure: ``traceback``, ``partial_output``, ``bad_error``,
+    ``bad_output``, ``not_literal`` (an injected string was not shown literally)."""
+
+    status: str
+    detail: str = ""
+
+
+FORMATS = ("rich", "markdown", "latex", "json")
+
+
+def literal_forms(injected: str) -> list[str]:
+    """How an injected string reads, shown literally, in any of the outputs (its escaped forms)."""
+    from repaudit.escape import latex, md, visible_controls
+
+    vis = visible_controls(injected).replace("\t", " ")
+    return [vis, vis.replace("\n", " "), md(injected), latex(injected)]
+
+
+def run_case(case: Case, fmt: str, out_dir: Path) -> Outcome:
+    """Run ``repaudit compare`` on ``case`` in ``fmt`` (written to a file under ``out_dir``) and judge it."""
+    from typer.testing import CliRunner
+
+    from repaudit.cli import app
+
+    out = out_dir / f"report.{ {'rich': 'txt', 'markdown': 'md', 'latex': 'tex', 'json': 'json'}[fmt]}"
+    res = CliRunner().invoke(app, ["compare", str(case.a), str(case.b), "--format", fmt, "-o", str(out),
+                                   "--n-boot", "200"])
+    text = res.stdout + res.stderr
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        import traceback
+
+        tb = "".join(traceback.format_exception(res.exception))[-600:]
+        return Outcome("traceback", f"{type(res.exception).__name__}: {tb}")
+    if "Traceback" in text:
+        return Outcome("traceback", text[-600:])
+    if res.exit_code == 1:
+        errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+        if out.exists():
+            return Outcome("partial_output", str(out))
+        if len(errors) != 1:
+            return Outcome("bad_error", res.stderr[-400:])
+        if case.injected and any(x in errors[0] for x in ("\x1b", "\x00", "\r")):
+            return Outcome("not_literal", errors[0])
+        if case.displayed and "no task in common" in errors[0] and not any(
+                form in errors[0] for form in literal_forms(case.injected)):
+            return Outcome("not_literal", errors[0])
+        return Outcome("refused", errors[0])
+    if res.exit_code != 0:
+        return Outcome("bad_error", f"exit {res.exit_code}: {res.stderr[-300:]}")
+    if not out.is_file():
+        return Outcome("bad_output", "exit 0 without the output file")
+    body = out.read_text(encoding="utf-8")
+    if fmt == "json":
+        try:
+            json.loads(body)
+        except ValueError as exc:
+            return Outcome("bad_output", f"invalid JSON report: {exc}")
+    if fmt == "latex" and (body.count(r"\begin{tabular}") != body.count(r"\end{tabular}")
+                           or any(ch in body for ch in "\x00\x1b\r") or not body.isascii()):
+        return Outcome("bad_output", "unbalanced or non-ASCII LaTeX")
+    if fmt in ("rich", "markdown") and any(ch in body for ch in "\x00\x1b\r"):
+        return Outcome("bad_output", "control characters in the report")
+    if case.displayed and fmt != "json" and not any(form in body for form in literal_forms(case.injected)):
+        return Outcome("not_literal", f"{case.injected!r} not shown literally in the {fmt} report")
+    if fmt == "markdown" and any("\r" in line or line.count("|") % 2 and line.startswith("|") and
+                                 not line.rstrip().endswith("|") for line in body.splitlines()):
+        return Outcome("bad_output", "a broken Markdown table row")
+    return Outcome("ok")

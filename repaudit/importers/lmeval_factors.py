@@ -1,0 +1,238 @@
+"""The factors one task of an lm-evaluation-harness results file records, from its typed model.
+
+Field mapping onto repaudit factors (``configs.<task>``, ``config`` and top-level keys of 0.4.x;
+0.3 files have only ``results``/``versions``/``config``, so most factors are *unknown* there):
+
+========================  ===========================================================
+factor                    lm-eval source
+========================  ===========================================================
+seed                      ``config.random_seed/numpy_seed/torch_seed/fewshot_seed``
+hardware                  ``pretty_env_info`` (free text: CPU model and flags, GPUs, driver, CUDA);
+                          what the text does not state (or an error string) is *unknown*
+backend                   ``config.model``, ``config.device`` (may not say what ran)
+dtype                     ``config.model_dtype``, else ``model_args`` ``dtype``
+batch_size                ``config.batch_size`` (string, int or "auto"), ``config.batch_sizes``
+prompt_format             ``configs.<task>.doc_to_text/doc_to_choice/doc_to_target/description``
+fewshot                   ``n-shot``, else ``configs.<task>.num_fewshot``, else 0.3's ``config.num_fewshot``
+                          (an int, or per task); ``fewshot_split``, ``fewshot_config.sampler``
+chat_template             ``chat_template`` (+ ``chat_template_sha``), ``system_instruction``
+stop / max_tokens         ``generation_kwargs.until`` (+ the EOS lm-eval appends), ``max_gen_toks``, ``max_length``
+sampling                  ``generation_kwargs`` do_sample/temperature/top_p/top_k, overridden by ``config.gen_kwargs``
+metric_variant            ``metric_list``, ``filter_list``
+model / tokenizer         ``model_args`` pretrained/revision and every other key (``model.args``),
+                          ``model_revision``, ``model_sha``, ``model_num_parameters``, ``tokenizer_{bos,eos,pad}_token``
+data                      ``versions``, ``validation_split``/``test_split``, ``config.limit``, ``n-samples``
+library_versions          ``lm_eval_version``, ``transformers_version``, torch/numpy/python from ``pretty_env_info``
+========================  ===========================================================
+
+Python functions in task YAMLs are written as ``<function f at 0x…>``; the address is dropped so
+two dumps of the same YAML compare equal.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from repaudit.importers.factors import UNKNOWN, Factors, empty_factors
+from repaudit.importers.lmeval_schema import LmevalResults, RunSettings, TaskConfig
+from repaudit.run.environment import NUMERIC_CPU_FLAGS
+
+_FUNC_ADDR = re.compile(r"<function (\S+) at 0x[0-9a-fA-F]+>")
+#: model_args keys mapped to their own factor; every other key is compared under ``model.args``
+_MAPPED_ARGS = {"pretrained", "revision", "dtype", "trust_remote_code"}
+#: what ``pretty_env_info`` says when it does not know
+_NOT_STATED = ("", "Could not collect", "N/A", "None", "No CUDA")
+
+
+def model_args(settings: RunSettings | None) -> dict[str, str] | None:
+    """``config.model_args`` as a dict of strings (a comma string is split as lm-eval splits it);
+    ``None`` when the file does not record it."""
+    args = settings.model_args if settings else None
+    if isinstance(args, dict):
+        return {str(k): str(v) for k, v in args.items()}
+    if isinstance(args, str):
+        return dict(kv.split("=", 1) for kv in args.split(",") if "=" in kv)
+    return None
+
+
+def _env_field(env: str, label: str) -> str | None:
+    m = re.search(rf"^{re.escape(label)}:\s*(.*)$", env, flags=re.M)
+    if not m:
+        return None
+    v = m.group(1).strip()
+    return None if v in _NOT_STATED else v
+
+
+def parse_pretty_env_info(env: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+    """Hardware and library versions from torch's ``collect_env`` text that lm-eval stores.
+
+    Returns ``(hardware, libraries)``. A field the text does not state — the text missing, an error
+    string instead of the report, "No CUDA" for a driver version — is :data:`UNKNOWN`, never a value
+    that could compare equal to another file's missing value.
+    """
+    env = env or ""
+    hw: dict[str, Any] = {}
+    flags_line = _env_field(env, "Flags")
+    hw["cpu_model"] = _env_field(env, "Model name") or UNKNOWN
+    hw["cpu_flags"] = [f for f in NUMERIC_CPU_FLAGS if f in set(flags_line.split())] if flags_line else UNKNOWN
+    cpus = _env_field(env, "CPU(s)")
+    hw["cpu_count"] = int(cpus) if cpus and cpus.isdigit() else UNKNOWN
+    cuda_available = _env_field(env, "Is CUDA available")
+    if "GPU 0:" in env:
+        hw["gpus"] = [g.strip() for g in re.findall(r"GPU \d+: (.+)", env)]
+    elif cuda_available == "False":
+        hw["gpus"] = []
+    elif gpu := _env_field(env, "GPU models and configuration"):
+        hw["gpus"] = [gpu]
+    else:
+        hw["gpus"] = UNKNOWN
+    hw["gpu_driver"] = _env_field(env, "Nvidia driver version") or (None if hw["gpus"] == [] else UNKNOWN)
+    hw["cuda_version"] = _env_field(env, "CUDA used to build PyTorch") or UNKNOWN
+    libs: dict[str, str] = {}
+    if v := _env_field(env, "PyTorch version"):
+        libs["torch"] = v
+    if v := _env_field(env, "Python version"):
+        libs["python"] = v.split()[0]
+    for name, ver in re.findall(r"^\[(?:pip3?|conda)\] (\S+?)==(\S+)", env, flags=re.M):
+        if name == "numpy":
+            libs["numpy"] = ver
+    return hw, libs
+
+
+def clean(obj: Any) -> Any:
+    """Drop function addresses so that two dumps of the same YAML compare equal."""
+    if isinstance(obj, str):
+        return _FUNC_ADDR.sub(r"<function \1>", obj)
+    if isinstance(obj, dict):
+        return {k: clean(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [clean(v) for v in obj]
+    return obj
+
+
+def int_or(value: Any) -> Any:
+    """``"8"`` → 8 and ``8.0`` → 8; anything else unchanged (``"auto"``, ``None``)."""
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def num_fewshot(res: LmevalResults, task: str, cfg: TaskConfig | None) -> Any:
+    """n-shot of ``task``: ``n-shot``, the task config, or 0.3's ``config.num_fewshot`` (an int for
+    every task, a dict by task, or a list in the order of ``results``)."""
+    if res.n_shot and task in res.n_shot:
+        return res.n_shot[task]
+    if cfg is not None and cfg.num_fewshot is not None:
+        return cfg.num_fewshot
+    legacy = res.config.num_fewshot if res.config else None
+    if isinstance(legacy, int):
+        return legacy
+    if isinstance(legacy, dict):
+        return legacy.get(task, UNKNOWN)
+    if isinstance(legacy, list) and len(legacy) == len(res.results):
+        return legacy[list(res.results).index(task)]
+    return UNKNOWN
+
+
+def _version(res: LmevalResults, task: str) -> Any:
+    v = (res.versions or {}).get(task, UNKNOWN)
+    try:
+        return float(v)
+    except (TypeError, ValueError, OverflowError):
+        return v  # 0.4 dev files write "Yaml"
+
+
+def _dtype(settings: RunSettings | None, margs: dict[str, str] | None) -> Any:
+    if settings and settings.model_dtype:
+        return settings.model_dtype.removeprefix("torch.")
+    return (margs or {}).get("dtype", UNKNOWN)
+
+
+def _first(tokens: list | None) -> Any:
+    return tokens[0] if tokens else UNKNOWN
+
+
+def task_factors(res: LmevalResults, task: str) -> Factors:
+    """Factors of one task of an lm-eval results file (see the module docstring)."""
+    settings = res.config
+    cfg = (res.configs or {}).get(task)
+    margs = model_args(settings)
+    hw, env_libs = parse_pretty_env_info(res.pretty_env_info)
+    gen = dict(cfg.generation_kwargs or {}) if cfg else {}
+    if settings and isinstance(settings.gen_kwargs, dict):
+        gen.update(settings.gen_kwargs)  # --gen_kwargs on the command line overrides the task's
+    is_gen = bool(cfg) and cfg.output_type in ("generate_until", "greedy_until")
+    n_shot = num_fewshot(res, task, cfg)
+    ns = (res.n_samples or {}).get(task)
+    n_docs = ns.effective if ns and ns.effective is not None else UNKNOWN
+    get = (lambda k: getattr(settings, k, None) if settings else None)
+    f = empty_factors()
+    f["seed"] = {name: (v if (v := get(k)) is not None else UNKNOWN) for name, k in
+                 (("python", "random_seed"), ("numpy", "numpy_seed"), ("torch", "torch_seed"),
+                  ("fewshot", "fewshot_seed"))}
+    f["hardware"] = hw
+    f["backend"] = {"name": get("model") or UNKNOWN, "device": get("device") or UNKNOWN, "scoring_strategy": UNKNOWN}
+    f["dtype"] = {"dtype": _dtype(settings, margs)}
+    sizes = get("batch_sizes")
+    batch = get("batch_size")
+    f["batch_size"] = {"batch_size": int_or(batch) if batch is not None else UNKNOWN,
+                       "batch_sizes_used": {str(s): None for s in sizes} if sizes else UNKNOWN}
+    f["padding"] = {"padding_side": UNKNOWN}
+    zero = n_shot == 0
+    if cfg is not None:
+        raw = clean(cfg.model_dump())
+        f["prompt_format"] = {k: raw.get(k) for k in ("doc_to_text", "doc_to_choice", "doc_to_target", "description",
+                                                      "target_delimiter", "fewshot_delimiter")}
+        sampler = cfg.fewshot_config.sampler if cfg.fewshot_config else None
+        f["fewshot"] = {"num_fewshot": n_shot,
+                        "split": None if zero else (cfg.fewshot_split or UNKNOWN),
+                        "sampler": "none" if zero else ({"default": "random"}.get(sampler, sampler) or UNKNOWN),
+                        # lm-eval records no few-shot ids; with 0 shots there are none
+                        "ids_sha256": "none" if zero else UNKNOWN,
+                        "order_seed": None}  # lm-eval keeps its sampler's order
+        eos = _first(res.tokenizer_eos_token)
+        until = [str(u) for u in gen.get("until") or []] if is_gen else None
+        if is_gen and isinstance(eos, str) and until is not None and eos not in until:
+            until.append(eos)  # lm-eval's HFLM.generate_until appends the EOS string
+        f["stop"] = {"until": until, "eos_token": eos if is_gen else None}
+        f["max_tokens"] = {"max_gen_toks": gen.get("max_gen_toks", 256) if is_gen else None,
+                           "max_length": res.max_length if res.max_length is not None else UNKNOWN}
+        f["sampling"] = ({"do_sample": gen.get("do_sample", False), "temperature": gen.get("temperature", UNKNOWN),
+                          "top_p": gen.get("top_p", UNKNOWN), "top_k": gen.get("top_k", UNKNOWN)}
+                         if is_gen else {"do_sample": None})
+        metrics = [m.metric for m in cfg.metric_list or []]
+        f["metric_variant"] = {"metrics": metrics, "acc_norm": "char_length" if "acc_norm" in metrics else None,
+                               "filters": [x.name for x in cfg.filter_list or []] or ["none"]}
+        f["data"] = {"task": task, "task_version": _version(res, task),
+                     "split": cfg.test_split or cfg.validation_split or UNKNOWN,
+                     "content_sha256": UNKNOWN, "limit": int_or(get("limit")), "n_docs": n_docs}
+    else:
+        f["data"] = {"task": task, "task_version": _version(res, task),
+                     "limit": int_or(get("limit")) if settings else UNKNOWN, "n_docs": n_docs}
+        f["fewshot"] = {"num_fewshot": n_shot, "ids_sha256": "none" if zero else UNKNOWN, "order_seed": None}
+    if "chat_template" in res.model_fields_set:
+        f["chat_template"] = {"applied": bool(res.chat_template), "chat_template_sha256": res.chat_template_sha or None,
+                              "system_prompt": res.system_instruction}
+    sha = get("model_sha")
+    f["model"] = {"name": (margs or {}).get("pretrained") or res.model_name or UNKNOWN,
+                  "revision": (margs or {}).get("revision") or get("model_revision") or UNKNOWN,
+                  "sha": sha or UNKNOWN,  # "" for a local folder: not recorded
+                  "weights_sha256": UNKNOWN,
+                  "num_parameters": get("model_num_parameters") if get("model_num_parameters") else UNKNOWN,
+                  "args": {k: v for k, v in sorted(margs.items()) if k not in _MAPPED_ARGS}
+                  if margs is not None else UNKNOWN,
+                  "trust_remote_code": (margs or {}).get("trust_remote_code", "False").lower() == "true"
+                  if margs is not None else UNKNOWN}
+    if res.tokenizer_eos_token is not None:
+        f["tokenizer"] = {"tokenizer_sha256": UNKNOWN,
+                          **{k: _first(getattr(res, f"tokenizer_{k}_token")) for k in ("bos", "eos", "pad")}}
+    libs = dict(env_libs)
+    if res.lm_eval_version:
+        libs["lm_eval"] = res.lm_eval_version
+    if res.transformers_version:
+        libs["transformers"] = res.transformers_version
+    f["library_versions"] = libs
+    return f

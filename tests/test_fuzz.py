@@ -1,0 +1,65 @@
+"""Seeded fuzzing of ``repaudit compare`` on mutations of real files (the long run is ``bench/fuzz.py``).
+
+Every case must exit 0 with a sane report, or exit 1 with exactly one ``error:`` line and no output
+file; never a traceback; injected strings are shown literally.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from fuzzgen import CATEGORIES, FORMATS, Generator, run_case  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lmeval"
+CASES_PER_CATEGORY = 20
+
+
+@pytest.fixture(scope="module")
+def bases(tiny_model, shared_data, lmeval_runs, tmp_path_factory):
+    from repaudit.run.records import write_record
+    from repaudit.run.runner import RunConfig, run
+
+    work = tmp_path_factory.mktemp("fuzz-bases")
+    rec = run(RunConfig(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=8, batch_size=4,
+                        cache_dir=work / "cache"))
+    write_record(rec, work / "run.json")
+    s1 = next((lmeval_runs / "s1").rglob("results_*.json"))
+    # 60 samples of s1 with the results' means recomputed on them, so the pair stays consistent
+    import json
+
+    lines = next(s1.parent.glob("samples_*.jsonl")).read_text().splitlines()[:60]
+    res = json.loads(s1.read_text())
+    for m in ("acc", "acc_norm"):
+        res["results"]["arc_easy"][f"{m},none"] = sum(json.loads(x)[m] for x in lines) / len(lines)
+    d = work / "s1"
+    d.mkdir()
+    (d / s1.name).write_text(json.dumps(res))
+    samples = d / next(s1.parent.glob("samples_*.jsonl")).name
+    samples.write_text("\n".join(lines) + "\n")
+    return [("repaudit", work / "run.json", None), ("lmeval", d / s1.name, samples),
+            ("lmeval", FIXTURES / "lm-evaluation-harness__llama-7B_gsm8k_8-shot.json", None),
+            ("lmeval", FIXTURES / "lm-evaluation-harness__rwkv7-1.5B-world__results_2025-02-24T22-03-50.422486.json",
+             None)]
+
+
+def test_compare_survives_mutated_inputs(bases, tmp_path):
+    gen = Generator(bases, tmp_path / "cases", seed=1234)
+    failures = []
+    n = CASES_PER_CATEGORY * len(CATEGORIES)
+    statuses: dict[str, int] = {}
+    for i in range(n):
+        category = CATEGORIES[i % len(CATEGORIES)]
+        fmt = FORMATS[(i // len(CATEGORIES)) % len(FORMATS)]
+        case = gen.case(i, category)
+        out_dir = tmp_path / "out" / str(i)
+        out_dir.mkdir(parents=True)
+        outcome = run_case(case, fmt, out_dir)
+        statuses[outcome.status] = statuses.get(outcome.status, 0) + 1
+        if outcome.status not in ("ok", "refused"):
+            failures.append((i, category, fmt, outcome.status, outcome.detail[:400]))
+    assert not failures, failures[:5]
+    assert statuses.get("ok", 0) > 20 and statuses.get("refused", 0) > 20, statuses  # both paths exercised

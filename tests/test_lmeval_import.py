@@ -1,0 +1,124 @@
+"""The lm-eval importer misses no factor its files record (real public files, tests/fixtures/lmeval)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from repaudit.audit.compare import compare, diff_factors, load_run
+from repaudit.boundary import InputError, read_json, validate
+from repaudit.importers.factors import UNKNOWN
+from repaudit.importers.lmeval_factors import task_factors
+from repaudit.importers.lmeval_schema import LmevalResults
+from repaudit.report.compare import render_latex
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lmeval"
+PUBLIC = Path(__file__).resolve().parents[2] / "shared" / "lmeval_public"
+
+
+def _factors(name: str, task: str | None = None):
+    path = FIXTURES / name
+    res, _ = validate(LmevalResults, read_json(path), path)
+    return task_factors(res, task or next(iter(res.results)))
+
+
+def test_lmeval_03_num_fewshot_is_read():
+    assert _factors("lm-evaluation-harness__llama-7B_gsm8k_8-shot.json")["fewshot"]["num_fewshot"] == 8
+    pythia = load_run(FIXTURES / "pythia__160m-5shot_step143000.json")
+    assert {f["fewshot"]["num_fewshot"] for f in pythia.factors.values()} == {5}
+    assert len(pythia.factors) == 65
+
+
+def test_every_model_args_key_is_compared():
+    base = _factors("lm-evaluation-harness__asdiv__results_2024-08-21T03-44-09.494230.json")
+    peft = _factors("lm-evaluation-harness__asdiv-peft-epoch_20__results_2024-08-21T04-37-55.218014.json")
+    assert base["model"]["args"] == {} and peft["model"]["args"]["peft"].startswith("../prompt-pursuit/")
+    rows = {(r.group, r.field): r for r in diff_factors("asdiv", base, peft)}
+    assert rows[("model", "args")].status == "differs"
+    assert rows[("model", "name")].status == "same"  # same base model: only the adapter differs
+
+
+def test_model_sha_is_read_and_an_empty_one_is_unknown(tmp_path):
+    a = _factors("lm-evaluation-harness__asdiv__results_2024-08-21T03-44-09.494230.json")
+    b = _factors("lm-evaluation-harness__rwkv7-1.5B-world__results_2025-02-24T22-03-50.422486.json")
+    assert a["model"]["sha"].startswith("e1945c40cd546c78e41") and b["model"]["sha"].startswith("13d1530e")
+    rows = {(r.group, r.field): r.status for r in diff_factors("t", a, b)}
+    assert rows[("model", "sha")] == "differs"
+    local = json.loads((FIXTURES / "lm-evaluation-harness__asdiv__results_2024-08-21T03-44-09.494230.json").read_text())
+    local["config"]["model_sha"] = ""  # a local model folder: lm-eval writes ""
+    p = tmp_path / "results_2024-08-21T03-44-09.494230.json"
+    p.write_text(json.dumps(local))
+    c = load_run(p).factors["asdiv"]
+    assert c["model"]["sha"] == UNKNOWN
+    assert {(r.group, r.field): r.status for r in diff_factors("asdiv", a, c)}[("model", "sha")] == "unknown"
+
+
+def test_hardware_an_error_string_does_not_record_is_unknown_not_same():
+    f = _factors("lm-evaluation-harness__rwkv7-1.5B-world__results_2025-02-24T22-03-50.422486.json")
+    assert all(v == UNKNOWN for v in f["hardware"].values()), f["hardware"]
+    rows = [r for r in diff_factors("t", f, f) if r.group == "hardware"]
+    assert rows and all(r.status == "unknown" for r in rows)
+    full = _factors("lm-evaluation-harness__asdiv__results_2024-08-21T03-44-09.494230.json")
+    assert full["hardware"]["cpu_model"] != UNKNOWN and full["hardware"]["gpus"] != UNKNOWN
+
+
+def test_zero_shot_runs_with_different_limits_agree_on_fewshot_ids(tiny_model, shared_data, lmeval_runs, tmp_path):
+    from repaudit.run.records import write_record
+    from repaudit.run.runner import RunConfig, run
+
+    rec = run(RunConfig(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=5, batch_size=4,
+                        cache_dir=tmp_path))
+    write_record(rec, tmp_path / "r.json")
+    c = compare(load_run(tmp_path / "r.json"), load_run(lmeval_runs / "s1"), n_boot=100)
+    assert ("fewshot", "ids_sha256") not in {(f.group, f.field) for f in c.differing()}
+    assert ("data", "limit") in {(f.group, f.field) for f in c.differing()}  # the limit itself does differ
+
+
+def test_runs_that_share_no_metric_say_so():
+    if not PUBLIC.is_dir():
+        pytest.skip(f"public lm-eval corpus not found at {PUBLIC}")
+    old = load_run(FIXTURES / "lm-evaluation-harness__llama-7B_gsm8k_8-shot.json")
+    new = load_run(PUBLIC / "model_evals__Meta-Llama-3-8B-Instruct__gsm8k.json")
+    c = compare(old, new, n_boot=100)
+    assert c.scores == []
+    note = next(n for n in c.notes if "no metric is reported by both runs" in n)
+    assert "A: acc;" in note and "exact_match,strict-match" in note
+
+
+def test_a_results_file_of_any_name_is_found_in_a_directory(lmeval_runs, tmp_path):
+    src = next((lmeval_runs / "s1").rglob("results_*.json"))
+    (tmp_path / "out" / "model").mkdir(parents=True)
+    shutil.copy(src, tmp_path / "out" / "model" / "result.json")
+    (tmp_path / "out" / "notes.json").write_text('{"hello": 1}')  # a JSON file that is not a results file
+    run = load_run(tmp_path / "out")
+    assert run.path.endswith("result.json") and "arc_easy" in run.tasks
+
+
+def test_lighteval_and_report_files_are_refused_by_what_they_are(tmp_path):
+    lighteval = tmp_path / "results_2025.json"
+    lighteval.write_text(json.dumps({"config_general": {"model_name": "m"}, "results": {"all": {"acc": 0.5}},
+                                     "versions": {}, "config_tasks": {}, "summary_tasks": {}}))
+    with pytest.raises(InputError, match="is a lighteval results file"):
+        load_run(lighteval)
+    report = tmp_path / "c.json"
+    report.write_text(json.dumps({"a": {}, "b": {}, "factors": [], "scores": [], "flips": [], "docs": []}))
+    with pytest.raises(InputError, match="is a repaudit compare report"):
+        load_run(report)
+
+
+def test_latex_caption_names_the_method_of_unpaired_rows(lmeval_runs):
+    res = next((lmeval_runs / "s1").rglob("results_*.json"))
+    c = compare(load_run(res, []), load_run(res, []), n_boot=100)  # no samples: unpaired rows
+    tex = render_latex(c)
+    assert "unpaired" in tex and "paired 95\\,\\% bootstrap interval over the shared docs}" not in tex
+
+
+def test_every_public_results_file_validates_with_at_most_notes():
+    if not PUBLIC.is_dir():
+        pytest.skip(f"public lm-eval corpus not found at {PUBLIC}")
+    for p in sorted(PUBLIC.glob("*.json")):
+        run = load_run(p)
+        assert run.tasks and all("treated as not recorded" in n for n in run.notes), p
