@@ -243,7 +243,7 @@ def literal_forms(injected: str) -> list[str]:
     from repaudit.escape import latex, md, visible_controls
 
     vis = visible_controls(injected).replace("\t", " ")
-    return [vis, vis.replace("\n", " "), md(injected), latex(injected)]
+    return [vis, vis.replace("\n", " "), vis.replace("\n", "\\n"), md(injected), latex(injected)]
 
 
 def run_case(case: Case, fmt: str, out_dir: Path) -> Outcome:

@@ -33,9 +33,14 @@ def visible_controls(text: str) -> str:
                         text)
 
 
+def one_line(text: Any) -> str:
+    """``text`` on one line: control characters and newlines visible, tabs as spaces."""
+    return visible_controls(str(text)).replace("\t", " ").replace("\n", "\\n")
+
+
 def rich_text(text: Any) -> str:
-    """``text`` for a rich console string with markup enabled: shown literally."""
-    return _rich_escape(visible_controls(str(text)).replace("\t", " "))
+    """``text`` for a rich console string with markup enabled: shown literally, on one line."""
+    return _rich_escape(one_line(text))
 
 
 _MD_PUNCT = set("\\`*_[]|~")

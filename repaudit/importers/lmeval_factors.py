@@ -35,7 +35,7 @@ import re
 from typing import Any
 
 from repaudit.importers.factors import UNKNOWN, Factors, empty_factors
-from repaudit.importers.lmeval_schema import LmevalResults, RunSettings, TaskConfig
+from repaudit.importers.lmeval_schema import GenerationKwargs, LmevalResults, RunSettings, TaskConfig
 from repaudit.run.environment import NUMERIC_CPU_FLAGS
 
 _FUNC_ADDR = re.compile(r"<function (\S+) at 0x[0-9a-fA-F]+>")
@@ -137,6 +137,18 @@ def num_fewshot(res: LmevalResults, task: str, cfg: TaskConfig | None) -> Any:
     return UNKNOWN
 
 
+def gen_kwargs(value: GenerationKwargs | str) -> dict[str, Any]:
+    """``--gen_kwargs`` as recorded: a typed dict, or lm-eval's comma string (``temperature=0,top_k=0``)."""
+    if isinstance(value, GenerationKwargs):
+        return value.model_dump(exclude_none=True)
+    out: dict[str, Any] = {}
+    for kv in value.split(","):
+        if "=" in kv:
+            k, v = (x.strip() for x in kv.split("=", 1))
+            out[k] = {"true": True, "false": False}.get(v.lower(), int_or(v))
+    return out
+
+
 def _version(res: LmevalResults, task: str) -> Any:
     v = (res.versions or {}).get(task, UNKNOWN)
     try:
@@ -161,9 +173,11 @@ def task_factors(res: LmevalResults, task: str) -> Factors:
     cfg = (res.configs or {}).get(task)
     margs = model_args(settings)
     hw, env_libs = parse_pretty_env_info(res.pretty_env_info)
-    gen = dict(cfg.generation_kwargs or {}) if cfg else {}
-    if settings and isinstance(settings.gen_kwargs, dict):
-        gen.update(settings.gen_kwargs)  # --gen_kwargs on the command line overrides the task's
+    gen = cfg.generation_kwargs.model_dump(exclude_none=True) if cfg and cfg.generation_kwargs else {}
+    if settings and settings.gen_kwargs is not None:
+        gen.update(gen_kwargs(settings.gen_kwargs))  # --gen_kwargs on the command line overrides the task's
+    if isinstance(gen.get("until"), str):
+        gen["until"] = [gen["until"]]
     is_gen = bool(cfg) and cfg.output_type in ("generate_until", "greedy_until")
     n_shot = num_fewshot(res, task, cfg)
     ns = (res.n_samples or {}).get(task)

@@ -57,6 +57,17 @@ class FilterSpec(_Model):
     filter: list[Annotated[FilterStep, Lenient]] = []
 
 
+class GenerationKwargs(_Model):
+    """``generation_kwargs`` of a task (or ``--gen_kwargs``): stop sequences, token budget, sampling."""
+
+    until: Annotated[list[str] | str | None, Lenient] = None
+    max_gen_toks: OptCount = None
+    do_sample: OptBool = None
+    temperature: Annotated[float | None, Lenient] = None
+    top_p: Annotated[float | None, Lenient] = None
+    top_k: OptInt = None
+
+
 class FewshotSpec(_Model):
     """``fewshot_config``: the sampler (``default`` = random, ``first_n``) and fixed samples, if any."""
 
@@ -90,7 +101,7 @@ class TaskConfig(_Model):
     metric_list: Annotated[list[Annotated[MetricSpec, Lenient]] | None, Lenient] = None
     filter_list: Annotated[list[Annotated[FilterSpec, Lenient]] | None, Lenient] = None
     output_type: OptStr = None
-    generation_kwargs: Annotated[dict[str, Any] | None, Lenient] = None
+    generation_kwargs: Annotated[GenerationKwargs | None, Lenient] = None
     repeats: OptCount = None
     metadata: Annotated[dict[str, Any] | None, Lenient] = None
 
@@ -109,7 +120,7 @@ class RunSettings(_Model):
     numpy_seed: OptInt = None
     torch_seed: OptInt = None
     fewshot_seed: OptInt = None
-    gen_kwargs: Annotated[dict[str, Any] | str | None, Lenient] = None
+    gen_kwargs: Annotated[GenerationKwargs | str | None, Lenient] = None
     model_dtype: OptStr = None
     model_revision: OptStr = None
     model_sha: OptStr = None

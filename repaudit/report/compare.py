@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from repaudit.audit.compare import Comparison, ScoreRow
-from repaudit.escape import latex, md, md_code, rich_text, visible_controls
+from repaudit.escape import latex, md, md_code, one_line, rich_text, visible_controls
 
 
 def short(value: Any, width: int = 48) -> str:
@@ -93,9 +93,9 @@ def render_rich(c: Comparison, console: Console, top: int = 10) -> None:
         scores.add_column(h, justify="left" if h in ("task", "metric", "method", "verdict", "flips") else "right")
     for r in c.scores:
         scores.add_row(*(rich_text(x) for x in _score_cells(r, str)))
-    parts: list[Any] = [diff, Text(visible_controls(f"{same} factor fields are the same; not recorded by one run "
-                                                    f"(unknown): {', '.join(unknown_fields(c)) or 'none'}")), scores]
-    parts += [Text(visible_controls(line)) for line in agreement_lines(c)]
+    parts: list[Any] = [diff, Text(one_line(f"{same} factor fields are the same; not recorded by one run "
+                                            f"(unknown): {', '.join(unknown_fields(c)) or 'none'}")), scores]
+    parts += [Text(one_line(line)) for line in agreement_lines(c)]
     if c.flips:
         ft = Table(title=f"Flipped docs (top {top} by margin; all in --format json)", title_justify="left")
         for h in ("task", "metric", "doc_id", "direction", "target", "A pred", "B pred", "A margin", "B margin"):
@@ -107,7 +107,7 @@ def render_rich(c: Comparison, console: Console, top: int = 10) -> None:
                 "" if f.a_margin is None else f"{f.a_margin:.3f}", "" if f.b_margin is None else f"{f.b_margin:.3f}")))
         parts.append(ft)
     for n in c.notes:
-        parts.append(Text(visible_controls("note: " + n)))
+        parts.append(Text(one_line("note: " + n)))
     console.print(Group(*parts))
 
 
