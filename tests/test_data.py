@@ -82,7 +82,8 @@ def test_packaged_and_data_dir_runs_pair_doc_by_doc(packaged, tiny_model, shared
         write_record(b, pb)
         c = compare(load_run(pa), load_run(pb), n_boot=100)
         ag = c.docs[0]
-        assert ag.n_shared == 6 and ag.doc_hash_equal == ag.target_equal == ag.prompt_hash_equal == 6
+        assert ag.n_shared == 6
+        assert ag.doc_hash_equal == ag.target_equal == ag.prompt_hash_equal == ag.choices_equal == 6
         assert ("data", "content_sha256") not in {(f.group, f.field) for f in c.differing()}
         assert all(r.verdict == "within noise" and r.delta == 0 for r in c.scores)
 

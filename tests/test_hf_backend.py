@@ -102,12 +102,21 @@ def test_generate_until_is_deterministic_and_stops(backend_factory):
     a = be.generate_until(reqs)
     b = be.generate_until(reqs)
     assert a == b
-    assert all("\n" not in t for t in a)
-    # the unbatched, unpadded greedy generation gives the same text
-    ids = torch.tensor([be.tokenizer.encode(reqs[1].context)])
-    with torch.inference_mode():
-        g = be.model.generate(ids, max_new_tokens=12, do_sample=False)[0, ids.shape[1]:]
-    assert be.tokenizer.decode(g, skip_special_tokens=True).split("\n")[0] == a[1]
+    assert all("\n" not in g.text for g in a)
+    # the unbatched, unpadded greedy generation gives the same text, token count and finish reason
+    for req, got in zip(reqs, a):
+        ids = torch.tensor([be.tokenizer.encode(req.context)])
+        with torch.inference_mode():
+            g = be.model.generate(ids, max_new_tokens=12, do_sample=False)[0, ids.shape[1]:].tolist()
+        full = be.tokenizer.decode(g, skip_special_tokens=True)
+        assert full.split("\n")[0] == got.text
+        eos = be.tokenizer.eos_token_id
+        if "\n" in full:
+            assert got.finish == "stop:\n"
+        elif eos in g:
+            assert got.finish == "eos" and got.n_tokens == g.index(eos) + 1
+        else:
+            assert got.finish == "length" and got.n_tokens == len(g) == 12
 
 
 # ------------------------------------------------------------------ shared-prefix scoring

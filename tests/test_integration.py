@@ -52,7 +52,7 @@ def test_arc_easy_parity_with_lmeval(default_model, shared_data, lmeval_runs, tm
     write_record(rec, path)
     c = compare(load_run(path), load_run(next((lmeval_runs / "s1").rglob("results_*.json"))), n_boot=500)
     ag = c.docs[0]
-    assert ag.n_shared == 570 and ag.doc_hash_equal == 570 and ag.prompt_hash_equal == 570
+    assert ag.n_shared == 570 and ag.doc_hash_equal == 570 and ag.prompt_hash_equal == 570 and ag.choices_equal == 570
     assert ag.prediction_equal >= 565
     differing = {(f.group, f.field) for f in c.differing()}
     # the evaluation protocol itself is the same ...

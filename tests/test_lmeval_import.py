@@ -97,11 +97,11 @@ def test_a_results_file_of_any_name_is_found_in_a_directory(lmeval_runs, tmp_pat
     assert run.path.endswith("result.json") and "arc_easy" in run.tasks
 
 
-def test_lighteval_and_report_files_are_refused_by_what_they_are(tmp_path):
+def test_task_less_lighteval_and_report_files_are_refused_by_what_they_are(tmp_path):
     lighteval = tmp_path / "results_2025.json"
     lighteval.write_text(json.dumps({"config_general": {"model_name": "m"}, "results": {"all": {"acc": 0.5}},
                                      "versions": {}, "config_tasks": {}, "summary_tasks": {}}))
-    with pytest.raises(InputError, match="is a lighteval results file"):
+    with pytest.raises(InputError, match=r"\$\.results: holds no task, only the 'all' aggregate"):
         load_run(lighteval)
     report = tmp_path / "c.json"
     report.write_text(json.dumps({"a": {}, "b": {}, "factors": [], "scores": [], "flips": [], "docs": []}))

@@ -2,13 +2,14 @@
 
 Verdict per task and metric:
 
-* *not comparable* — no shared docs, or shared docs whose content (doc_hash) or target differs;
+* *not comparable* — no shared docs, or shared docs whose content (doc_hash), choices or target differs;
 * *significant* — the 95 % interval of Δ excludes 0;
 * *within noise* — it does not.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Literal
 
@@ -16,6 +17,7 @@ import numpy as np
 from deepdiff import DeepDiff
 from pydantic import BaseModel, ConfigDict
 
+from repaudit.audit.mechanisms import DiagnosticRow, Mechanism, explain
 from repaudit.audit.stats import mcnemar_exact, paired_bootstrap, top2_margin, unpaired_interval
 from repaudit.boundary import finite
 from repaudit.errors import RepauditError
@@ -95,6 +97,7 @@ class DocAgreement(BaseModel):
     prompt_hash_equal: int | None
     prediction_equal: int | None
     fewshot_equal: int | None = None
+    choices_equal: int | None = None
 
 
 class Comparison(BaseModel):
@@ -109,6 +112,9 @@ class Comparison(BaseModel):
     scores: list[ScoreRow]
     flips: list[FlippedDoc]
     notes: list[str]
+    diagnostics: list[DiagnosticRow] = []
+    mechanisms: list[Mechanism] = []
+    warnings: list[str] = []
 
     def differing(self) -> list[FactorRow]:
         return [f for f in self.factors if f.status == "differs"]
@@ -151,7 +157,7 @@ def _doc_agreement(task: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int
     return DocAgreement(task=task, n_a=len(ta.docs), n_b=len(tb.docs), n_shared=len(shared),
                         doc_hash_equal=count("doc_hash"), target_equal=count("target"),
                         prompt_hash_equal=count("prompt_hash"), prediction_equal=count("prediction"),
-                        fewshot_equal=count("fewshot_ids"))
+                        fewshot_equal=count("fewshot_ids"), choices_equal=count("choices_hash"))
 
 
 def _not_comparable_reason(ag: DocAgreement) -> str | None:
@@ -159,6 +165,9 @@ def _not_comparable_reason(ag: DocAgreement) -> str | None:
         return "no doc ids in common"
     if ag.doc_hash_equal is not None and ag.doc_hash_equal < ag.n_shared:
         return f"doc content (doc_hash) differs on {ag.n_shared - ag.doc_hash_equal} of {ag.n_shared} shared docs"
+    if ag.choices_equal is not None and ag.choices_equal < ag.n_shared:
+        return (f"the scored continuations (choices) differ on {ag.n_shared - ag.choices_equal} of {ag.n_shared} "
+                "shared docs: the same doc id names different docs")
     if ag.target_equal is not None and ag.target_equal < ag.n_shared:
         return f"targets differ on {ag.n_shared - ag.target_equal} of {ag.n_shared} shared docs"
     return None
@@ -170,12 +179,59 @@ def _row(task: str, metric: str, va: float, vb: float, method: str, verdict: Ver
                     verdict=verdict, note=note, **{"se": None, "ci_low": None, "ci_high": None, **kw})
 
 
-def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: int = 10_000,
-            alpha: float = 0.05) -> Comparison:
-    """Compare two runs on every task they share.
+def pair_tasks(a: ComparableRun, b: ComparableRun, task_map: dict[str, str] | None = None
+               ) -> tuple[ComparableRun, str | None]:
+    """``b`` with tasks renamed to ``a``'s names: by ``task_map`` (B's name → A's name), or, when the
+    two runs share no task name and each holds one task, by content.
+
+    Harnesses name one benchmark differently (lm-eval ``arc_easy``, a lighteval custom task
+    ``arc_easy_local``). Without ``task_map`` a rename happens only if both runs have per-doc
+    outcomes and every shared doc id carries the same content (``doc_hash`` or the scored
+    continuations, whichever both record): two tasks with the same docs are the same benchmark.
 
     Raises:
-        RepauditError: the runs have no task in common, or ``n_boot``/``tie_eps``/``alpha`` out of range.
+        RepauditError: a ``task_map`` name that is not a task of its run.
+    """
+    if task_map:
+        for tb, ta in task_map.items():
+            if tb not in b.tasks or ta not in a.tasks:
+                raise RepauditError(f"--pair-tasks {tb}={ta}: '{tb}' must be a task of B ({', '.join(b.tasks)}) "
+                                    f"and '{ta}' one of A ({', '.join(a.tasks)})")
+        pairs = dict(task_map)
+        why = "as --pair-tasks says"
+    else:
+        if set(a.tasks) & set(b.tasks) or len(a.tasks) != 1 or len(b.tasks) != 1:
+            return b, None
+        (ta,), (tb,) = a.tasks, b.tasks
+        if not _same_docs(a.tasks[ta], b.tasks[tb]):
+            return b, None
+        pairs = {tb: ta}
+        why = "their shared docs have the same content"
+    tasks = {pairs.get(k, k): dataclasses.replace(t, task=pairs.get(k, k)) for k, t in b.tasks.items()}
+    renamed = ComparableRun(path=b.path, source=b.source, factors={pairs.get(k, k): v for k, v in b.factors.items()},
+                            notes=list(b.notes), tasks=tasks)
+    note = "; ".join(f"B's task '{tb}' is compared as A's '{ta}'" for tb, ta in pairs.items())
+    return renamed, f"{note} ({why})"
+
+
+def _same_docs(ta: TaskOutcome, tb: TaskOutcome) -> bool:
+    if not ta.docs or not tb.docs:
+        return False
+    shared = set(ta.docs) & set(tb.docs)
+    for attr in ("doc_hash", "choices_hash"):
+        pairs = [(getattr(ta.docs[i], attr), getattr(tb.docs[i], attr)) for i in shared]
+        if shared and all(x is not None and y is not None for x, y in pairs):
+            return all(x == y for x, y in pairs)
+    return False
+
+
+def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: int = 10_000,
+            alpha: float = 0.05, task_map: dict[str, str] | None = None) -> Comparison:
+    """Compare two runs on every task they share (B's tasks renamed first by :func:`pair_tasks`).
+
+    Raises:
+        RepauditError: the runs have no task in common, a bad ``task_map``, or ``n_boot``/``tie_eps``/``alpha``
+            out of range.
     """
     if not 100 <= n_boot <= 1_000_000:
         raise RepauditError(f"--n-boot must be between 100 and 1000000, got {n_boot}")
@@ -183,12 +239,15 @@ def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: i
         raise RepauditError(f"--tie-eps must be a non-negative number of nats, got {tie_eps}")
     if not 0 < alpha < 1:
         raise RepauditError(f"alpha must be in (0, 1), got {alpha}")
+    b, paired_note = pair_tasks(a, b, task_map)
     shared_tasks = [t for t in a.tasks if t in b.tasks]
     if not shared_tasks:
         raise RepauditError(f"'{a.path}' ({', '.join(list(a.tasks)[:5])}) and '{b.path}' "
-                            f"({', '.join(list(b.tasks)[:5])}) have no task in common")
+                            f"({', '.join(list(b.tasks)[:5])}) have no task in common (the same benchmark under "
+                            "two names: --pair-tasks B_TASK=A_TASK)")
     factors, agreements, scores, flips = [], [], [], []
-    notes = list(a.notes) + list(b.notes)
+    diagnostics, mechanisms, warnings = [], [], []
+    notes = list(a.notes) + list(b.notes) + ([paired_note] if paired_note else [])
     for task in shared_tasks:
         factors += diff_factors(task, a.factors[task], b.factors[task])
         ta, tb = a.tasks[task], b.tasks[task]
@@ -213,8 +272,14 @@ def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: i
         for metric in common:
             scores.append(_score_row(task, metric, ta, tb, shared if paired else None, reason, tie_eps, n_boot,
                                      alpha, flips if metric == next(iter(ta.reported)) else []))
+        rows, mech, warn = explain(task, ta, tb, shared if paired and reason is None else None, common,
+                                   n_boot=min(n_boot, 2000), alpha=alpha)
+        diagnostics += rows
+        mechanisms += mech
+        warnings += warn
     return Comparison(a={"path": a.path, "source": a.source}, b={"path": b.path, "source": b.source},
-                      tie_eps=tie_eps, factors=factors, docs=agreements, scores=scores, flips=flips, notes=notes)
+                      tie_eps=tie_eps, factors=factors, docs=agreements, scores=scores, flips=flips, notes=notes,
+                      diagnostics=diagnostics, mechanisms=mechanisms, warnings=warnings)
 
 
 def _score_row(task: str, metric: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | None,

@@ -7,6 +7,7 @@ and their effect ends up in the attribution's residual.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,14 @@ REPLAYABLE: dict[str, tuple[tuple[str, ...], Any]] = {
     "dtype": (("dtype",), lambda r: (r.fingerprint.backend.dtype,)),
     "batch_size": (("batch_size",), lambda r: (r.fingerprint.backend.batch_size,)),
     "padding_side": (("padding_side",), lambda r: (r.fingerprint.backend.padding_side,)),
+    # the resolved value: a run that got BOS from its tokenizer's default replays as add_bos_token=True
+    "add_bos_token": (("add_bos_token",), lambda r: (r.fingerprint.backend.bos_first
+                                                      if isinstance(r.fingerprint.backend.bos_first, bool)
+                                                      else r.fingerprint.backend.add_bos_token,)),
     "scoring_strategy": (("scoring_strategy",), lambda r: (r.fingerprint.backend.scoring_strategy,)),
-    "prompt_format": (("prompt_format",), lambda r: (r.fingerprint.prompt.format,)),
+    # a task built from a recorded lm-eval configuration carries its templates in task_config
+    "prompt_format": (("prompt_format", "task_config"), lambda r: (r.fingerprint.prompt.format,
+                                                                   r.fingerprint.task_config)),
     "num_fewshot": (("num_fewshot",), lambda r: (r.fingerprint.fewshot.num_fewshot,)),
     "fewshot_seed": (("fewshot_seed",), lambda r: (r.fingerprint.seeds.fewshot,)),
     "fewshot_order": (("fewshot_order_seed",), lambda r: (r.fingerprint.fewshot.order_seed,)),
@@ -45,7 +52,8 @@ def config_from_record(rec: RunRecord, data_dir: Path | None, model: str | None 
     """
     fp = rec.fingerprint
     cfg: dict[str, Any] = dict(
-        task=fp.data.task, model=model or ("default" if fp.model.source == "gguf-package" else fp.model.name),
+        task=fp.data.task, task_config=fp.task_config,
+        model=model or ("default" if fp.model.source == "gguf-package" else fp.model.name),
         revision=fp.model.revision if fp.model.source == "hub" else None, data_dir=data_dir,
         split=fp.data.split, limit=fp.data.limit, trust_remote_code=fp.model.trust_remote_code,
         seed=fp.seeds.python, numpy_seed=fp.seeds.numpy, torch_seed=fp.seeds.torch, device=fp.backend.device,
@@ -95,17 +103,24 @@ def config_from_lmeval(task: str, factors: dict[str, dict[str, Any]], path: Path
                        model: str | None = None, cache_dir: Path | None = None) -> RunConfig:
     """The RunConfig that replays one task of an lm-eval run with repaudit's lm-eval-compatible path.
 
-    Prompts use the ``lmeval`` format (lm-eval's built-in templates); the replay's fidelity
-    (per-doc agreement with the recorded samples) shows whether that held.
+    The task is built from the configuration the file records (``configs.<task>``: templates,
+    delimiters, splits, data files, metrics, filters); files without one (lm-eval 0.3) use
+    repaudit's own definition of the task in the ``lmeval`` format. The replay's fidelity (per-doc
+    agreement with the recorded samples) shows whether either held.
 
     Raises:
         RepauditError: a setting the file does not record (e.g. ``batch_size`` "auto" without the
             sizes used), or a task repaudit does not define.
     """
     from repaudit.importers.factors import UNKNOWN
+    from repaudit.importers.lmeval_tasks import load_task_config
     from repaudit.run.runner import get_task
 
-    get_task(task)
+    recorded = None
+    # lm-eval 0.4 records the task's whole configuration: replay that, not repaudit's own definition
+    with contextlib.suppress(RepauditError):
+        _, recorded = load_task_config(path, task)
+    get_task(task, recorded)
 
     def need(group: str, name: str) -> Any:
         v = factors.get(group, {}).get(name, UNKNOWN)
@@ -126,14 +141,16 @@ def config_from_lmeval(task: str, factors: dict[str, dict[str, Any]], path: Path
     eos = stop.get("eos_token")
     until = stop.get("until")
     split = factors.get("data", {}).get("split")
-    cfg = dict(task=task, model=model or str(need("model", "name")), data_dir=data_dir, cache_dir=cache_dir,
+    cfg = dict(task=task, task_config=recorded, model=model or str(need("model", "name")), data_dir=data_dir,
+               cache_dir=cache_dir,
                split=None if split == UNKNOWN else split, limit=factors.get("data", {}).get("limit"),
                num_fewshot=int(need("fewshot", "num_fewshot")), prompt_format="lmeval", dtype=dtype,
                batch_size=batch_size, device="cpu", backend=LMEVAL_BACKENDS[lm_backend],
                seed=seeds.get("python", 0), numpy_seed=seeds.get("numpy", 1234), torch_seed=seeds.get("torch", 1234),
                fewshot_seed=seeds.get("fewshot", 1234),
                chat_template=bool(factors.get("chat_template", {}).get("applied", False)),
-               system_prompt=factors.get("chat_template", {}).get("system_prompt"))
+               system_prompt=factors.get("chat_template", {}).get("system_prompt"),
+               add_bos_token=bos if isinstance(bos := factors.get("bos", {}).get("bos_first"), bool) else None)
     if until is not None:
         cfg.update(until=[u for u in until if u != eos], stop_at_eos=eos in until,
                    max_gen_toks=factors.get("max_tokens", {}).get("max_gen_toks"),
@@ -162,6 +179,11 @@ def load_replay_source(path: Path, data_dir: Path | None, model: str | None = No
     task, outcome = next(iter(crun.tasks.items()))
     if not outcome.docs:
         raise RepauditError(f"'{path}' has no per-doc results for {task}: run lm-eval with --log_samples")
+    if crun.source.startswith("lighteval"):
+        # lighteval's prompt functions, its Random(42) choice of --max-samples docs and its per-doc few-shot
+        # draws have no RunConfig counterpart yet: compare reads such runs, replay does not
+        raise RepauditError(f"'{path}' is a lighteval run: repaudit compares lighteval runs but cannot replay them "
+                            "yet (its prompt functions and --max-samples doc choice are not reimplemented)")
     if crun.source.startswith("repaudit"):
         cfg = config_from_record(read_record(Path(path)), data_dir, model, cache_dir)
     else:
@@ -171,8 +193,17 @@ def load_replay_source(path: Path, data_dir: Path | None, model: str | None = No
 
 
 def replay_values(cfg: RunConfig, factor: str) -> tuple:
-    """The RunConfig values that make up ``factor``."""
-    return tuple(getattr(cfg, f) for f in REPLAYABLE[factor][0])
+    """The RunConfig values that make up ``factor``, as compared between two runs (a recorded task
+    configuration by its template part: its n-shot and metadata are other factors, or none)."""
+    from repaudit.tasks.lmeval_config import NOT_TEMPLATE
+
+    values = []
+    for f in REPLAYABLE[factor][0]:
+        v = getattr(cfg, f)
+        if f == "task_config" and v is not None:
+            v = {k: x for k, x in v.items() if k not in NOT_TEMPLATE}
+        values.append(v)
+    return tuple(values)
 
 
 def differing_factors(a: ReplaySource, b: ReplaySource) -> tuple[list[str], list[str], list[str]]:

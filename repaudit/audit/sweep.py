@@ -28,6 +28,9 @@ SWEEPABLE: dict[str, tuple[str, Callable[[str], Any]]] = {
     "batch_size": ("batch_size", int),
     "dtype": ("dtype", str),
     "padding_side": ("padding_side", str),
+    # "default" = the tokenizer's own behaviour; true / false = BOS forced on / off
+    "add_bos_token": ("add_bos_token", lambda s: None if s.lower() == "default" else s.lower() in ("1", "true", "on",
+                                                                                                  "yes")),
     "scoring_strategy": ("scoring_strategy", str),
     "prompt_format": ("prompt_format", str),
     "num_fewshot": ("num_fewshot", int),
@@ -35,6 +38,9 @@ SWEEPABLE: dict[str, tuple[str, Callable[[str], Any]]] = {
     # values are seeds of a per-doc permutation of the selected examples ("none" = sampler order)
     "fewshot_order": ("fewshot_order_seed", lambda s: None if s.lower() == "none" else int(s)),
     "max_gen_toks": ("max_gen_toks", int),
+    # one stop list per value, sequences separated by "|" ("none" = no stop sequence but EOS)
+    "until": ("until", lambda s: [] if s.lower() == "none" else [x.encode().decode("unicode_escape")
+                                                                  for x in s.split("|")]),
     "chat_template": ("chat_template", lambda s: s.lower() in ("1", "true", "on", "yes")),
     "system_prompt": ("system_prompt", str),
 }

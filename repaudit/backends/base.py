@@ -8,9 +8,16 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from repaudit.backends.store import BatchCache, texts_shape
+from repaudit.backends.store import BatchCache, generations_shape
 from repaudit.hashing import sha256_json
-from repaudit.tasks.requests import GenerateRequest, GenerationSettings, LoglikelihoodRequest, LoglikelihoodResult
+from repaudit.tasks.requests import (
+    GenerateRequest,
+    Generation,
+    GenerationSettings,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    finish_of,
+)
 
 #: Called with the number of requests just answered (for progress bars).
 Progress = Callable[[int], None]
@@ -52,8 +59,8 @@ class Backend(Protocol):
         ...
 
     def generate_until(self, requests: list[GenerateRequest], cache: BatchCache | None,
-                       progress: Progress | None = None) -> list[str]:
-        """One generated text per request, cut at the first stop sequence."""
+                       progress: Progress | None = None) -> list[Generation]:
+        """One :class:`Generation` per request: text cut at the first stop sequence, tokens, finish reason."""
         ...
 
     def apply_chat_template(self, user: str, system: str | None) -> str:
@@ -64,17 +71,20 @@ class Backend(Protocol):
 def generate_in_batches(requests: list[GenerateRequest], encoded: list[list[int]], batch_size: int,
                         max_length: int, ckey: str, cache: BatchCache | None, progress: Progress | None,
                         batch_sizes_used: dict[int, int],
-                        compute: Callable[[list[list[int]], GenerationSettings], list[str]]) -> list[str]:
+                        compute: Callable[[list[list[int]], GenerationSettings], list[tuple[str, int, bool]]]
+                        ) -> list[Generation]:
     """generate_until's batching, shared by every backend (lm-eval's order).
 
     Contexts (``encoded``: token ids per request) are sorted by descending token length, grouped by
     generation settings, left-truncated to ``max_length - max_gen_toks`` tokens and cut into
     batches of ``batch_size``; each batch is read from or committed to ``cache`` under ``ckey``.
-    ``compute(rows, settings)`` returns one decoded text per row; every text is cut at the first
-    stop sequence here, so all backends apply the same rule. Returns texts in request order.
+    ``compute(rows, settings)`` returns per row the decoded text, the number of generated tokens
+    and whether it ended on EOS; every text is cut at the first stop sequence here
+    (:func:`~repaudit.tasks.requests.finish_of`), so all backends apply the same rule. Returns
+    :class:`Generation` objects in request order.
     """
     order = sorted(range(len(requests)), key=lambda i: (-len(encoded[i]), tuple(encoded[i])))
-    out: list[str | None] = [None] * len(requests)
+    out: list[Generation | None] = [None] * len(requests)
     by_settings: dict[Any, list[int]] = {}
     for i in order:
         by_settings.setdefault(requests[i].settings, []).append(i)
@@ -84,20 +94,20 @@ def generate_in_batches(requests: list[GenerateRequest], encoded: list[list[int]
         for k in range(0, len(idxs), batch_size):
             batch = idxs[k:k + batch_size]
             rows = [encoded[i][-budget:] for i in batch]
-            bkey = sha256_json([rows, requests[batch[0]].key])
-            check = functools.partial(texts_shape, n=len(batch))
-            texts = cache.get_checked(ckey, bkey, check) if cache is not None else None
-            if texts is None:
-                texts = []
-                for text in compute(rows, settings):
-                    for s in stops:
-                        text = text.split(s)[0]
-                    texts.append(text)
+            # "v2": entries hold [text, tokens, finish]; older text-only entries are simply not found
+            bkey = sha256_json(["v2", rows, requests[batch[0]].key])
+            check = functools.partial(generations_shape, n=len(batch))
+            gens = cache.get_checked(ckey, bkey, check) if cache is not None else None
+            if gens is None:
+                gens = []
+                for raw, n_tok, on_eos in compute(rows, settings):
+                    text, finish = finish_of(raw, stops, n_tok, on_eos, settings.max_gen_toks)
+                    gens.append([text, n_tok, finish])
                 if cache is not None:
-                    cache.put(ckey, bkey, texts)
+                    cache.put(ckey, bkey, gens)
             batch_sizes_used[len(batch)] += 1
-            for i, t in zip(batch, texts):
-                out[i] = t
+            for i, (t, n_tok, finish) in zip(batch, gens):
+                out[i] = Generation(t, n_tok, finish)
             if progress:
                 progress(len(batch))
     return out  # type: ignore[return-value]

@@ -21,7 +21,7 @@ from repaudit.backends.store import BatchCache, pairs_shape
 from repaudit.backends.tokens import RequestEncoder, apply_chat_template, tokenizer_identity
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
-from repaudit.tasks.requests import GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
+from repaudit.tasks.requests import GenerateRequest, Generation, LoglikelihoodRequest, LoglikelihoodResult
 
 DTYPES = ("float32", "bfloat16", "float16")
 PADDING_SIDES = ("right", "left")
@@ -272,7 +272,7 @@ class HFBackend:
 
     # --------------------------------------------------------- generate_until
     def generate_until(self, requests: list[GenerateRequest], cache: BatchCache | None = None,
-                       progress: Progress | None = None) -> list[str]:
+                       progress: Progress | None = None) -> list[Generation]:
         """Greedy (or sampled) generation, left-padded, stopped at EOS or any ``until`` string.
 
         Contexts are sorted by descending token length (lm-eval's order) and truncated from the
@@ -284,7 +284,7 @@ class HFBackend:
                                    self.info.max_length, self.config_key("generate_until"), cache, progress,
                                    self.batch_sizes_used, lambda rows, settings: self._generate(rows, settings, pad_id))
 
-    def _generate(self, rows: list[list[int]], settings, pad_id: int) -> list[str]:
+    def _generate(self, rows: list[list[int]], settings, pad_id: int) -> list[tuple[str, int, bool]]:
         torch = self.torch
         width = max(len(r) for r in rows)
         ids = torch.tensor([[pad_id] * (width - len(r)) + r for r in rows], dtype=torch.long, device=self.device)
@@ -301,7 +301,18 @@ class HFBackend:
             kwargs.update(stop_strings=stops, tokenizer=self.tokenizer)
         with torch.inference_mode():
             gen = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs)
-        return [self.tokenizer.decode(row, skip_special_tokens=True) for row in gen[:, width:].tolist()]
+        eos = self.model.generation_config.eos_token_id
+        eos_ids = (set(eos if isinstance(eos, list) else [eos]) | {self.tokenizer.eos_token_id}) - {None}
+        out = []
+        for row in gen[:, width:].tolist():
+            at = next((k for k, t in enumerate(row) if t in eos_ids), None)
+            if at is None:
+                n = len(row)
+                while n and row[n - 1] == pad_id:  # a row that stopped early is padded to the batch's length
+                    n -= 1
+            out.append((self.tokenizer.decode(row, skip_special_tokens=True), n if at is None else at + 1,
+                        at is not None))
+        return out
 
     # ----------------------------------------------------------------- chat
     def apply_chat_template(self, user: str, system: str | None) -> str:

@@ -176,9 +176,11 @@ def pairs_shape(payload: Any, lengths: list[int]) -> bool:
             and isinstance(x[1], (bool, int)) for x in row) for row, n in zip(payload, lengths))
 
 
-def texts_shape(payload: Any, n: int) -> bool:
-    """``payload`` is a list of ``n`` strings."""
-    return isinstance(payload, list) and len(payload) == n and all(isinstance(t, str) for t in payload)
+def generations_shape(payload: Any, n: int) -> bool:
+    """``payload`` is a list of ``n`` ``[text, generated tokens, finish reason]`` triples."""
+    return isinstance(payload, list) and len(payload) == n and all(
+        isinstance(g, list) and len(g) == 3 and isinstance(g[0], str) and isinstance(g[1], int)
+        and not isinstance(g[1], bool) and g[1] >= 0 and isinstance(g[2], str) for g in payload)
 
 
 def open_store(cache_dir: Path) -> BatchCache:

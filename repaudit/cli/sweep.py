@@ -42,9 +42,10 @@ def _sweep_rich(result, console: Console) -> None:
 
 def sweep_command(
     factor: Annotated[str, typer.Option(help="Factor to vary: backend, batch_size, dtype, padding_side, "
-                                             "scoring_strategy, "
+                                             "add_bos_token (true/false/default), scoring_strategy, "
                                              "prompt_format, num_fewshot, fewshot_seed, fewshot_order, max_gen_toks, "
-                                             "chat_template, system_prompt.")],
+                                             "until (stop lists: a|b per value, none), chat_template, "
+                                             "system_prompt.")],
     values: Annotated[str, typer.Option(help="Comma-separated values, e.g. '1,4,16' (fewshot_order: seeds, "
                                              "'none' = sampler order).")],
     base_run: Annotated[Optional[Path], typer.Option("--base", help="Take the base configuration from this "

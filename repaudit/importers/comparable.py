@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from repaudit.importers.factors import Factors, factors_from_fingerprint
+from repaudit.run.diagnostics import Diagnostics, diagnose
 from repaudit.run.records import RunRecord
 
 
@@ -24,6 +25,13 @@ class DocOutcome:
     prediction: int | str | None
     loglikelihoods: list[float] | None = None
     fewshot_ids: list[int] | None = None
+    #: sha256 of the JSON list of scored continuations; checks a pairing where doc_hash is not recorded
+    choices_hash: str | None = None
+    #: generate_until: raw generation, filter name -> extracted answer, generated tokens, finish reason
+    generation: str | None = None
+    extracted: dict[str, str] | None = None
+    generated_tokens: int | None = None
+    finish: str | None = None
 
 
 @dataclass
@@ -34,6 +42,7 @@ class TaskOutcome:
     reported: dict[str, tuple[float, float | None]]
     docs: dict[int, DocOutcome] | None
     n_docs: int | None
+    diagnostics: Diagnostics | None = None
 
 
 @dataclass
@@ -54,6 +63,8 @@ def metric_key(name: str, variant: str) -> str:
     lm-eval's ``,none`` filter and repaudit's descriptive variants of the default aggregate
     (``none``, ``char_length``, ``micro``) collapse to the bare metric name.
     """
+    if "," in name:  # generate_until metrics are already keyed by filter (``exact_match,strict-match``)
+        return name
     return name if variant in ("none", "char_length", "micro", "") else f"{name},{variant}"
 
 
@@ -64,8 +75,13 @@ def from_record(record: RunRecord, path: Path) -> ComparableRun:
     reported = {metric_key(m.name, m.variant): (m.value, m.stderr) for m in record.metrics}
     docs = {d.doc_id: DocOutcome(doc_id=d.doc_id, doc_hash=d.doc_hash, prompt_hash=d.prompt_hash, target=d.target,
                                  cluster=d.cluster, metrics=dict(d.metrics), prediction=d.prediction,
-                                 loglikelihoods=list(d.loglikelihoods) or None, fewshot_ids=list(d.fewshot_ids))
+                                 loglikelihoods=list(d.loglikelihoods) or None, fewshot_ids=list(d.fewshot_ids),
+                                 choices_hash=d.choices_hash, generation=d.generation, extracted=d.extracted,
+                                 generated_tokens=d.generated_tokens, finish=d.finish)
             for d in record.docs}
+    # files written before diagnostics existed: what the per-doc results still tell
+    diag = record.diagnostics or diagnose(record.docs, fp.generation is not None)
     return ComparableRun(path=str(path), source=f"repaudit {record.repaudit_version}",
                          factors={task: factors_from_fingerprint(fp)},
-                         tasks={task: TaskOutcome(task=task, reported=reported, docs=docs, n_docs=len(docs))})
+                         tasks={task: TaskOutcome(task=task, reported=reported, docs=docs, n_docs=len(docs),
+                                                  diagnostics=diag)})

@@ -90,8 +90,10 @@ def find_results(directory: Path) -> Path:
     return found[0]
 
 
-def load_run(path: Path, samples: list[Path] | None = None) -> ComparableRun:
-    """Load a repaudit run file, an lm-eval results file (with its samples), or an output directory.
+def load_run(path: Path, samples: list[Path] | None = None, tokenizer: Any = None) -> ComparableRun:
+    """Load a repaudit run file, an lm-eval results file (with its samples), a lighteval results file (with
+    its details parquet files), or an output directory. ``tokenizer`` (the run's model's) lets an
+    lm-eval run's generation token counts be told.
 
     Raises:
         InputError: missing path, malformed or foreign file, a value of the wrong type or range.
@@ -112,7 +114,9 @@ def load_run(path: Path, samples: list[Path] | None = None) -> ComparableRun:
     if kind == "lmeval.results":
         from repaudit.importers.lmeval import load_lmeval
 
-        return load_lmeval(path, samples, obj)
+        return load_lmeval(path, samples, obj, tokenizer)
     if kind == "lighteval.results":
-        raise InputError(path, None, "is a lighteval results file, which this repaudit cannot read yet")
+        from repaudit.importers.lighteval import load_lighteval
+
+        return load_lighteval(path, samples, obj)
     raise refuse(kind, obj, path)

@@ -25,6 +25,7 @@ class FactorGroup(str, Enum):
     dtype = "dtype"
     batch_size = "batch_size"
     padding = "padding"
+    bos = "bos"
     prompt_format = "prompt_format"
     fewshot = "fewshot"
     chat_template = "chat_template"
@@ -61,9 +62,14 @@ def factors_from_fingerprint(fp: Fingerprint) -> Factors:
     f["dtype"] = {"dtype": fp.backend.dtype}
     f["batch_size"] = {"batch_size": fp.backend.batch_size, "batch_sizes_used": fp.backend.batch_sizes_used}
     f["padding"] = {"padding_side": fp.backend.padding_side}
+    # the resolved fact (did the ids sent start with BOS), not the request; older files: not recorded
+    f["bos"] = {"bos_first": fp.backend.bos_first if fp.backend.bos_first is not None else UNKNOWN}
     f["prompt_format"] = {"format": fp.prompt.format, "template_sha256": fp.prompt.template_sha256,
                           "target_delimiter": fp.prompt.target_delimiter,
                           "fewshot_delimiter": fp.prompt.fewshot_delimiter}
+    if fp.task_config is not None:  # built from an lm-eval configuration: its templates, as lm-eval files show them
+        f["prompt_format"].update({k: fp.task_config.get(k, "" if k == "description" else None)
+                                   for k in ("doc_to_text", "doc_to_choice", "doc_to_target", "description")})
     # 0-shot: there are no examples, whatever the number of docs (the hash of n empty lists would differ with --limit)
     zero = fp.fewshot.num_fewshot == 0
     f["fewshot"] = {"num_fewshot": fp.fewshot.num_fewshot, "split": fp.fewshot.split, "sampler": fp.fewshot.sampler,

@@ -16,7 +16,7 @@ from typing import Any
 
 from repaudit.boundary import LIMITS, InputError, decode, parse_json, read_bytes, validate
 from repaudit.errors import RepauditError
-from repaudit.hashing import sha256_text
+from repaudit.hashing import sha256_json, sha256_text
 from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome
 from repaudit.importers.lmeval_factors import task_factors
 from repaudit.importers.lmeval_schema import LmevalResults, SampleLine
@@ -97,21 +97,46 @@ def read_samples(path: Path, task: str) -> dict[int, DocOutcome]:
         pred: Any = int(max(range(len(lls)), key=lambda i: (lls[i], -i))) if lls else None
         if lls is None and s.filtered_resps and isinstance(s.filtered_resps[0], str):
             pred = s.filtered_resps[0]
+        answer = s.filtered_resps[0] if lls is None and s.filtered_resps else None
         if s.doc_id in docs:  # another filter of the same doc
             docs[s.doc_id].metrics.update(values)
+            if isinstance(answer, str) and docs[s.doc_id].extracted is not None:
+                docs[s.doc_id].extracted[flt] = answer
             continue
-        ctx = None
-        if isinstance(s.arguments, dict) and s.arguments:
-            first = next(iter(s.arguments.values()))
-            ctx = first.get("arg_0") if isinstance(first, dict) else None
-        elif isinstance(s.arguments, list) and s.arguments and isinstance(s.arguments[0], list) and s.arguments[0]:
-            ctx = s.arguments[0][0]
+        ctx, conts = _context_and_continuations(s.arguments)
         target = s.target
         docs[s.doc_id] = DocOutcome(doc_id=s.doc_id, doc_hash=s.doc_hash,
                                     prompt_hash=s.prompt_hash or (sha256_text(ctx) if isinstance(ctx, str) else None),
                                     target=None if target is None else str(target), cluster=None, metrics=values,
-                                    prediction=pred, loglikelihoods=lls)
+                                    prediction=pred, loglikelihoods=lls,
+                                    choices_hash=sha256_json(conts) if conts and lls is not None else None,
+                                    generation=_generation(s.resps) if lls is None else None,
+                                    extracted={flt: answer} if isinstance(answer, str) else None)
     return docs
+
+
+def _generation(resps: list[Any] | None) -> str | None:
+    """The raw generation of a generate_until sample: ``resps`` is ``[[text]]`` (one request, one sample)."""
+    if resps and isinstance(resps[0], list) and resps[0] and isinstance(resps[0][0], str):
+        return resps[0][0]
+    return None
+
+
+def _context_and_continuations(arguments: Any) -> tuple[Any, list[str] | None]:
+    """The first request's context and every request's continuation (``None`` unless all are strings):
+    0.4.x writes ``{"gen_args_0": {"arg_0": context, "arg_1": continuation}, …}``, older files ``[[context,
+    continuation], …]``."""
+    if isinstance(arguments, dict) and arguments:
+        reqs = [a for a in arguments.values() if isinstance(a, dict)]
+        pairs = [(a.get("arg_0"), a.get("arg_1")) for a in reqs]
+    elif isinstance(arguments, list):
+        pairs = [(a[0], a[1] if len(a) > 1 else None) for a in arguments if isinstance(a, list) and a]
+    else:
+        return None, None
+    if not pairs:
+        return None, None
+    conts = [c for _, c in pairs]
+    return pairs[0][0], conts if all(isinstance(c, str) for c in conts) else None
 
 
 def find_samples(results_path: Path, task: str) -> Path | None:
@@ -143,9 +168,11 @@ def _explicit_samples(results_path: Path, res: LmevalResults, samples: list[Path
     return out
 
 
-def load_lmeval(results_path: Path, samples: list[Path] | None = None, raw: Any = None) -> ComparableRun:
+def load_lmeval(results_path: Path, samples: list[Path] | None = None, raw: Any = None,
+                tokenizer: Any = None) -> ComparableRun:
     """Import an lm-eval results file and its samples (given, or found beside it); ``raw`` is the
-    file's already-parsed JSON (limits checked), if the caller has it.
+    file's already-parsed JSON (limits checked), if the caller has it; ``tokenizer`` (a
+    transformers tokenizer of the run's model) lets generation token counts be told.
 
     Raises:
         InputError: the file fails the boundary or the schema.
@@ -169,8 +196,10 @@ def load_lmeval(results_path: Path, samples: list[Path] | None = None, raw: Any 
             _check_samples_match(sp, results_path, scores, docs)
         n = len(docs) if docs else (res.n_samples or {}).get(task)
         n = n if isinstance(n, int) else getattr(n, "effective", None)
-        run.tasks[task] = TaskOutcome(task=task, reported=scores, docs=docs, n_docs=n)
         run.factors[task] = task_factors(res, task)
+        run.tasks[task] = TaskOutcome(task=task, reported=scores, docs=docs, n_docs=n,
+                                      diagnostics=lmeval_diagnostics(docs, run.factors[task], tokenizer)
+                                      if docs else None)
     return run
 
 
@@ -182,3 +211,38 @@ def _check_samples_match(sp: Path, rp: Path, scores: dict, docs: dict[int, DocOu
             if abs(mean - value) > 1e-6:
                 raise RepauditError(f"samples file '{sp}' does not belong to '{rp}': its mean {key} "
                                     f"{mean:.6f} differs from the reported {value:.6f}")
+
+
+def lmeval_diagnostics(docs: dict[int, DocOutcome], factors: dict, tokenizer: Any = None):
+    """Diagnostics of an lm-eval task from its samples.
+
+    lm-eval records the raw generation (``resps``, already cut at the stop sequences) and each
+    filter's answer, but neither the generated token count nor why a generation ended, nor which
+    few-shot examples a doc got. With the model's ``tokenizer`` the generation is re-tokenised: one
+    with at least ``max_gen_toks`` tokens hit the budget (an estimate: decoding and re-encoding can
+    merge tokens). Without it, truncation is *unknown*.
+    """
+    from repaudit.importers.factors import UNKNOWN
+    from repaudit.run.diagnostics import diagnose
+
+    generative = factors.get("stop", {}).get("until") is not None or any(
+        d.generation is not None for d in docs.values())
+    few = factors.get("fewshot", {})
+    n_shot = few.get("num_fewshot")
+    unknown = {} if n_shot == 0 else {"fewshot_leaked": "lm-eval records no few-shot ids per doc"}
+    budget = factors.get("max_tokens", {}).get("max_gen_toks")
+    if generative:
+        if tokenizer is None or not isinstance(budget, int):
+            why = ("generated token counts need the model's tokenizer (compare --tokenizer)" if tokenizer is None
+                   else "the file does not record max_gen_toks")
+            unknown.update(truncated=why, gen_tokens=why)
+        else:
+            for d in docs.values():
+                if d.generation is not None:
+                    d.generated_tokens = len(tokenizer.encode(d.generation, add_special_tokens=False))
+                    d.finish = "length" if d.generated_tokens >= budget else "stop_or_eos"
+    split = factors.get("data", {}).get("split")
+    from_eval = (None if UNKNOWN in (few.get("split"), split, n_shot) or not isinstance(n_shot, int)
+                 else bool(n_shot) and few.get("split") == split)
+    return diagnose(list(docs.values()), generative, leaked=[] if n_shot == 0 else None, from_eval_split=from_eval,
+                    unknown=unknown)

@@ -12,6 +12,7 @@ hardware                  ``pretty_env_info`` (free text: CPU model and flags, G
 backend                   ``config.model``, ``config.device`` (may not say what ran)
 dtype                     ``config.model_dtype``, else ``model_args`` ``dtype``
 batch_size                ``config.batch_size`` (string, int or "auto"), ``config.batch_sizes``
+bos                       ``model_args`` ``add_bos_token`` (unset: the tokenizer's default, not recorded)
 prompt_format             ``configs.<task>.doc_to_text/doc_to_choice/doc_to_target/description``
 fewshot                   ``n-shot``, else ``configs.<task>.num_fewshot``, else 0.3's ``config.num_fewshot``
                           (an int, or per task); ``fewshot_split``, ``fewshot_config.sampler``
@@ -40,7 +41,7 @@ from repaudit.run.environment import NUMERIC_CPU_FLAGS
 
 _FUNC_ADDR = re.compile(r"<function (\S+) at 0x[0-9a-fA-F]+>")
 #: model_args keys mapped to their own factor; every other key is compared under ``model.args``
-_MAPPED_ARGS = {"pretrained", "revision", "dtype", "trust_remote_code"}
+_MAPPED_ARGS = {"pretrained", "revision", "dtype", "trust_remote_code", "add_bos_token"}
 #: what ``pretty_env_info`` says when it does not know
 _NOT_STATED = ("", "Could not collect", "N/A", "None", "No CUDA")
 
@@ -195,14 +196,19 @@ def task_factors(res: LmevalResults, task: str) -> Factors:
     f["batch_size"] = {"batch_size": int_or(batch) if batch is not None else UNKNOWN,
                        "batch_sizes_used": {str(s): None for s in sizes} if sizes else UNKNOWN}
     f["padding"] = {"padding_side": UNKNOWN}
+    # model_args add_bos_token only asks the tokenizer (it may ignore it); unset = its default: not recorded
+    bos_arg = (margs or {}).get("add_bos_token")
+    f["bos"] = {"bos_first": {"true": True, "false": False}.get(str(bos_arg).lower(), UNKNOWN)}
     zero = n_shot == 0
     if cfg is not None:
         raw = clean(cfg.model_dump())
         f["prompt_format"] = {k: raw.get(k) for k in ("doc_to_text", "doc_to_choice", "doc_to_target", "description",
                                                       "target_delimiter", "fewshot_delimiter")}
         sampler = cfg.fewshot_config.sampler if cfg.fewshot_config else None
+        # lm-eval's pool: fewshot_split, else the training split, else validation, else test
+        pool = cfg.fewshot_split or cfg.training_split or cfg.validation_split or cfg.test_split
         f["fewshot"] = {"num_fewshot": n_shot,
-                        "split": None if zero else (cfg.fewshot_split or UNKNOWN),
+                        "split": None if zero else (pool or UNKNOWN),
                         "sampler": "none" if zero else ({"default": "random"}.get(sampler, sampler) or UNKNOWN),
                         # lm-eval records no few-shot ids; with 0 shots there are none
                         "ids_sha256": "none" if zero else UNKNOWN,

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from repaudit.audit.compare import Comparison, ScoreRow
 from repaudit.escape import latex, md, md_code, one_line, rich_text, visible_controls
+from repaudit.report.diagnostics import DIAG_HEAD, diagnostic_cells, mechanism_line
 
 
 def short(value: Any, width: int = 48) -> str:
@@ -62,9 +63,13 @@ def _score_cells(r: ScoreRow, esc) -> list[str]:
 
 def agreement_lines(c: Comparison, esc=str) -> list[str]:
     """One sentence per task on how the shared docs line up (content, targets, prompts, predictions)."""
+    def n(v: int | None) -> str:
+        return "not recorded" if v is None else str(v)
+
     return [f"{esc(ag.task)}: {ag.n_shared} shared docs (A {ag.n_a}, B {ag.n_b}); identical doc content "
-            f"{ag.doc_hash_equal}, targets {ag.target_equal}, prompt texts {ag.prompt_hash_equal}, "
-            f"predictions {ag.prediction_equal}" for ag in c.docs]
+            f"{n(ag.doc_hash_equal)}, choices {n(ag.choices_equal)}, targets {n(ag.target_equal)}, prompt texts "
+            f"{n(ag.prompt_hash_equal)}, few-shot ids {n(ag.fewshot_equal)}, predictions {n(ag.prediction_equal)}"
+            for ag in c.docs]
 
 
 def unknown_fields(c: Comparison) -> list[str]:
@@ -80,6 +85,8 @@ def top_flips(c: Comparison, top: int):
 def render_rich(c: Comparison, console: Console, top: int = 10) -> None:
     """The default terminal view. Every cell is a :class:`rich.text.Text` or escaped markup."""
     console.print(Text(visible_controls(f"A: {c.a['path']} ({c.a['source']})\nB: {c.b['path']} ({c.b['source']})")))
+    for w in c.warnings:
+        console.print(Text(one_line("WARNING: " + w), style="bold red"))
     diff = Table(title="Factors that differ", title_justify="left")
     for col in ("task", "factor", "field", "A", "B"):
         diff.add_column(col)
@@ -96,6 +103,14 @@ def render_rich(c: Comparison, console: Console, top: int = 10) -> None:
     parts: list[Any] = [diff, Text(one_line(f"{same} factor fields are the same; not recorded by one run "
                                             f"(unknown): {', '.join(unknown_fields(c)) or 'none'}")), scores]
     parts += [Text(one_line(line)) for line in agreement_lines(c)]
+    if c.diagnostics:
+        dt = Table(title="Diagnostics", title_justify="left")
+        for h in DIAG_HEAD:
+            dt.add_column(h)
+        for r in c.diagnostics:
+            dt.add_row(*(rich_text(x) for x in diagnostic_cells(r)))
+        parts.append(dt)
+    parts += [Text(one_line(mechanism_line(m))) for m in c.mechanisms]
     if c.flips:
         ft = Table(title=f"Flipped docs (top {top} by margin; all in --format json)", title_justify="left")
         for h in ("task", "metric", "doc_id", "direction", "target", "A pred", "B pred", "A margin", "B margin"):
@@ -113,8 +128,9 @@ def render_rich(c: Comparison, console: Console, top: int = 10) -> None:
 
 def render_markdown(c: Comparison, top: int = 10) -> str:
     """GitHub-flavoured Markdown: factor table, score table, doc agreement, flipped docs, notes."""
-    out = [f"**A**: {md_code(c.a['path'])} ({md(c.a['source'])})  ",
-           f"**B**: {md_code(c.b['path'])} ({md(c.b['source'])})", "", "### Factors that differ", "",
+    out = [f"> **Warning:** {md(w)}\n" for w in c.warnings]
+    out += [f"**A**: {md_code(c.a['path'])} ({md(c.a['source'])})  ",
+            f"**B**: {md_code(c.b['path'])} ({md(c.b['source'])})", "", "### Factors that differ", "",
            "| task | factor | field | A | B |", "|---|---|---|---|---|"]
     for f in c.differing():
         out.append(f"| {md(f.task)} | {md(f.group)} | {md(f.field)} | {md(short(f.a))} | {md(short(f.b))} |")
@@ -123,6 +139,11 @@ def render_markdown(c: Comparison, top: int = 10) -> str:
     for r in c.scores:
         out.append("| " + " | ".join(_score_cells(r, md)) + " |")
     out += [""] + [line + "  " for line in agreement_lines(c, md)]
+    if c.diagnostics:
+        out += ["", "### Diagnostics", "", "| " + " | ".join(DIAG_HEAD) + " |", "|---|---|---|---|"]
+        out += ["| " + " | ".join(md(x) for x in diagnostic_cells(r)) + " |" for r in c.diagnostics]
+    if c.mechanisms:
+        out += [""] + [f"- {md(mechanism_line(m))}" for m in c.mechanisms]
     if c.flips:
         out += ["", f"### Flipped docs (top {top} by margin)", "",
                 "| task | metric | doc_id | direction | target | A | B | near-tie |",
@@ -160,7 +181,16 @@ def render_latex(c: Comparison, top: int = 10) -> str:
         cells = _score_cells(r, str)
         lines.append(" & ".join(e(x) for i, x in enumerate(cells) if i != 8) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
-    return "\n".join(lines) + "\n"
+    if c.diagnostics:
+        lines += ["", r"\begin{table}[t]", r"\centering", r"\small",
+                  r"\caption{Diagnostics: docs truncated, failed extraction, exact ties, few-shot leakage}",
+                  r"\begin{tabular}{p{0.12\linewidth}p{0.22\linewidth}p{0.28\linewidth}p{0.28\linewidth}}",
+                  r"\toprule", r"task & diagnostic & A & B \\", r"\midrule"]
+        lines += [" & ".join(e(x) for x in diagnostic_cells(r)) + r" \\" for r in c.diagnostics]
+        lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    lines += ["", *(r"\noindent\textbf{Warning:} " + e(w) + "\n" for w in c.warnings),
+              *(r"\noindent " + e(mechanism_line(m)) + "\n" for m in c.mechanisms)]
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def render_json(c: Comparison) -> str:

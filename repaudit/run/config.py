@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict
@@ -25,6 +26,8 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
     task: str
+    #: an lm-eval task configuration to build the task from (``--task-config``); None = built-in task
+    task_config: dict[str, Any] | None = None
     model: str = "default"
     revision: str | None = None
     trust_remote_code: bool = False
@@ -44,6 +47,8 @@ class RunConfig(BaseModel):
     dtype: str = "float32"
     batch_size: int = 8
     padding_side: str = "right"
+    #: None = the tokenizer's default; True/False = every request starts / never starts with BOS
+    add_bos_token: bool | None = None
     scoring_strategy: str = "full_sequence"
     device: str = "cpu"
     seed: int = 0

@@ -59,6 +59,9 @@ def _resolve_split(task: Task, cfg: RunConfig, root: DataRoot, err: Console) -> 
 
 def _fewshot_pool(task: Task, cfg: RunConfig, root: DataRoot, split: str, eval_docs: list[Doc]
                   ) -> tuple[list[Doc], str]:
+    samples = getattr(task, "fixed_samples", None)
+    if samples is not None and not cfg.fewshot_split:  # lm-eval's fewshot_config.samples: a fixed list
+        return to_docs(task, samples), "samples"
     wanted = cfg.fewshot_split or task.fewshot_split
     if wanted == split or wanted is None:
         return eval_docs, split
@@ -86,7 +89,9 @@ def _select(task: Task, cfg: RunConfig, n: int, eval_docs: list[Doc], pool: list
             raise RepauditError(f"--fewshot-ids {bad} are out of range: the few-shot pool has {len(pool)} docs")
         return {d.doc_id: list(cfg.fewshot_ids) for d in eval_docs}, "explicit"
     by_cluster = task.cluster(pool[0].row) is not None if pool else False
-    return select_fewshot(eval_docs, pool, n, task.fewshot_sampler, cfg.fewshot_seed, same_split,
+    # a doc is kept out of its own examples by the task's rule (lm-eval's for recorded configurations)
+    exclude = same_split if task.fewshot_exclude_self is None else task.fewshot_exclude_self
+    return select_fewshot(eval_docs, pool, n, task.fewshot_sampler, cfg.fewshot_seed, exclude,
                           by_cluster=by_cluster), task.fewshot_sampler
 
 

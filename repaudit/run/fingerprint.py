@@ -63,6 +63,9 @@ class BackendConfig(_Strict):
     add_special_tokens: bool
     scoring_strategy: str
     engine: dict[str, Any] | None = None
+    #: requested (``None`` = the tokenizer's default) and resolved from the token ids sent: True/False/"mixed"
+    add_bos_token: bool | None = None
+    bos_first: bool | str | None = None
 
 
 class PromptConfig(_Strict):
@@ -105,13 +108,15 @@ class GenerationConfig(_Strict):
 
 
 class MetricConfig(_Strict):
-    """Metric variants: names, acc_norm's normalisation, answer filters, stderr formula."""
+    """Metric variants: names, acc_norm's normalisation, answer filters, stderr formula, and the
+    options of ``exact_match`` (``ignore_case``, ``regexes_to_ignore``, …) for generations."""
 
     metrics: list[str]
     acc_norm_normalisation: str | None
     filters: list[str]
     aggregation: str
     stderr: str
+    options: dict[str, Any] = {}
 
 
 class DataIdentity(_Strict):
@@ -151,6 +156,8 @@ class Fingerprint(_Strict):
     generation: GenerationConfig | None
     metric: MetricConfig
     seeds: Seeds
+    #: the recorded lm-eval task configuration a task was built from (``--task-config``), else None
+    task_config: dict[str, Any] | None = None
     hardware: Hardware
     software: Software
     git: GitState

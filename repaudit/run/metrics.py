@@ -3,10 +3,8 @@
 * ``acc``: argmax of the choices' summed log-likelihoods equals the gold index.
 * ``acc_norm``: argmax of log-likelihood divided by the choice's length in *characters*
   (lm-eval ``ConfigurableTask.process_results``: ``completion_len = len(choice)``); the
-  normalisation is recorded as ``char_length``.
-* ``exact_match`` (GSM8K): the filtered answer equals the target after lm-eval's
-  ``regexes_to_ignore`` and case folding; ``strict-match`` extracts ``#### N``,
-  ``flexible-extract`` the last number in the text.
+  normalisation is recorded as ``char_length``; ``acc_bytes`` divides by UTF-8 bytes.
+* ``exact_match`` of generations: see :mod:`repaudit.tasks.filters` (answer filters and options).
 
 Aggregates are means with lm-eval's standard error, ``stdev(x, ddof=1) / sqrt(n)``
 (``lm_eval.api.metrics.mean_stderr``).
@@ -15,19 +13,10 @@ Aggregates are means with lm-eval's standard error, ``stdev(x, ddof=1) / sqrt(n)
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
-
-#: GSM8K answer-extraction filters (lm_eval/tasks/gsm8k/gsm8k.yaml): name -> (pattern, group_select).
-GSM8K_FILTERS: dict[str, tuple[str, int]] = {
-    "strict-match": (r"#### (\-?[0-9\.\,]+)", 0),
-    "flexible-extract": (r"(-?[$0-9.,]{2,})|(-?[0-9]+)", -1),
-}
-_GSM8K_IGNORE = [",", "\\$", "(?s).*#### ", "\\.$"]
-INVALID = "[invalid]"
 
 
 class Metric(BaseModel):
@@ -50,37 +39,23 @@ def argmax_first(values: list[float]) -> int:
     return int(np.argmax(np.asarray(values, dtype=np.float64)))
 
 
-def multiple_choice_metrics(loglikelihoods: list[float], choices: list[str], gold: int) -> dict[str, float]:
-    """Per-doc ``acc`` and ``acc_norm`` (char-length normalised) from per-choice log-likelihoods."""
-    lengths = [float(len(c)) for c in choices]
-    norm = [ll / n if n else ll for ll, n in zip(loglikelihoods, lengths)]
-    return {"acc": float(argmax_first(loglikelihoods) == gold), "acc_norm": float(argmax_first(norm) == gold)}
+def multiple_choice_metrics(loglikelihoods: list[float], choices: list[str], gold: int,
+                            is_greedy: list[bool] | None = None) -> dict[str, float]:
+    """Per-doc metrics of one multiple-choice doc, as lm-eval 0.4.13's ``process_results``:
 
-
-def extract_answer(text: str, filter_name: str) -> str:
-    """lm-eval's ``RegexFilter`` then ``take_first``: the selected match, or ``[invalid]``."""
-    pattern, group_select = GSM8K_FILTERS[filter_name]
-    matches = re.findall(pattern, text)
-    if not matches:
-        return INVALID
-    match = matches[group_select]
-    if isinstance(match, tuple):
-        match = [m for m in match if m]
-        if not match:
-            return INVALID
-        match = match[0]
-    return match.strip()
-
-
-def _normalise_em(s: str) -> str:
-    for pattern in _GSM8K_IGNORE:
-        s = re.sub(pattern, "", s)
-    return s.lower()
-
-
-def exact_match(prediction: str, target: str) -> float:
-    """HF ``evaluate``'s exact_match with GSM8K's settings (ignore_case, regexes_to_ignore)."""
-    return float(_normalise_em(prediction) == _normalise_em(target))
+    * ``acc`` — argmax of the summed log-likelihoods is the gold index;
+    * ``acc_norm`` — argmax of log-likelihood / the choice's length in characters;
+    * ``acc_bytes`` — argmax of log-likelihood / the choice's length in UTF-8 bytes;
+    * ``exact_match`` — greedy decoding reproduces the gold continuation (``is_greedy[gold]``).
+    """
+    chars = [float(len(c)) for c in choices]
+    nbytes = [float(len(c.encode("utf-8"))) for c in choices]
+    out = {"acc": float(argmax_first(loglikelihoods) == gold),
+           "acc_norm": float(argmax_first([ll / n if n else ll for ll, n in zip(loglikelihoods, chars)]) == gold),
+           "acc_bytes": float(argmax_first([ll / n if n else ll for ll, n in zip(loglikelihoods, nbytes)]) == gold)}
+    if is_greedy is not None:
+        out["exact_match"] = float(bool(is_greedy[gold]))
+    return out
 
 
 def mean_stderr(values: list[float]) -> float | None:

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from repaudit.boundary import InputError, read_json, validate
+from repaudit.run.diagnostics import Diagnostics
 from repaudit.run.fingerprint import Fingerprint
 from repaudit.run.metrics import Metric
 
@@ -43,6 +44,11 @@ class DocResult(BaseModel):
     metrics: dict[str, float]
     generation: str | None = None
     extracted: dict[str, str] | None = None
+    #: generate_until: tokens generated and why generation ended (``stop:<s>``, ``eos``, ``length``)
+    generated_tokens: int | None = None
+    finish: str | None = None
+    #: sha256 of the JSON list of scored continuations (log-likelihood tasks): pairs docs across harnesses
+    choices_hash: str | None = None
 
 
 class Timings(BaseModel):
@@ -75,6 +81,8 @@ class RunRecord(BaseModel):
     metrics: list[Metric]
     docs: list[DocResult]
     timings: Timings
+    #: silent-failure counts (:mod:`repaudit.run.diagnostics`); absent in files written before they existed
+    diagnostics: Diagnostics | None = None
 
 
 def write_atomic(path: Path, content: str | bytes) -> None:

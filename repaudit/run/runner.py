@@ -10,6 +10,7 @@ where it stopped. Nothing is written here; the CLI writes the record.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import random
 import time
@@ -24,6 +25,7 @@ from repaudit.backends.store import BatchCache, open_store
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
 from repaudit.run.config import RunConfig, check_cache_dir, check_ranges, default_cache_dir
+from repaudit.run.diagnostics import Diagnostics, diagnose
 from repaudit.run.docs import DocSet, load_docs
 from repaudit.run.environment import capture_git_state, capture_hardware, capture_software
 from repaudit.run.fingerprint import (
@@ -37,11 +39,11 @@ from repaudit.run.fingerprint import (
     PromptConfig,
     Seeds,
 )
-from repaudit.run.metrics import GSM8K_FILTERS, aggregate
+from repaudit.run.metrics import aggregate
 from repaudit.run.pool import BackendPool, load
 from repaudit.run.progress import progress
 from repaudit.run.records import RunRecord, Timings
-from repaudit.run.scoring import doc_result, metric_variants
+from repaudit.run.scoring import doc_hash, doc_result, metric_variants, pipelines
 from repaudit.tasks.base import OutputType, Task
 from repaudit.tasks.definitions import TASKS
 from repaudit.tasks.prompts import RenderedDoc, check_format, render, template_sha256
@@ -50,10 +52,18 @@ from repaudit.tasks.requests import GenerationSettings
 __all__ = ["BackendPool", "RunConfig", "default_cache_dir", "get_task", "run"]
 
 
-def get_task(name: str) -> Task:
-    """The built-in task ``name``. Raises RepauditError for an unknown name."""
+def get_task(name: str, task_config: dict | None = None) -> Task:
+    """The built-in task ``name``, or the task built from a recorded lm-eval configuration.
+
+    Raises:
+        RepauditError: an unknown name, or a configuration that cannot be built.
+    """
+    if task_config is not None:
+        from repaudit.tasks.lmeval_config import task_from_config
+
+        return task_from_config(name, task_config)
     if name not in TASKS:
-        raise RepauditError(f"unknown task '{name}': choose one of {', '.join(TASKS)}")
+        raise RepauditError(f"unknown task '{name}': choose one of {', '.join(TASKS)} (or pass --task-config)")
     return TASKS[name]
 
 
@@ -66,7 +76,8 @@ def check_config(cfg: RunConfig) -> Task:
     from repaudit.backends import check_backend
     from repaudit.backends.hf import DTYPES, PADDING_SIDES, SCORING_STRATEGIES
 
-    task = get_task(cfg.task)
+    task = get_task(cfg.task, cfg.task_config)
+    task.check_runnable()
     check_format(task, cfg.prompt_format)
     check_backend(cfg.backend)
     check_ranges(cfg)
@@ -203,7 +214,8 @@ def build_fingerprint(task: Task, cfg: RunConfig, resolved: ResolvedModel, docse
                               batch_sizes_used={str(k): v for k, v in sorted(backend.batch_sizes_used.items())},
                               padding_side=cfg.padding_side, max_length=info.max_length,
                               add_special_tokens=info.add_special_tokens, scoring_strategy=cfg.scoring_strategy,
-                              engine=info.engine or None),
+                              engine=info.engine or None, add_bos_token=cfg.add_bos_token,
+                              bos_first=backend.encoder.resolved_bos()),
         prompt=PromptConfig(format=cfg.prompt_format, template_sha256=template_sha256(task, cfg.prompt_format),
                             target_delimiter=task.target_delimiter, fewshot_delimiter=task.fewshot_delimiter,
                             chat_template=cfg.chat_template,
@@ -218,9 +230,11 @@ def build_fingerprint(task: Task, cfg: RunConfig, resolved: ResolvedModel, docse
                                     top_p=generation.top_p, top_k=generation.top_k) if generation else None,
         metric=MetricConfig(metrics=list(task.metrics),
                             acc_norm_normalisation="char_length" if "acc_norm" in task.metrics else None,
-                            filters=list(GSM8K_FILTERS) if generation else ["none"], aggregation="mean",
-                            stderr="sample_stdev_ddof1/sqrt(n)"),
+                            filters=[p.name for p in pipelines(task)] if generation else ["none"], aggregation="mean",
+                            stderr="sample_stdev_ddof1/sqrt(n)",
+                            options={"exact_match": dataclasses.asdict(task.em_options)} if generation else {}),
         seeds=Seeds(python=cfg.seed, numpy=cfg.numpy_seed, torch=cfg.torch_seed, fewshot=cfg.fewshot_seed),
+        task_config=cfg.task_config,
         hardware=capture_hardware(), software=capture_software(), git=capture_git_state(),
     )
 
@@ -248,6 +262,8 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
     t_load = time.perf_counter()
     backend = backends.get(resolved, cfg) if backends is not None else load(resolved, cfg)
     load_s = time.perf_counter() - t_load
+    backend.encoder.add_bos_token = cfg.add_bos_token  # per run, like batch size: no reload
+    backend.encoder.bos_first.clear()
 
     generation = generation_settings(task, cfg, backend.info.eos_token)
     rendered = render_requests(task, cfg, docset, backend, generation)
@@ -265,6 +281,7 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
         pos += len(rd.requests)
     metrics = aggregate([r.metrics for r in results], metric_variants(task), [r.cluster for r in results])
     fp = build_fingerprint(task, cfg, resolved, docset, backend, rendered, generation)
+    diag = run_diagnostics(task, docset, results, fp.data.split, context_cut(backend, rendered, generation))
     total_s = time.perf_counter() - t_start
     return RunRecord(
         repaudit_version=repaudit.__version__,
@@ -274,4 +291,33 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
                         docs_per_s=round(len(results) / ans.eval_s, 3) if ans.eval_s > 0 else 0.0,
                         computed_batches=ans.computed_batches, cached_batches=ans.cached_batches,
                         tokens_computed=backend.tokens_computed, forward_s=round(backend.forward_s, 3)),
+        diagnostics=diag,
     )
+
+
+def context_cut(backend, rendered: list[RenderedDoc], generation: GenerationSettings | None) -> list[int]:
+    """Docs with a request the backend cut from the left: context + continuation over ``max_length``
+    (lm-eval keeps the last ``max_length + 1`` tokens), or a generation context over
+    ``max_length - max_gen_toks``. Read after the run: the encoder's BOS counts are already recorded."""
+    limit = backend.info.max_length
+    cut = []
+    for rd in rendered:
+        if generation is not None:
+            over = any(len(backend.encoder.encode(r.context)) > limit - generation.max_gen_toks for r in rd.requests)
+        else:
+            over = any(sum(map(len, backend.encoder.encode_pair(r.context, r.continuation))) > limit + 1
+                       for r in rd.requests)
+        if over:
+            cut.append(rd.doc.doc_id)
+    return cut
+
+
+def run_diagnostics(task: Task, docset: DocSet, results: list, split: str, cut: list[int]) -> Diagnostics:
+    """Stage: :func:`repaudit.run.diagnostics.diagnose` with the few-shot facts only the runner knows —
+    docs whose own content (``doc_hash``) is among their examples, and a pool that is the evaluation split."""
+    pool = {d.doc_id: doc_hash(d.row) for d in docset.pool}
+    own = {d.doc_id: doc_hash(d.row) for d in docset.docs}
+    leaked = [i for i, ids in docset.fewshot_ids.items() if any(pool.get(j) == own[i] for j in ids)]
+    from_eval = bool(docset.num_fewshot and docset.pool) and docset.pool_split == split
+    return diagnose(results, task.output_type is OutputType.generate_until, leaked=leaked, from_eval_split=from_eval,
+                    context_truncated=cut)

@@ -15,12 +15,15 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from repaudit.tasks.filters import ExactMatchOptions, FilterPipeline
+
 
 class OutputType(str, Enum):
     """How a task is scored (lm-eval's ``output_type``)."""
 
     multiple_choice = "multiple_choice"
     generate_until = "generate_until"
+    loglikelihood = "loglikelihood"
 
 
 @dataclass(frozen=True)
@@ -61,9 +64,15 @@ class Task:
             types and ranges of :meth:`check_schema`, wherever the rows come from).
         fewshot_sampler: ``random`` (lm-eval's default sampler) or ``first_n`` (MMLU).
         default_num_fewshot: lm-eval's ``num_fewshot`` for the task (0 unless the YAML sets one).
-        metrics: metric names computed per doc.
+        metrics: metric names computed per doc (``acc``, ``acc_norm``, ``acc_bytes``,
+            ``exact_match``).
         formats: prompt formats the task supports.
         version: lm-eval task version (``metadata.version``).
+        filter_pipelines: answer filters of a generate_until task (:mod:`repaudit.tasks.filters`).
+        em_options: ``exact_match`` options.
+        fewshot_exclude_self: whether a doc is kept out of its own few-shot examples; ``None`` is
+            repaudit's rule (whenever the pool is the evaluation split); lm-eval 0.4.13's rule is
+            ``fewshot_split == test_split`` (:class:`~repaudit.tasks.lmeval_config.ConfigTask` sets it).
     """
 
     name: str
@@ -84,6 +93,9 @@ class Task:
     fewshot_delimiter: str = "\n\n"
     until: tuple[str, ...] = field(default_factory=tuple)
     max_gen_toks: int = 256
+    filter_pipelines: tuple[FilterPipeline, ...] = ()
+    em_options: ExactMatchOptions = field(default_factory=ExactMatchOptions)
+    fewshot_exclude_self: bool | None = None
 
     # --- data ---
     def check_row(self, row: dict[str, Any]) -> str | None:
@@ -118,6 +130,17 @@ class Task:
 
     def doc_to_target(self, row: dict[str, Any]) -> int | str:
         raise NotImplementedError
+
+    def gold_index(self, row: dict[str, Any], choices: list[str]) -> int:
+        """The index of the correct choice (lm-eval: an int target, or a string target's index)."""
+        return int(self.doc_to_target(row))
+
+    def has_choices(self) -> bool:
+        """Whether the harness view has choices (``doc_to_choice``)."""
+        return self.output_type is OutputType.multiple_choice
+
+    def check_runnable(self) -> None:
+        """Raise RepauditError when this task cannot be evaluated here (built-in tasks always can)."""
 
     # --- generic multiple-choice view ---
     def mc_view(self, row: dict[str, Any]) -> MCView:

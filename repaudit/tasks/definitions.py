@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from repaudit.tasks import schema as sc
 from repaudit.tasks.base import Doc, MCView, OutputType, Task
+from repaudit.tasks.filters import ExactMatchOptions, FilterPipeline, FilterStep
 
 _LETTERS = "ABCDEFGHIJ"
 
@@ -262,7 +263,13 @@ TASKS: dict[str, Task] = {
         GSM8K("gsm8k", OutputType.generate_until, "openai/gsm8k", "main", "test", "train",
               {"test": "gsm8k/test.jsonl"}, ("question", "answer"), default_num_fewshot=5,
               metrics=("exact_match",), formats=("lmeval",), version=3.0,
-              until=("Question:", "</s>", "<|im_end|>"), max_gen_toks=256),
+              until=("Question:", "</s>", "<|im_end|>"), max_gen_toks=256,
+              filter_pipelines=(
+                  FilterPipeline("strict-match", (FilterStep("regex", r"#### (\-?[0-9\.\,]+)"),
+                                                  FilterStep("take_first"))),
+                  FilterPipeline("flexible-extract", (FilterStep("regex", r"(-?[$0-9.,]{2,})|(-?[0-9]+)", -1),
+                                                      FilterStep("take_first")))),
+              em_options=ExactMatchOptions(ignore_case=True, regexes_to_ignore=(",", "\\$", "(?s).*#### ", "\\.$"))),
     ]
 }
 

@@ -22,6 +22,7 @@ from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_text
 from repaudit.tasks.base import Doc, OutputType, Task
 from repaudit.tasks.definitions import lettered
+from repaudit.tasks.lmeval_config import ConfigTask
 from repaudit.tasks.requests import GenerateRequest, GenerationSettings, LoglikelihoodRequest
 
 FORMATS = ("lmeval", "lettered", "cloze")
@@ -61,9 +62,8 @@ def _cloze_text(task: Task, row) -> tuple[str, list[str], int]:
 
 
 def _lmeval_text(task: Task, row) -> tuple[str | int, list[str], int | str]:
-    if task.output_type is OutputType.generate_until:
-        return task.doc_to_text(row), [], task.doc_to_target(row)
-    return task.doc_to_text(row), task.doc_to_choice(row), task.doc_to_target(row)
+    choices = task.doc_to_choice(row) if task.has_choices() else []
+    return task.doc_to_text(row), choices, task.doc_to_target(row)
 
 
 _RENDERERS = {"lmeval": _lmeval_text, "lettered": _lettered_text, "cloze": _cloze_text}
@@ -82,8 +82,11 @@ def template_sha256(task: Task, fmt: str) -> str:
     """Hash of the code that renders ``task`` in ``fmt`` plus its delimiters.
 
     The template is code, not a string, so the hash covers the source of every function that
-    shapes the prompt; editing any of them changes the hash.
+    shapes the prompt; editing any of them changes the hash. A task built from a recorded lm-eval
+    configuration hashes that configuration's template part instead.
     """
+    if isinstance(task, ConfigTask):
+        return task.template_sha256()
     parts = [inspect.getsource(_RENDERERS[fmt])]
     methods = ["description", "process"]
     methods += ["doc_to_text", "doc_to_choice", "doc_to_target"] if fmt == "lmeval" else ["mc_view"]
@@ -97,13 +100,23 @@ def template_sha256(task: Task, fmt: str) -> str:
     return sha256_text("\n".join(parts))
 
 
+def _answer(choices: list[str], target) -> str:
+    """lm-eval's answer text of a few-shot example: the choice a target index names, the first of a
+    list of targets, or the target itself."""
+    if choices and isinstance(target, int) and not isinstance(target, bool):
+        return str(choices[target])
+    if isinstance(target, list):
+        return str(target[0])
+    return str(target)
+
+
 def _example(task: Task, fmt: str, row) -> str:
-    text, choices, gold = _RENDERERS[fmt](task, row)
-    if isinstance(text, int):  # partial scoring (winogrande): the context is the gold choice
-        return choices[text] + task.target_delimiter + str(gold)
-    if task.output_type is OutputType.generate_until:
-        return text + task.target_delimiter + str(gold)
-    return text + task.target_delimiter + choices[gold]
+    text, choices, target = _RENDERERS[fmt](task, row)
+    if isinstance(text, int):  # multiple inputs (winogrande): the context is the gold choice
+        return choices[text] + task.target_delimiter + str(target)
+    if fmt != "lmeval" and task.output_type is OutputType.multiple_choice:
+        return text + task.target_delimiter + choices[target]
+    return text + task.target_delimiter + _answer(choices, target)
 
 
 def render(task: Task, doc: Doc, fewshot: list[Doc], fmt: str, generation: GenerationSettings | None,
@@ -118,14 +131,19 @@ def render(task: Task, doc: Doc, fewshot: list[Doc], fmt: str, generation: Gener
     if fewshot:
         prefix += task.fewshot_delimiter.join(_example(task, fmt, d.row) for d in fewshot) + task.fewshot_delimiter
     wrap = chat or (lambda s: s)
+    ids = [d.doc_id for d in fewshot]
     if task.output_type is OutputType.generate_until:
         assert generation is not None
         req = GenerateRequest(context=wrap(prefix + text), settings=generation)
-        return RenderedDoc(doc, [d.doc_id for d in fewshot], [req], [], None, str(gold))
+        return RenderedDoc(doc, ids, [req], [], None, _answer(choices, gold))
+    if task.output_type is OutputType.loglikelihood:  # lm-eval: (context, target), no delimiter added
+        target = _answer([], gold)
+        return RenderedDoc(doc, ids, [LoglikelihoodRequest(wrap(prefix + text), target)], [target], 0, target)
     if isinstance(text, int):  # partial scoring: one context per choice, one shared continuation
         cont = task.target_delimiter + str(gold)
         reqs = [LoglikelihoodRequest(wrap(prefix + c), cont) for c in choices]
-        return RenderedDoc(doc, [d.doc_id for d in fewshot], reqs, list(choices), text, choices[text])
+        return RenderedDoc(doc, ids, reqs, list(choices), text, choices[text])
     context = wrap(prefix + text)
-    reqs = [LoglikelihoodRequest(context, task.target_delimiter + c) for c in choices]
-    return RenderedDoc(doc, [d.doc_id for d in fewshot], reqs, list(choices), int(gold), choices[int(gold)])
+    gold_i = gold if fmt != "lmeval" else task.gold_index(doc.row, choices)
+    reqs = [LoglikelihoodRequest(context, task.target_delimiter + str(c)) for c in choices]
+    return RenderedDoc(doc, ids, reqs, [str(c) for c in choices], int(gold_i), str(choices[int(gold_i)]))

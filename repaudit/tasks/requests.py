@@ -60,6 +60,34 @@ class GenerateRequest:
 
 
 @dataclass(frozen=True)
+class Generation:
+    """Answer to a :class:`GenerateRequest`.
+
+    Attributes:
+        text: the generated text, cut before the first stop sequence.
+        n_tokens: tokens the model generated (an EOS counted, tokens after a stop sequence not
+            subtracted: the backend stops at the step that completes one).
+        finish: why it ended: ``stop:<sequence>`` (the stop sequence found first in the text),
+            ``eos`` (the model's end-of-sequence token), ``length`` (``max_gen_toks`` reached).
+    """
+
+    text: str
+    n_tokens: int
+    finish: str
+
+
+def finish_of(raw: str, stops: list[str], n_tokens: int, ended_on_eos: bool, max_gen_toks: int) -> tuple[str, str]:
+    """``(text cut at the earliest stop sequence, finish reason)`` of one raw generation (see
+    :class:`Generation`). A stop sequence wins over EOS and the budget: it is what cut the text."""
+    first = min(((raw.find(s), s) for s in stops if s and s in raw), default=None)
+    if first is not None:
+        return raw[:first[0]], f"stop:{first[1]}"
+    if ended_on_eos:
+        return raw, "eos"
+    return raw, "length" if n_tokens >= max_gen_toks else "eos"
+
+
+@dataclass(frozen=True)
 class LoglikelihoodResult:
     """Answer to a :class:`LoglikelihoodRequest`: logprob in nats, is_greedy, continuation tokens."""
 

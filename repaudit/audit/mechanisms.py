@@ -1,0 +1,131 @@
+"""Name the mechanism behind a score gap: diagnostics side by side, and the score on unaffected docs.
+
+A diagnostic (:mod:`repaudit.run.diagnostics`) that differs between two runs, or is large in either
+(at least :data:`LARGE` of the docs), is a *likely mechanism*: generations cut by the token budget,
+answers the filter could not extract, empty answers, exact ties, few-shot leakage. For each, the
+paired score on the shared docs affected in *neither* run says how much of the delta is left once
+those docs are set aside: if the delta vanishes there, the mechanism accounts for it.
+A doc found among its own few-shot examples is a warning whatever the other run shows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from repaudit.audit.stats import paired_bootstrap
+from repaudit.importers.comparable import TaskOutcome
+from repaudit.run.diagnostics import Diagnostics
+
+#: a diagnostic affecting at least this share of a run's docs is named even when both runs agree
+LARGE = 0.05
+#: doc ids listed per diagnostic in reports (all of them are in the JSON)
+SHOW_IDS = 20
+
+
+class DiagnosticRow(BaseModel):
+    """One diagnostic of one task in both runs: a count with its doc ids, or a value; ``None`` =
+    does not apply or cannot be told (``a_unknown``/``b_unknown`` say why)."""
+
+    model_config = ConfigDict(extra="forbid")
+    task: str
+    name: str
+    a: float | int | bool | str | None
+    b: float | int | bool | str | None
+    a_ids: list[int] | None = None
+    b_ids: list[int] | None = None
+    a_unknown: str | None = None
+    b_unknown: str | None = None
+
+
+class Mechanism(BaseModel):
+    """A diagnostic named as a likely mechanism, with the paired score on docs affected in neither run."""
+
+    model_config = ConfigDict(extra="forbid")
+    task: str
+    diagnostic: str
+    reason: str
+    metric: str
+    n_unaffected: int
+    a_unaffected: float | None
+    b_unaffected: float | None
+    delta_unaffected: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+def _unknown(d: Diagnostics | None, name: str) -> str | None:
+    if d is None:
+        return "no per-doc results"
+    base = name.split("[")[0]
+    return d.unknown.get(base) or d.unknown.get("gen_tokens" if base.startswith("gen_tokens") else base)
+
+
+def diagnostic_rows(task: str, da: Diagnostics | None, db: Diagnostics | None) -> list[DiagnosticRow]:
+    """Every diagnostic either run has, side by side."""
+    sa, sb = (d.doc_sets() if d else {} for d in (da, db))
+    rows = [DiagnosticRow(task=task, name=n, a=len(sa[n]) if n in sa else None, b=len(sb[n]) if n in sb else None,
+                          a_ids=sa.get(n), b_ids=sb.get(n), a_unknown=None if n in sa else _unknown(da, n),
+                          b_unknown=None if n in sb else _unknown(db, n))
+            for n in dict.fromkeys([*sa, *sb])]
+    for name in ("gen_tokens_mean", "gen_tokens_max", "finish", "fewshot_from_eval_split"):
+        va, vb = (getattr(d, name) if d else None for d in (da, db))
+        if va is None and vb is None:
+            continue
+        fmt = (lambda v: None if v is None else ", ".join(f"{k}: {c}" for k, c in v.items())) if name == "finish" \
+            else (lambda v: v)
+        rows.append(DiagnosticRow(task=task, name=name, a=fmt(va), b=fmt(vb),
+                                  a_unknown=None if va is not None else _unknown(da, name),
+                                  b_unknown=None if vb is not None else _unknown(db, name)))
+    return rows
+
+
+def explain(task: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | None, metrics: list[str],
+            n_boot: int = 2000, alpha: float = 0.05) -> tuple[list[DiagnosticRow], list[Mechanism], list[str]]:
+    """Diagnostic rows, likely mechanisms (with the score on docs affected in neither run) and
+    leakage warnings for one task. ``metrics`` are the metrics both runs report; a per-filter
+    diagnostic (``extraction_failed[strict-match]``) is scored on that filter's metric, any other
+    on the first. ``shared`` is ``None`` when docs cannot be paired (no unaffected score then)."""
+    da, db = ta.diagnostics, tb.diagnostics
+    rows = diagnostic_rows(task, da, db)
+    warnings = []
+    for side, d in (("A", da), ("B", db)):
+        if d is not None and d.fewshot_leaked:
+            ids = ", ".join(map(str, d.fewshot_leaked[:SHOW_IDS])) + (" …" if len(d.fewshot_leaked) > SHOW_IDS else "")
+            warnings.append(f"{task}: run {side} has {len(d.fewshot_leaked)} doc(s) among their own few-shot "
+                            f"examples, answer included (doc ids {ids}): their scores are not an evaluation")
+    mechanisms = []
+    sa, sb = (d.doc_sets() if d else {} for d in (da, db))
+    for name in dict.fromkeys([*sa, *sb]):
+        ia, ib = set(sa.get(name, [])), set(sb.get(name, []))
+        na, nb = (da.n_docs if da else 0), (db.n_docs if db else 0)
+        reasons = []
+        if name in sa and name in sb and len(ia) != len(ib):
+            reasons.append(f"A {len(ia)} vs B {len(ib)} docs")
+        for side, ids, n in (("A", ia, na), ("B", ib, nb)):
+            if n and len(ids) >= LARGE * n and ids:
+                reasons.append(f"{len(ids)} of {n} docs in {side} ({100 * len(ids) / n:.0f} %)")
+        if not reasons:
+            continue
+        flt = name.partition("[")[2].rstrip("]")
+        metric = next((m for m in metrics if flt and m.endswith("," + flt)), metrics[0] if metrics else None)
+        mechanisms.append(_unaffected_score(task, name, "; ".join(reasons), ta, tb, shared, ia | ib, metric,
+                                            n_boot, alpha))
+    return rows, mechanisms, warnings
+
+
+def _unaffected_score(task: str, name: str, reason: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | None,
+                      affected: set[int], metric: str | None, n_boot: int, alpha: float) -> Mechanism:
+    keep = [i for i in shared or [] if i not in affected and metric in ta.docs[i].metrics
+            and metric in tb.docs[i].metrics] if metric else []
+    empty = Mechanism(task=task, diagnostic=name, reason=reason, metric=metric or "", n_unaffected=len(keep),
+                      a_unaffected=None, b_unaffected=None, delta_unaffected=None, ci_low=None, ci_high=None)
+    if len(keep) < 2:
+        return empty
+    xa = np.array([ta.docs[i].metrics[metric] for i in keep], dtype=np.float64)
+    xb = np.array([tb.docs[i].metrics[metric] for i in keep], dtype=np.float64)
+    if not (np.isfinite(xa).all() and np.isfinite(xb).all()):
+        return empty
+    res = paired_bootstrap(xa, xb, None, n_boot=n_boot, alpha=alpha)
+    return empty.model_copy(update=dict(a_unaffected=float(xa.mean()), b_unaffected=float(xb.mean()),
+                                        delta_unaffected=res.delta, ci_low=res.ci_low, ci_high=res.ci_high))

@@ -1,0 +1,180 @@
+"""lighteval 0.13 runs as compare inputs (real runs of the default model: tests/fixtures/lighteval)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from repaudit.audit.compare import compare
+from repaudit.boundary import InputError
+from repaudit.cli import app
+from repaudit.errors import RepauditError
+from repaudit.hashing import sha256_text
+from repaudit.importers.detect import load_run
+from repaudit.importers.lighteval import canonical_task, split_task_key
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lighteval"
+ZERO = FIXTURES / "arc_easy_0shot"
+THREE = FIXTURES / "arc_easy_3shot"
+S1 = Path(__file__).resolve().parents[2] / "shared" / "lmeval_runs" / "s1"
+
+
+def _s1():
+    if not S1.is_dir():
+        pytest.skip(f"lm-eval runs not found at {S1} (../shared is absent)")
+    return load_run(S1)
+
+
+def _copy(src: Path, tmp_path: Path) -> tuple[Path, Path]:
+    dest = tmp_path / src.name
+    shutil.copytree(src, dest)
+    return next(dest.rglob("results_*.json")), next(dest.rglob("details_*.parquet"))
+
+
+def test_task_keys_of_every_lighteval_version():
+    assert split_task_key("arc_easy_local|0") == (None, "arc_easy_local", 0)
+    assert split_task_key("leaderboard|arc:challenge|25") == ("leaderboard", "arc:challenge", 25)
+    assert split_task_key("custom|task") == ("custom", "task", None)
+    assert canonical_task("lighteval|mmlu:anatomy|5") == "mmlu_anatomy"
+
+
+def test_results_and_details_map_onto_factors_and_docs():
+    run = load_run(ZERO)  # an output directory: the results file is found by content
+    task = run.tasks["arc_easy_local"]
+    assert task.n_docs == 40 and not run.notes
+    acc = sum(d.metrics["acc"] for d in task.docs.values()) / 40
+    assert task.reported["acc"][0] == pytest.approx(acc)
+    f = run.factors["arc_easy_local"]
+    assert f["dtype"]["dtype"] == "float32" and f["batch_size"]["batch_size"] == 8
+    assert f["backend"]["name"] == "hf" and f["chat_template"]["applied"] is False
+    assert f["fewshot"]["num_fewshot"] == 0 and f["data"]["limit"] == 40 and f["data"]["split"] == "validation"
+    assert f["model"]["name"] == "models/SmolLM2-135M-Instruct" and f["seed"]["fewshot"] == 42
+    for d in task.docs.values():
+        assert d.prediction == max(range(len(d.loglikelihoods)), key=lambda i: d.loglikelihoods[i])
+        assert d.metrics["acc"] == float(str(d.prediction) == d.target)
+
+
+def test_few_shot_examples_are_recorded_per_doc():
+    run = load_run(THREE)
+    task = run.tasks["arc_easy_local"]
+    f = run.factors["arc_easy_local"]
+    assert f["fewshot"]["num_fewshot"] == 3 and f["fewshot"]["split"] == "validation"  # no few-shot split: eval split
+    assert f["fewshot"]["sampler"] == "random_sampling_from_train"
+    assert all(len(d.fewshot_ids) == 3 for d in task.docs.values())
+    # the prompt hash covers the examples: no two docs share it, and none equals the 0-shot one
+    zero = load_run(ZERO).tasks["arc_easy_local"].docs
+    assert all(task.docs[i].prompt_hash != zero[i].prompt_hash for i in set(task.docs) & set(zero))
+
+
+def test_lighteval_and_lmeval_runs_pair_docs_and_map_factors():
+    lm, lt = _s1(), load_run(ZERO)
+    c = compare(lm, lt, n_boot=2000)
+    assert any("B's task 'arc_easy_local' is compared as A's 'arc_easy' (their shared docs have the same content)" in n
+               for n in c.notes)
+    ag = c.docs[0]
+    # lighteval's doc.id is the row index of the split; the continuations confirm the pairing
+    assert ag.n_shared == 40 and ag.choices_equal == 40 and ag.target_equal == 40 and ag.doc_hash_equal is None
+    assert ag.prompt_hash_equal == 40  # override_chat_template=False: byte-identical ARC prompts
+    assert ag.prediction_equal >= 39
+    acc = next(s for s in c.scores if s.metric == "acc")
+    assert acc.method == "paired_bootstrap" and acc.verdict == "within noise"
+    rows = {(r.group, r.field): r.status for r in c.factors}
+    assert rows[("dtype", "dtype")] == "same" and rows[("batch_size", "batch_size")] == "same"
+    assert rows[("model", "name")] == "same" and rows[("seed", "fewshot")] == "differs"
+    assert rows[("hardware", "cpu_model")] == "unknown"  # lighteval does not record it
+
+
+def test_docs_that_do_not_match_are_not_paired(tmp_path):
+    lm = _s1()
+    res, det = _copy(ZERO, tmp_path)
+    table = pq.read_table(det).to_pylist()
+    for row in table:  # shift every id by one: the same ids now name other docs
+        row["doc"]["id"] = str(int(row["doc"]["id"]) + 1)
+    pq.write_table(pa.Table.from_pylist(table), det)
+    with pytest.raises(RepauditError, match="no task in common .*--pair-tasks B_TASK=A_TASK"):
+        compare(lm, load_run(res), n_boot=200)  # other content under the same ids: not paired by itself
+    c = compare(lm, load_run(res), n_boot=200, task_map={"arc_easy_local": "arc_easy"})
+    assert c.docs[0].choices_equal < 40
+    assert "the same doc id names different docs" in c.scores[0].note and c.scores[0].verdict == "not comparable"
+
+
+def test_cli_compare_reads_lighteval(tmp_path):
+    _s1()
+    out = tmp_path / "c.md"
+    r = CliRunner().invoke(app, ["compare", str(S1), str(ZERO), "--format", "markdown", "-o", str(out), "--n-boot",
+                                 "500"])
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert "choices 40" in text and "prompt texts 40" in text and "lighteval" in text
+    r = CliRunner().invoke(app, ["compare", str(S1), str(ZERO), "--pair-tasks", "arc_easy_local"])
+    assert r.exit_code == 1 and "error: --pair-tasks takes B_TASK=A_TASK, got 'arc_easy_local'" in r.stderr
+    r = CliRunner().invoke(app, ["compare", str(S1), str(ZERO), "--pair-tasks", "x=arc_easy"])
+    assert r.exit_code == 1 and "'x' must be a task of B (arc_easy_local)" in r.stderr
+
+
+def test_bad_details_are_refused_with_file_row_and_path(tmp_path):
+    res, det = _copy(ZERO, tmp_path)
+    det.write_bytes(b"PAR1 not really")
+    with pytest.raises(InputError, match="is not a readable parquet file"):
+        load_run(res)
+    res, det = _copy(ZERO, tmp_path / "b")
+    rows = pq.read_table(det).to_pylist()
+    rows[3]["doc"]["query"] = None
+    pq.write_table(pa.Table.from_pylist(rows), det)
+    with pytest.raises(InputError, match=r"row 3: \$\.doc\.query: "):
+        load_run(res)
+
+
+def test_details_of_another_run_are_refused(tmp_path):
+    res, det = _copy(ZERO, tmp_path)
+    obj = json.loads(res.read_text())
+    obj["results"]["arc_easy_local|0"]["acc"] = 0.9
+    res.write_text(json.dumps(obj))
+    with pytest.raises(RepauditError, match="does not belong to"):
+        load_run(res)
+
+
+def test_chat_template_runs_have_no_prompt_hash(tmp_path):
+    res, _ = _copy(ZERO, tmp_path)
+    obj = json.loads(res.read_text())
+    obj["config_general"]["model_config"]["override_chat_template"] = None  # lighteval's default
+    res.write_text(json.dumps(obj))
+    run = load_run(res)
+    assert run.factors["arc_easy_local"]["chat_template"]["applied"] == "<not recorded>"
+    assert all(d.prompt_hash is None for d in run.tasks["arc_easy_local"].docs.values())
+
+
+def test_prompt_hash_is_the_plain_text_prompt():
+    d = next(iter(load_run(ZERO).tasks["arc_easy_local"].docs.values()))
+    rows = pq.read_table(next(ZERO.rglob("details_*.parquet"))).to_pylist()
+    row = next(r for r in rows if r["doc"]["id"] == str(d.doc_id))
+    assert d.prompt_hash == sha256_text(row["doc"]["query"])  # 0-shot, no instruction: the query itself
+
+
+def test_attribute_says_lighteval_runs_cannot_be_replayed_yet(tmp_path):
+    from repaudit.audit.replay import load_replay_source
+
+    with pytest.raises(RepauditError, match="is a lighteval run: repaudit compares lighteval runs but cannot replay"):
+        load_replay_source(ZERO, None, cache_dir=tmp_path)
+
+
+def test_lighteval_leak_is_flagged_in_every_format(tmp_path):
+    """lighteval 0.13, ARC-Easy 3-shot (real run): doc 12 is its own first few-shot example."""
+    run = load_run(THREE)
+    d = run.tasks["arc_easy_local"].diagnostics
+    assert d.fewshot_leaked == [12] and d.fewshot_from_eval_split is True
+    assert run.tasks["arc_easy_local"].docs[12].fewshot_ids[0] == 12
+    for fmt in ("markdown", "latex", "json", "rich"):
+        out = tmp_path / f"c.{fmt}"
+        args = ["compare", str(ZERO), str(THREE), "--n-boot", "200"]
+        r = CliRunner().invoke(app, args + (["--format", fmt, "-o", str(out)] if fmt != "rich" else []),
+                               terminal_width=400)
+        assert r.exit_code == 0, r.output
+        text = r.output if fmt == "rich" else out.read_text()
+        assert "run B has 1 doc(s) among their own few-shot examples" in text.replace("\\", "") and "12" in text
