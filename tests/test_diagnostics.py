@@ -157,3 +157,50 @@ def test_gsm8k_budget_32_vs_256_with_the_default_model(default_model_available, 
     assert mech["a_unaffected"] == pytest.approx(sa)
     md = _compare(a, b, "markdown", tmp_path)
     assert "likely mechanism: truncated" in md and "affected in neither run" in md
+
+
+GSM = Path(__file__).resolve().parent / "fixtures" / "lmeval_gsm8k"
+
+
+def _gsm_run(budget: int) -> tuple[Path, list[dict]]:
+    res = next((GSM / f"gsm8k_{budget}").glob("results_*.json"))
+    samples = [json.loads(x) for x in next((GSM / f"gsm8k_{budget}").glob("samples_*.jsonl")).read_text().splitlines()]
+    return res, samples
+
+
+def test_lmeval_gsm8k_samples_give_extraction_failures_and_say_what_is_unknown():
+    """Real lm-eval 0.4.13 GSM8K runs (bench/lmeval_gsm8k_runs.py): failed extractions per filter,
+    counted again here from the raw samples; truncation unknown without the tokenizer."""
+    from repaudit.importers.detect import load_run
+
+    for budget in (32, 256):
+        res, samples = _gsm_run(budget)
+        d = load_run(res).tasks["gsm8k_local"].diagnostics
+        for flt in ("strict-match", "flexible-extract"):
+            invalid = sorted(s["doc_id"] for s in samples
+                             if s["filter"] == flt and s["filtered_resps"][0] == "[invalid]")
+            assert d.extraction_failed[flt] == invalid
+        assert d.truncated is None and "--tokenizer" in d.unknown["truncated"]
+        assert d.empty == sorted({s["doc_id"] for s in samples if not s["resps"][0][0].strip()})
+
+
+@pytest.mark.integration
+def test_lmeval_gsm8k_truncation_with_the_tokenizer(default_model_available, tmp_path):
+    from transformers import AutoTokenizer
+
+    from repaudit.backends.model_source import resolve_default_model
+    from repaudit.importers.detect import load_run
+    from repaudit.run.config import default_cache_dir
+
+    tok = AutoTokenizer.from_pretrained(str(resolve_default_model(default_cache_dir()).path))
+    counts = {}
+    for budget in (32, 256):
+        res, samples = _gsm_run(budget)
+        d = load_run(res, tokenizer=tok).tasks["gsm8k_local"].diagnostics
+        gens = {s["doc_id"]: s["resps"][0][0] for s in samples}
+        at_budget = sorted(i for i, g in gens.items() if len(tok(g, add_special_tokens=False)["input_ids"]) >= budget)
+        assert d.truncated == at_budget
+        counts[budget] = len(at_budget)
+    assert counts[32] > counts[256]
+    md = _compare(_gsm_run(32)[0], _gsm_run(256)[0], "markdown", tmp_path, "--tokenizer", "default")
+    assert "likely mechanism: truncated" in md

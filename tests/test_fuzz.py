@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from fuzzgen import CATEGORIES, FORMATS, Generator, run_case  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lmeval"
+LIGHTEVAL = Path(__file__).resolve().parent / "fixtures" / "lighteval" / "arc_easy_0shot"
 CASES_PER_CATEGORY = 20
 
 
@@ -43,7 +44,8 @@ def bases(tiny_model, shared_data, lmeval_runs, tmp_path_factory):
     return [("repaudit", work / "run.json", None), ("lmeval", d / s1.name, samples),
             ("lmeval", FIXTURES / "lm-evaluation-harness__llama-7B_gsm8k_8-shot.json", None),
             ("lmeval", FIXTURES / "lm-evaluation-harness__rwkv7-1.5B-world__results_2025-02-24T22-03-50.422486.json",
-             None)]
+             None),
+            ("lighteval", next(LIGHTEVAL.rglob("results_*.json")), None)]
 
 
 def test_compare_survives_mutated_inputs(bases, tmp_path):

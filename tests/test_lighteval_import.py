@@ -178,3 +178,31 @@ def test_lighteval_leak_is_flagged_in_every_format(tmp_path):
         assert r.exit_code == 0, r.output
         text = r.output if fmt == "rich" else out.read_text()
         assert "run B has 1 doc(s) among their own few-shot examples" in text.replace("\\", "") and "12" in text
+
+
+def test_mutated_details_end_in_one_error_line_or_a_report(tmp_path):
+    """Seeded byte flips and truncations of a real details parquet: compare reports or refuses with
+    one ``error:`` line naming the file, never a traceback."""
+    import random
+
+    rng = random.Random(0)
+    src = next(ZERO.rglob("details_*.parquet")).read_bytes()
+    outcomes = set()
+    for i in range(30):
+        res, det = _copy(ZERO, tmp_path / f"m{i}")
+        data = bytearray(src)
+        if i % 2:
+            data = data[: rng.randrange(len(data))]
+        else:
+            for _ in range(rng.randint(1, 40)):
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        det.write_bytes(bytes(data))
+        out = tmp_path / f"m{i}.md"
+        r = CliRunner().invoke(app, ["compare", str(ZERO), str(res), "--format", "markdown", "-o", str(out),
+                                     "--n-boot", "100"])
+        assert r.exit_code in (0, 1) and not isinstance(r.exception, Exception) or isinstance(r.exception, SystemExit)
+        if r.exit_code == 1:
+            errors = [x for x in r.stderr.splitlines() if x.startswith("error:")]
+            assert len(errors) == 1 and "details_" in errors[0] and not out.exists(), r.stderr
+        outcomes.add(r.exit_code)
+    assert 1 in outcomes
