@@ -3,9 +3,11 @@ and per-doc outcomes where the file has them."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from repaudit.errors import RepauditError
 from repaudit.importers.factors import Factors, factors_from_fingerprint
 from repaudit.run.diagnostics import Diagnostics, diagnose
 from repaudit.run.records import RunRecord
@@ -85,3 +87,20 @@ def from_record(record: RunRecord, path: Path) -> ComparableRun:
                          factors={task: factors_from_fingerprint(fp)},
                          tasks={task: TaskOutcome(task=task, reported=reported, docs=docs, n_docs=len(docs),
                                                   diagnostics=diag)})
+
+
+def check_per_doc_means(per_doc: Path, results: Path, scores: dict[str, tuple[float, float | None]],
+                        docs: dict[int, DocOutcome], what: str) -> None:
+    """Refuse per-doc outcomes (lm-eval samples, lighteval details) whose mean of a metric every doc
+    carries differs from the score the results file reports (by more than 1e-6).
+
+    Raises:
+        RepauditError: the per-doc file belongs to another run.
+    """
+    for key, (value, _) in scores.items():
+        vals = [d.metrics[key] for d in docs.values() if key in d.metrics]
+        if len(vals) == len(docs) and vals and all(math.isfinite(v) for v in vals) and math.isfinite(value):
+            mean = sum(vals) / len(vals)
+            if abs(mean - value) > 1e-6:
+                raise RepauditError(f"{what} '{per_doc}' does not belong to '{results}': its mean {key} "
+                                    f"{mean:.6f} differs from the reported {value:.6f}")

@@ -46,7 +46,7 @@ from typing import Any
 from repaudit.boundary import LIMITS, InputError, read_bytes, validate
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json, sha256_text
-from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome
+from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome, check_per_doc_means
 from repaudit.importers.factors import UNKNOWN, Factors, empty_factors
 from repaudit.importers.lighteval_schema import DetailRow, LightevalResults, ModelConfig, TaskConfig
 
@@ -341,7 +341,7 @@ def load_lighteval(results_path: Path, details: list[Path] | None = None, raw: A
         if dp and read is None:
             run.notes.append(f"{name}: doc ids in '{dp}' are not row indices; docs cannot be paired")
         if docs:
-            _check_details_match(dp, results_path, scores, docs)
+            check_per_doc_means(dp, results_path, scores, docs, "details file")
         run.factors[name] = task_factors(res, key, docs)
         run.tasks[name] = TaskOutcome(task=name, reported=scores, docs=docs, n_docs=len(docs) if docs else None,
                                       diagnostics=_diagnostics(docs, leaked, cut, run.factors[name]) if docs else None)
@@ -349,15 +349,6 @@ def load_lighteval(results_path: Path, details: list[Path] | None = None, raw: A
         raise InputError(results_path, "$.results", "holds no task, only the 'all' aggregate: nothing to compare")
     return run
 
-
-def _check_details_match(dp: Path, rp: Path, scores: dict, docs: dict[int, DocOutcome]) -> None:
-    for key, (value, _) in scores.items():
-        vals = [d.metrics[key] for d in docs.values() if key in d.metrics]
-        if len(vals) == len(docs) and vals and all(math.isfinite(v) for v in vals) and math.isfinite(value):
-            mean = sum(vals) / len(vals)
-            if abs(mean - value) > 1e-6:
-                raise RepauditError(f"details file '{dp}' does not belong to '{rp}': its mean {key} "
-                                    f"{mean:.6f} differs from the reported {value:.6f}")
 
 
 def _diagnostics(docs: dict[int, DocOutcome], leaked: list[int] | None, cut: list[int] | None, factors: Factors):

@@ -17,7 +17,7 @@ from typing import Any
 from repaudit.boundary import LIMITS, InputError, decode, parse_json, read_bytes, validate
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json, sha256_text
-from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome
+from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome, check_per_doc_means
 from repaudit.importers.lmeval_factors import task_factors
 from repaudit.importers.lmeval_schema import LmevalResults, SampleLine
 
@@ -193,7 +193,7 @@ def load_lmeval(results_path: Path, samples: list[Path] | None = None, raw: Any 
         sp = explicit.get(task) or (find_samples(results_path, task) if samples is None else None)
         docs = read_samples(sp, task) if sp else None
         if docs:
-            _check_samples_match(sp, results_path, scores, docs)
+            check_per_doc_means(sp, results_path, scores, docs, "samples file")
         n = len(docs) if docs else (res.n_samples or {}).get(task)
         n = n if isinstance(n, int) else getattr(n, "effective", None)
         run.factors[task] = task_factors(res, task)
@@ -202,15 +202,6 @@ def load_lmeval(results_path: Path, samples: list[Path] | None = None, raw: Any 
                                       if docs else None)
     return run
 
-
-def _check_samples_match(sp: Path, rp: Path, scores: dict, docs: dict[int, DocOutcome]) -> None:
-    for key, (value, _) in scores.items():
-        vals = [d.metrics[key] for d in docs.values() if key in d.metrics]
-        if len(vals) == len(docs) and vals and all(math.isfinite(v) for v in vals) and math.isfinite(value):
-            mean = sum(vals) / len(vals)
-            if abs(mean - value) > 1e-6:
-                raise RepauditError(f"samples file '{sp}' does not belong to '{rp}': its mean {key} "
-                                    f"{mean:.6f} differs from the reported {value:.6f}")
 
 
 def lmeval_diagnostics(docs: dict[int, DocOutcome], factors: dict, tokenizer: Any = None):
