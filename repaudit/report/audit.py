@@ -21,11 +21,11 @@ def _ci(lo: float, hi: float) -> str:
     return f"[{100 * lo:+.2f}, {100 * hi:+.2f}]"
 
 
-def _latex_rows(rows) -> list[str]:
+def latex_rows(rows) -> list[str]:
     return [" & ".join(e(c) for c in row) + r" \\" for row in rows]
 
 
-def _latex_table(caption: str, colspec: str, blocks: list[list[str]]) -> str:
+def latex_table(caption: str, colspec: str, blocks: list[list[str]]) -> str:
     """A booktabs table: ``blocks`` of ready LaTeX lines separated by ``\\midrule`` (the first is the header)."""
     lines = [r"\begin{table}[t]", r"\centering", r"\small", r"\caption{" + caption + "}",
              r"\begin{tabular}{" + colspec + "}", r"\toprule"]
@@ -80,11 +80,11 @@ def attribution_markdown(r: AttributionReport) -> str:
 def attribution_latex(r: AttributionReport) -> str:
     """LaTeX fragment: one booktabs table of factors (and interactions below a rule)."""
     rows = attribution_rows(r)
-    blocks = [[r"factor & value & 95\,\% CI \\"], _latex_rows(rows[:-3]), _latex_rows(rows[-3:])]
+    blocks = [[r"factor & value & 95\,\% CI \\"], latex_rows(rows[:-3]), latex_rows(rows[-3:])]
     if r.interactions:
         blocks += [[r"interaction & index & 95\,\% CI \\"],
-                   _latex_rows([(" x ".join(i["pair"]), _pts(i["value"]), _ci(*i["ci"])) for i in r.interactions])]
-    return _latex_table(r"Attribution of the " + e(r.metric) + " difference on " + e(r.task)
+                   latex_rows([(" x ".join(i["pair"]), _pts(i["value"]), _ci(*i["ci"])) for i in r.interactions])]
+    return latex_table(r"Attribution of the " + e(r.metric) + " difference on " + e(r.task)
                         + r" to each factor (Shapley values in points, 95\,\% paired-bootstrap intervals). "
                         + e(attribution_summary(r, cost=False)), "lrr", blocks)
 
@@ -119,7 +119,7 @@ def sweep_markdown(s: SweepResult) -> str:
 
 def sweep_latex(s: SweepResult) -> str:
     """LaTeX fragment: one booktabs table."""
-    return _latex_table(r"Effect of " + e(s.factor) + " on " + e(s.metric) + " (" + e(s.task)
+    return latex_table(r"Effect of " + e(s.factor) + " on " + e(s.metric) + " (" + e(s.task)
                         + r"), points; $\Delta$ against the base with a paired 95\,\% interval. " + e(sweep_floor(s)),
                         "lrrrrl", [[r"value & score & $\Delta$ & 95\,\% CI & flip rate & verdict \\"],
-                                   _latex_rows(sweep_rows(s))])
+                                   latex_rows(sweep_rows(s))])

@@ -10,6 +10,8 @@ from typing import Any
 import platformdirs
 from pydantic import BaseModel, ConfigDict
 
+from repaudit.run.protocol import ProtocolRecord
+
 
 def default_cache_dir() -> Path:
     """``$REPAUDIT_CACHE_DIR`` or the platform's user cache directory for repaudit."""
@@ -63,6 +65,10 @@ class RunConfig(BaseModel):
     top_k: int = 0
     cache_dir: Path | None = None
     use_batch_cache: bool = True
+    #: ``raw`` or ``leaderboard_normalised`` (extra aggregate rows; per-doc values stay raw)
+    score_normalisation: str = "raw"
+    #: the published protocol this run follows (``--protocol``), with the user's overrides
+    protocol: ProtocolRecord | None = None
 
 
 #: seeds are 32-bit, as numpy requires (lm-eval passes them to random, numpy and torch alike)

@@ -45,16 +45,22 @@ class DocSet:
     num_fewshot: int
 
 
+def _preferred(cfg: RunConfig, field: str) -> bool:
+    """A split set by a protocol (not by the user) falls back like the task's default split."""
+    return cfg.protocol is not None and field in cfg.protocol.preferred
+
+
 def _resolve_split(task: Task, cfg: RunConfig, root: DataRoot, err: Console) -> str:
-    if cfg.split:
+    if cfg.split and not _preferred(cfg, "split"):
         return cfg.split
+    wanted, whose = (cfg.split, f"protocol {cfg.protocol.name}'s") if cfg.split else (task.eval_split, "lm-eval")
     have = available_splits(task, root)
-    if have and task.eval_split not in have:
-        err.print(rich_text(f"note: {task.name}'s lm-eval split '{task.eval_split}' is not in {root.describe()}; "
+    if have and wanted not in have:
+        err.print(rich_text(f"note: {task.name}'s {whose} split '{wanted}' is not in {root.describe()}; "
                             f"evaluating split '{have[0]}' (recorded in the fingerprint)"),
                   soft_wrap=True, highlight=False)
         return have[0]
-    return task.eval_split
+    return wanted
 
 
 def _fewshot_pool(task: Task, cfg: RunConfig, root: DataRoot, split: str, eval_docs: list[Doc]
@@ -67,7 +73,7 @@ def _fewshot_pool(task: Task, cfg: RunConfig, root: DataRoot, split: str, eval_d
         return eval_docs, split
     have = available_splits(task, root)
     if have is not None and wanted not in have:
-        if cfg.fewshot_split:
+        if cfg.fewshot_split and not _preferred(cfg, "fewshot_split"):
             raise RepauditError(f"few-shot split '{wanted}' of {task.name} is not in {root.describe()}")
         return eval_docs, split
     rows, _ = load_rows(task, wanted, root)

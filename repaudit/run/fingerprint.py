@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from repaudit.hashing import sha256_json
 from repaudit.run.environment import GitState, Hardware, Software
+from repaudit.run.protocol import ProtocolRecord
 
 FINGERPRINT_SCHEMA_VERSION = 2
 
@@ -117,6 +118,11 @@ class MetricConfig(_Strict):
     aggregation: str
     stderr: str
     options: dict[str, Any] = {}
+    #: ``raw`` or ``leaderboard_normalised`` (Open LLM Leaderboard v2); the random-guess baseline used
+    score_normalisation: str = "raw"
+    random_baseline: float | None = None
+    #: the metric a followed protocol reports (``acc_norm``), else None
+    reported: str | None = None
 
 
 class DataIdentity(_Strict):
@@ -158,13 +164,18 @@ class Fingerprint(_Strict):
     seeds: Seeds
     #: the recorded lm-eval task configuration a task was built from (``--task-config``), else None
     task_config: dict[str, Any] | None = None
+    #: the published protocol followed (``run --protocol``): name, sha256, overrides
+    protocol: ProtocolRecord | None = None
     hardware: Hardware
     software: Software
     git: GitState
 
     def canonical(self) -> dict:
         """The JSON-ready dict the digest is computed from."""
-        return self.model_dump(mode="json")
+        d = self.model_dump(mode="json")
+        if d.get("protocol") is None:  # runs without a protocol keep the digest they had before it existed
+            d.pop("protocol", None)
+        return d
 
     def digest(self) -> str:
         """sha256 of the canonical JSON of this fingerprint."""

@@ -95,3 +95,17 @@ def aggregate(per_doc: list[dict[str, float]], metric_variants: dict[str, str],
         out.append(Metric(name=name, variant="subject_macro", value=float(np.mean(means)),
                           stderr=math.sqrt(sum(s * s for s in ses)) / len(ses), n=len(values)))
     return out
+
+
+#: the variant suffix of a leaderboard-normalised aggregate (``acc`` -> ``none+leaderboard_normalised``)
+NORMALISED_SUFFIX = "+leaderboard_normalised"
+
+
+def normalised_metrics(metrics: list[Metric], baseline: float) -> list[Metric]:
+    """Each aggregate again, leaderboard-normalised (:func:`repaudit.run.normalise.leaderboard_normalise`):
+    value ``max(v - b, 0)/(1 - b)``, stderr ``se/(1 - b)``, variant suffixed ``+leaderboard_normalised``.
+    Per-doc values stay raw, so paired statistics are unchanged."""
+    from repaudit.run.normalise import leaderboard_normalise
+
+    return [Metric(name=m.name, variant=m.variant + NORMALISED_SUFFIX, value=leaderboard_normalise(m.value, baseline),
+                   stderr=None if m.stderr is None else m.stderr / (1.0 - baseline), n=m.n) for m in metrics]

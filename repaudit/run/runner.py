@@ -39,7 +39,8 @@ from repaudit.run.fingerprint import (
     PromptConfig,
     Seeds,
 )
-from repaudit.run.metrics import aggregate
+from repaudit.run.metrics import aggregate, normalised_metrics
+from repaudit.run.normalise import NORMALISATIONS, random_baseline
 from repaudit.run.pool import BackendPool, load
 from repaudit.run.progress import progress
 from repaudit.run.records import RunRecord, Timings
@@ -88,6 +89,9 @@ def check_config(cfg: RunConfig) -> Task:
     if cfg.scoring_strategy not in SCORING_STRATEGIES:
         raise RepauditError(f"unknown scoring strategy '{cfg.scoring_strategy}': choose one of "
                             f"{', '.join(SCORING_STRATEGIES)}")
+    if cfg.score_normalisation not in NORMALISATIONS:
+        raise RepauditError(f"unknown score normalisation '{cfg.score_normalisation}': choose one of "
+                            f"{', '.join(NORMALISATIONS)}")
     check_device(cfg.device)
     check_cache_dir(cfg.cache_dir or default_cache_dir())
     return task
@@ -232,9 +236,14 @@ def build_fingerprint(task: Task, cfg: RunConfig, resolved: ResolvedModel, docse
                             acc_norm_normalisation="char_length" if "acc_norm" in task.metrics else None,
                             filters=[p.name for p in pipelines(task)] if generation else ["none"], aggregation="mean",
                             stderr="sample_stdev_ddof1/sqrt(n)",
-                            options={"exact_match": dataclasses.asdict(task.em_options)} if generation else {}),
+                            options={"exact_match": dataclasses.asdict(task.em_options)} if generation else {},
+                            score_normalisation=cfg.score_normalisation,
+                            random_baseline=round(random_baseline([len(r.choices) for r in rendered]
+                                                                  if not generation else []), 6),
+                            reported=(cfg.protocol.scoring.get("metric") if cfg.protocol else None)),
         seeds=Seeds(python=cfg.seed, numpy=cfg.numpy_seed, torch=cfg.torch_seed, fewshot=cfg.fewshot_seed),
         task_config=cfg.task_config,
+        protocol=cfg.protocol,
         hardware=capture_hardware(), software=capture_software(), git=capture_git_state(),
     )
 
@@ -281,6 +290,8 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
         pos += len(rd.requests)
     metrics = aggregate([r.metrics for r in results], metric_variants(task), [r.cluster for r in results])
     fp = build_fingerprint(task, cfg, resolved, docset, backend, rendered, generation)
+    if cfg.score_normalisation == "leaderboard_normalised":
+        metrics += normalised_metrics(metrics, fp.metric.random_baseline or 0.0)
     diag = run_diagnostics(task, docset, results, fp.data.split, context_cut(backend, rendered, generation))
     total_s = time.perf_counter() - t_start
     return RunRecord(

@@ -1,0 +1,182 @@
+"""Conformance: does a run follow a published protocol? (``repaudit compare RUN PROTOCOL.yaml``)
+
+For each task of the run that the protocol defines, every factor the protocol fixes is looked up
+in the run's factors (:mod:`repaudit.importers.factors`) and judged ``conforms``, ``deviates``
+or ``unknown`` (the run does not record it). Scores are converted when the protocol shows
+leaderboard-normalised scores and the run raw ones.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from repaudit.errors import RepauditError
+from repaudit.importers.comparable import ComparableRun
+from repaudit.importers.factors import UNKNOWN
+from repaudit.run.normalise import leaderboard_normalise
+from repaudit.run.protocol import Protocol
+
+Status = Literal["conforms", "deviates", "unknown"]
+
+#: protocol factor -> (factor group, field) of the run's factors
+_LOOKUP: dict[str, tuple[str, str]] = {
+    "split": ("data", "split"),
+    "limit": ("data", "limit"),
+    "num_fewshot": ("fewshot", "num_fewshot"),
+    "fewshot_split": ("fewshot", "split"),
+    "fewshot_selection": ("fewshot", "sampler"),
+    "fewshot_seed": ("seed", "fewshot"),
+    "chat_template": ("chat_template", "applied"),
+    "system_prompt": ("chat_template", "system_prompt"),
+    "dtype": ("dtype", "dtype"),
+    "batch_size": ("batch_size", "batch_size"),
+    "max_gen_toks": ("max_tokens", "max_gen_toks"),
+    "max_length": ("max_tokens", "max_length"),
+    "until": ("stop", "until"),
+    "add_bos_token": ("bos", "bos_first"),
+    "acc_norm": ("metric_variant", "acc_norm"),
+    "score": ("metric_variant", "score"),
+    "random_baseline": ("metric_variant", "random_baseline"),
+}
+
+
+class ConformanceRow(BaseModel):
+    """One fixed factor of one task: the protocol's value and source, the run's value, the status."""
+
+    task: str
+    factor: str
+    protocol_value: Any
+    run_value: Any
+    status: Status
+    source: str
+    note: str = ""
+
+
+class ScoreView(BaseModel):
+    """A reported score of the run as the protocol would show it (``shown`` is None when the
+    protocol's form is the run's own)."""
+
+    task: str
+    metric: str
+    raw: float
+    shown: float | None
+    form: str
+
+
+class Conformance(BaseModel):
+    """The result of :func:`conformance`: rows per task, unspecified factors, converted scores."""
+
+    run: str
+    run_source: str
+    protocol: str
+    protocol_title: str
+    protocol_sha256: str
+    tasks: list[str]
+    not_in_protocol: list[str]
+    rows: list[ConformanceRow]
+    unspecified: dict[str, list[str]]
+    scores: list[ScoreView]
+
+    def deviations(self) -> list[ConformanceRow]:
+        return [r for r in self.rows if r.status == "deviates"]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b or a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-9)
+    return a == b
+
+
+def _run_value(factor: str, value: Any, factors: dict, reported: dict, source: str) -> tuple[Any, Status, str]:
+    """The run's value of ``factor`` and the status against the protocol's ``value``."""
+    if factor == "metric":
+        keys = sorted(reported)
+        ok = value in reported or (value == "exact_match" and any(k.startswith("exact_match") for k in keys))
+        return keys, ("conforms" if ok else "deviates"), "" if ok else f"the run reports no {value}"
+    if factor == "aggregation":
+        metrics = {k.split(",")[0] for k in reported}
+        ok = any(f"{m},{value}" in reported for m in metrics) or (value == "micro" and bool(metrics))
+        return sorted(reported), ("conforms" if ok else "unknown"), "" if ok else f"no {value} aggregate reported"
+    if factor == "formulation":
+        return UNKNOWN, "unknown", "a single run cannot show which formulation a protocol would pick"
+    if factor == "prompt_format":
+        fmt = factors.get("prompt_format", {})
+        got = fmt.get("format") or ("lmeval" if "doc_to_text" in fmt and source.startswith("lm-eval") else UNKNOWN)
+        if got == UNKNOWN:
+            return got, "unknown", ""
+        return got, ("conforms" if got == value else "deviates"), ""
+    if factor == "fewshot_as_multiturn":
+        got = factors.get("chat_template", {}).get("fewshot_as_multiturn", UNKNOWN)
+        if got == UNKNOWN and factors.get("chat_template", {}).get("applied") is False:
+            got = False  # no chat template: no turns at all
+        if got == UNKNOWN:
+            return got, "unknown", ""
+        return got, ("conforms" if _same(got, value) else "deviates"), ""
+    group, field = _LOOKUP[factor]
+    got = factors.get(group, {}).get(field, UNKNOWN)
+    if factor == "score" and got == UNKNOWN and source.startswith(("lm-eval", "lighteval")):
+        got = "raw"  # both harnesses print raw scores
+    if factor == "fewshot_selection" and got in ("random", "first_n", "samples", "none"):
+        return got, ("conforms" if got == value else "deviates"), ""
+    if factor == "limit" and got is None:
+        return got, "deviates", f"the run evaluated every doc; the protocol samples {value}"
+    if got == UNKNOWN:
+        return got, "unknown", "not recorded by the run"
+    if factor == "batch_size" and value == "auto":
+        return got, "unknown", "'auto' picks a size per machine"
+    return got, ("conforms" if _same(got, value) else "deviates"), ""
+
+
+def conformance(run: ComparableRun, proto: Protocol) -> Conformance:
+    """Check every task of ``run`` that ``proto`` defines against the protocol's fixed factors.
+
+    Raises:
+        RepauditError: the protocol defines none of the run's tasks.
+    """
+    rows: list[ConformanceRow] = []
+    tasks, missing, unspecified, scores = [], [], {}, []
+    for task, factors in sorted(run.factors.items()):
+        if proto.task_key(task) is None:
+            missing.append(task)
+            continue
+        tasks.append(task)
+        outcome = run.tasks.get(task)
+        reported = outcome.reported if outcome else {}
+        for factor, s in proto.settings_for(task).items():
+            got, status, note = _run_value(factor, s.value, factors, reported, run.source)
+            rows.append(ConformanceRow(task=task, factor=factor, protocol_value=s.value, run_value=got, status=status,
+                                       source=f"{proto.sources[s.source].url} ({proto.sources[s.source].section})",
+                                       note="; ".join(x for x in (note, s.note or "") if x)))
+        unspecified[task] = proto.unspecified_for(task)
+        scores += _scores(task, reported, factors, proto)
+    if not tasks:
+        raise RepauditError(f"protocol {proto.name} defines none of this run's tasks "
+                            f"({', '.join(sorted(run.factors))}); it defines: {', '.join(proto.tasks)}")
+    return Conformance(run=run.path, run_source=run.source, protocol=proto.name, protocol_title=proto.title,
+                       protocol_sha256=proto.sha256(), tasks=tasks, not_in_protocol=missing, rows=rows,
+                       unspecified=unspecified, scores=scores)
+
+
+def _scores(task: str, reported: dict, factors: dict, proto: Protocol) -> list[ScoreView]:
+    settings = proto.settings_for(task)
+    metric = settings["metric"].value if "metric" in settings else None
+    run_form = factors.get("metric_variant", {}).get("score", "raw")
+    baseline = settings["random_baseline"].value if "random_baseline" in settings else \
+        factors.get("metric_variant", {}).get("random_baseline")
+    out = []
+    for key, (value, _se) in sorted(reported.items()):
+        if metric is not None and key != metric:
+            continue
+        if not isinstance(value, (int, float)) or not math.isfinite(value) or "+leaderboard_normalised" in key:
+            continue
+        shown = None
+        if (proto.reports == "leaderboard_normalised" and run_form in ("raw", UNKNOWN)
+                and isinstance(baseline, (int, float)) and 0 <= baseline < 1):
+            shown = leaderboard_normalise(float(value), float(baseline))
+        out.append(ScoreView(task=task, metric=key, raw=float(value), shown=shown, form=proto.reports))
+    return out

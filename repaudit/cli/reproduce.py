@@ -1,0 +1,90 @@
+"""``repaudit reproduce``: search this model's configurations for one that gives a reported number."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from repaudit.cli.common import (
+    ExecutorOption,
+    Format,
+    FormatOption,
+    JsonOption,
+    OutputOption,
+    RayAddressOption,
+    WorkersOption,
+    check_outputs,
+    emit_report,
+    grid_progress,
+    make_executor,
+    report_format,
+    user_errors,
+)
+
+
+def reproduce_command(
+    target: Annotated[str, typer.Option(help="The reported score: 41.3 (percent) or 0.413.")],
+    task: Annotated[str, typer.Option(help="Task the number was reported on.")] = "arc_easy",
+    metric: Annotated[Optional[str], typer.Option(help="Only this metric (acc, acc_norm, acc_bytes, "
+                                                       "acc,subject_macro, …); default: every metric.")] = None,
+    target_kind: Annotated[str, typer.Option(help="raw, normalised (Open LLM Leaderboard v2 form) or auto "
+                                                  "(try both and say which one matches).")] = "auto",
+    base_run: Annotated[Optional[Path], typer.Option("--base", help="Start from this repaudit run's configuration "
+                                                                    "(then the base options below are ignored).")
+                        ] = None,
+    budget: Annotated[int, typer.Option(help="Evaluate at most this many configurations (in search order).")] = 40,
+    moves: Annotated[Optional[str], typer.Option(
+        help="Comma-separated one-factor moves (default: num_fewshot, prompt_format, chat_template, fewshot_seed, "
+             "fewshot_order, add_bos_token; also: dtype, batch_size, padding_side).")] = None,
+    model: Annotated[str, typer.Option(help="'default', a local directory or a hub id.")] = "default",
+    data_dir: Annotated[Optional[Path], typer.Option(help="Local data laid out as shared/data.")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="First N docs only (also caps protocols' own limits).")
+                     ] = None,
+    num_fewshot: Annotated[Optional[int], typer.Option(help="n-shot of the base.")] = None,
+    prompt_format: Annotated[str, typer.Option("--prompt-format", help="Prompt format of the base.")] = "lmeval",
+    dtype: Annotated[str, typer.Option(help="dtype of the base.")] = "float32",
+    batch_size: Annotated[int, typer.Option(help="Batch size of the base.")] = 8,
+    scoring_strategy: Annotated[str, typer.Option(help="Scoring strategy of the base.")] = "full_sequence",
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
+    top: Annotated[int, typer.Option(help="Rows to show (all are in the JSON).")] = 15,
+    fmt: FormatOption = Format.rich,
+    output: OutputOption = None,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+    workers: WorkersOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Which settings of this model reproduce a reported number? Protocols first, then one- and two-factor moves.
+
+    Example: repaudit reproduce --task arc_easy --target 41.3 --metric acc --limit 200
+
+    Example: repaudit reproduce --task arc_easy --target 12.5 --target-kind auto --base run.json --budget 20
+    """
+    from repaudit.audit.reproduce import DEFAULT_MOVES, parse_target, reproduce
+    from repaudit.report.protocol import render_reproduce_latex, render_reproduce_markdown, render_reproduce_rich
+    from repaudit.run.runner import RunConfig
+
+    with user_errors():
+        check_outputs(output)
+        value = parse_target(target)
+        if base_run is not None:
+            from repaudit.audit.replay import config_from_record
+            from repaudit.run.records import read_record
+
+            base = config_from_record(read_record(base_run), data_dir, None if model == "default" else model, cache_dir)
+            if limit is not None:
+                base = base.model_copy(update={"limit": limit})
+        else:
+            base = RunConfig(task=task, model=model, data_dir=data_dir, limit=limit, num_fewshot=num_fewshot,
+                             prompt_format=prompt_format, dtype=dtype, batch_size=batch_size,
+                             scoring_strategy=scoring_strategy, cache_dir=cache_dir)
+        chosen = tuple(m.strip() for m in moves.split(",") if m.strip()) if moves else DEFAULT_MOVES
+        ex = make_executor(executor, ray_address, workers)
+        with grid_progress("reproduce") as tick:
+            result = reproduce(base, value, ex, target_kind=target_kind, metric=metric, budget=budget, moves=chosen,
+                               progress=tick)
+        emit_report(report_format(fmt, output, as_json), output, lambda c: render_reproduce_rich(result, c, top),
+                    lambda: render_reproduce_markdown(result, top), lambda: render_reproduce_latex(result, top),
+                    lambda: result.model_dump_json(indent=1))

@@ -1,0 +1,270 @@
+"""Published evaluation protocols (``fingerprints/*.yaml``): partial fingerprints with their sources.
+
+A protocol fixes some factors per task (n-shot, split, metric, prompt format, score
+normalisation, …), cites where each value is stated, and lists what its sources leave unsaid as
+*unspecified*. ``repaudit run --protocol`` applies the settable ones to a :class:`RunConfig`;
+``repaudit compare RUN PROTOCOL`` checks a run against all of them
+(:mod:`repaudit.audit.conformance`); ``repaudit reproduce`` tries each protocol first.
+
+Protocol files are untrusted input like every other file: read through
+:mod:`repaudit.boundary` (size and value limits first) and validated into :class:`Protocol`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, model_validator
+
+from repaudit.boundary import LIMITS, InputError, check_values, decode, read_bytes, validate
+from repaudit.errors import RepauditError
+from repaudit.hashing import sha256_json
+
+#: factor -> (RunConfig field or None when repaudit cannot set it, type of its value)
+FACTORS: dict[str, tuple[str | None, Any]] = {
+    "split": ("split", str),
+    "num_fewshot": ("num_fewshot", int),
+    "fewshot_split": ("fewshot_split", str),
+    "fewshot_seed": ("fewshot_seed", int),
+    "prompt_format": ("prompt_format", str),
+    "chat_template": ("chat_template", bool),
+    "system_prompt": ("system_prompt", str),
+    "dtype": ("dtype", str),
+    "batch_size": ("batch_size", int | Literal["auto"]),
+    "max_gen_toks": ("max_gen_toks", int),
+    "until": ("until", list[str]),
+    "limit": ("limit", int),
+    "add_bos_token": ("add_bos_token", bool),
+    "score": ("score_normalisation", Literal["raw", "leaderboard_normalised"]),
+    # scoring choices: recorded and checked, computed from the same inference
+    "metric": (None, str),
+    "acc_norm": (None, Literal["char_length", "bytes", "tokens", "pmi"]),
+    "aggregation": (None, Literal["micro", "subject_macro"]),
+    "random_baseline": (None, float),
+    # stated by protocols, not settable in repaudit (yet): recorded, checked where a run records them
+    "fewshot_as_multiturn": (None, bool),
+    "fewshot_selection": (None, str),
+    "formulation": (None, str),
+    "max_length": (None, int),
+}
+
+PROTOCOL_SCHEMA_VERSION = 1
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Source(_Strict):
+    """Where a protocol's values are stated: ``url``, the ``section`` read, and what it ``states``."""
+
+    url: str
+    section: str
+    states: str
+
+
+class Setting(_Strict):
+    """One fixed factor: its ``value``, the id of the :class:`Source` stating it, and a note."""
+
+    value: Any
+    source: str
+    note: str | None = None
+
+
+class TaskProtocol(_Strict):
+    """A task's fixed factors. ``repaudit_task`` ``None`` (written ``null``) means repaudit has no
+    such task; unset means the key is repaudit's task name. ``aliases`` are glob patterns of the
+    task names other harness versions use (``hendrycksTest-*``)."""
+
+    repaudit_task: str | None = "__key__"
+    aliases: list[str] = []
+    settings: dict[str, Setting] = {}
+    unspecified: list[str] = []
+
+
+class Protocol(_Strict):
+    """A published evaluation protocol: see the module docstring.
+
+    ``reports`` says how the protocol shows scores: ``raw`` (lm-eval's accuracies) or
+    ``leaderboard_normalised`` (:func:`repaudit.run.normalise.leaderboard_normalise`).
+    """
+
+    schema_version: Literal[1]
+    name: str
+    title: str
+    reports: Literal["raw", "leaderboard_normalised"]
+    sources: dict[str, Source]
+    defaults: dict[str, Setting] = {}
+    unspecified: list[str] = []
+    tasks: dict[str, TaskProtocol]
+
+    @model_validator(mode="after")
+    def _check(self) -> Protocol:
+        blocks = [("defaults", self.defaults, self.unspecified),
+                  *((f"tasks.{k}", t.settings, t.unspecified) for k, t in self.tasks.items())]
+        for where, settings, unspecified in blocks:
+            for key, s in settings.items():
+                if key not in FACTORS:
+                    raise ValueError(f"{where}.{key}: unknown factor (known: {', '.join(FACTORS)})")
+                if s.source not in self.sources:
+                    raise ValueError(f"{where}.{key}: source '{s.source}' is not in sources")
+                try:
+                    s.value = TypeAdapter(FACTORS[key][1]).validate_python(s.value, strict=True)
+                except ValidationError as exc:
+                    raise ValueError(f"{where}.{key}: value {s.value!r} is not a valid {key} "
+                                     f"({exc.errors(include_url=False)[0]['msg']})") from None
+            for key in unspecified:
+                if key not in FACTORS and key not in ("backend",):
+                    raise ValueError(f"{where}.unspecified: unknown factor '{key}'")
+        for key, t in self.tasks.items():
+            if t.repaudit_task == "__key__":
+                t.repaudit_task = key
+        return self
+
+    def sha256(self) -> str:
+        """sha256 of the validated protocol's canonical JSON (what the fingerprint records)."""
+        return sha256_json(self.model_dump(mode="json"))
+
+    def task_key(self, task: str) -> str | None:
+        """The protocol's key for ``task`` (by name, repaudit task or alias pattern), or None."""
+        for key, t in self.tasks.items():
+            if task in (key, t.repaudit_task) or any(fnmatch.fnmatchcase(task, a) for a in t.aliases):
+                return key
+        return None
+
+    def settings_for(self, task: str) -> dict[str, Setting]:
+        """Defaults overlaid with the task's own settings (the task's win).
+
+        Raises:
+            RepauditError: the protocol does not define ``task``.
+        """
+        key = self.task_key(task)
+        if key is None:
+            raise RepauditError(f"protocol {self.name} does not define task '{task}' "
+                                f"(it defines: {', '.join(self.tasks)})")
+        return {**self.defaults, **self.tasks[key].settings}
+
+    def unspecified_for(self, task: str) -> list[str]:
+        """Factors the protocol's sources leave unsaid for ``task``."""
+        key = self.task_key(task)
+        extra = self.tasks[key].unspecified if key else []
+        return sorted(set(self.unspecified) | set(extra))
+
+
+def protocol_dir() -> Path:
+    """``$REPAUDIT_PROTOCOL_DIR``, else the ``fingerprints/`` folder of the source tree."""
+    env = os.environ.get("REPAUDIT_PROTOCOL_DIR")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "fingerprints"
+
+
+def available() -> list[Path]:
+    """Every protocol file of :func:`protocol_dir`, sorted by name."""
+    d = protocol_dir()
+    return sorted(d.glob("*.yaml")) if d.is_dir() else []
+
+
+def looks_like_protocol(path: Path) -> bool:
+    """A ``.yaml``/``.yml`` file (protocols are the only YAML that compare reads)."""
+    return Path(path).suffix.lower() in (".yaml", ".yml")
+
+
+def read_protocol(path: Path) -> Protocol:
+    """Read and validate one protocol file.
+
+    Raises:
+        InputError: unreadable, over a limit, not YAML, or not a valid protocol (JSON path named).
+    """
+    path = Path(path)
+    text = decode(read_bytes(path, LIMITS, "protocol file"), path)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(path, None, f"is not valid YAML{f' (line {mark.line + 1})' if mark else ''}") from None
+    except RecursionError:
+        raise InputError(path, None, f"nesting is deeper than {LIMITS.max_depth} levels") from None
+    if not isinstance(data, dict) or "tasks" not in data or "sources" not in data:
+        raise InputError(path, None, "is not a repaudit protocol (a YAML mapping with schema_version, sources, "
+                                     "tasks)")
+    check_values(data, path)
+    try:
+        proto, _ = validate(Protocol, data, path, schema=f"protocol schema v{PROTOCOL_SCHEMA_VERSION}")
+    except InputError:
+        raise
+    except ValueError as exc:  # the model validator's own checks
+        raise InputError(path, None, str(exc)) from None
+    return proto
+
+
+def load_protocol(name_or_path: str | Path) -> tuple[Protocol, Path]:
+    """A protocol by file path, or by name from :func:`protocol_dir`.
+
+    Raises:
+        RepauditError: no such file or name (the known names are listed); InputError: invalid file.
+    """
+    p = Path(name_or_path)
+    if p.suffix.lower() in (".yaml", ".yml") or p.exists():
+        return read_protocol(p), p
+    for f in available():
+        if f.stem == str(name_or_path):
+            return read_protocol(f), f
+    names = ", ".join(f.stem for f in available()) or f"none in {protocol_dir()}"
+    raise RepauditError(f"unknown protocol '{name_or_path}': give a YAML path or one of: {names}")
+
+
+class ProtocolRecord(_Strict):
+    """What a run records of its protocol: name, sha256, the options the user set over it
+    (``overrides``: factor -> [protocol value, value used]) and the protocol's settings that
+    repaudit could not apply (``not_applied``: factor -> why)."""
+
+    name: str
+    sha256: str
+    overrides: dict[str, list[Any]] = {}
+    not_applied: dict[str, str] = {}
+    #: fields applied only where the data has them (splits fall back as the task's default does)
+    preferred: list[str] = []
+    #: the scoring choices it fixes (metric, acc_norm, aggregation, random_baseline)
+    scoring: dict[str, Any] = {}
+
+
+def apply_protocol(proto: Protocol, task: str, explicit: dict[str, Any]) -> tuple[dict[str, Any], ProtocolRecord]:
+    """RunConfig fields for ``task`` under ``proto``; ``explicit`` (field -> value the user set) wins.
+
+    Returns ``(fields, record)``: the RunConfig fields to set (explicit values included) and the
+    :class:`ProtocolRecord` for the fingerprint.
+
+    Raises:
+        RepauditError: the protocol does not define the task, or defines it but repaudit has no
+            such task (named in one line).
+    """
+    key = proto.task_key(task)
+    settings = proto.settings_for(task)
+    target = proto.tasks[key].repaudit_task
+    if target is None:
+        raise RepauditError(f"protocol {proto.name} needs task '{key}', which repaudit does not have")
+    fields: dict[str, Any] = {"task": target}
+    rec = ProtocolRecord(name=proto.name, sha256=proto.sha256())
+    for factor, s in settings.items():
+        field = FACTORS[factor][0]
+        if field is None:
+            if factor in ("metric", "random_baseline", "aggregation", "acc_norm"):
+                rec.scoring[factor] = s.value
+            else:
+                rec.not_applied[factor] = f"{s.value!r}: not settable in repaudit"
+            continue
+        if factor == "batch_size" and s.value == "auto":
+            rec.not_applied[factor] = "'auto': repaudit takes a fixed batch size"
+            continue
+        if field in explicit and explicit[field] != s.value:
+            rec.overrides[factor] = [s.value, explicit[field]]
+            continue
+        fields[field] = s.value
+        if field in ("split", "fewshot_split"):
+            rec.preferred.append(field)
+    for field, value in explicit.items():
+        fields.setdefault(field, value)
+    return fields, rec
