@@ -191,12 +191,8 @@ def read_protocol(path: Path) -> Protocol:
         raise InputError(path, None, "is not a repaudit protocol (a YAML mapping with schema_version, sources, "
                                      "tasks)")
     check_values(data, path)
-    try:
-        proto, _ = validate(Protocol, data, path, schema=f"protocol schema v{PROTOCOL_SCHEMA_VERSION}")
-    except InputError:
-        raise
-    except ValueError as exc:  # the model validator's own checks
-        raise InputError(path, None, str(exc)) from None
+    # the model validator's checks arrive as validation errors: validate() names their JSON path
+    proto, _ = validate(Protocol, data, path, schema=f"protocol schema v{PROTOCOL_SCHEMA_VERSION}")
     return proto
 
 
