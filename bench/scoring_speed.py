@@ -109,6 +109,8 @@ def main() -> None:
     args = ap.parse_args()
     if not args.skip_lmeval and not args.lmeval:
         ap.error("--lmeval is required unless --skip-lmeval")
+    if args.lmeval:  # lm-eval runs in a temporary directory: a relative path would not resolve there
+        args.lmeval = str(Path(args.lmeval).absolute())
 
     from repaudit.backends.model_source import resolve_default_model
     from repaudit.run.runner import default_cache_dir

@@ -24,6 +24,7 @@ def _strip(result) -> dict:
     # A run's fingerprint records torch's thread count, which differs between a Ray task (one CPU)
     # and this process; everything measured must be equal.
     d = result.model_dump()
+    d.pop("computed_batches"), d.pop("cached_batches")  # where the work was done, not what was measured
     for p in d["points"]:
         p.pop("fingerprint_digest")
     return d

@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from repaudit.audit.sequential import SequentialReport
+
 
 def subsets(k: int) -> list[frozenset[int]]:
     """All subsets of ``range(k)``, ordered by size then lexicographically (2^k of them)."""
@@ -211,6 +213,8 @@ class AttributionReport(BaseModel):
     cached_batches: int
     wall_s: float = 0.0
     minimal_flip_sets: dict[int, list[str]]
+    #: how a ``--precision`` estimate was reached (None: every doc, bootstrap intervals)
+    sequential: SequentialReport | None = None
 
 
 def _check_same_docs(src, rec) -> None:
@@ -231,8 +235,44 @@ def _agreement(recorded: dict[int, Any], rec) -> float:
     return float(np.mean([x == y for x, y in pairs])) if pairs else float("nan")
 
 
+def attribution_configs(src_a, src_b, factors: list[str], subs: list[frozenset[int]]) -> dict:
+    """The hybrid RunConfig of every subset, each checked before the first one runs.
+
+    Raises:
+        RepauditError: a hybrid this machine cannot run (the first bad setting).
+    """
+    from repaudit.audit.replay import hybrid
+    from repaudit.run.runner import check_config
+
+    configs = {s: hybrid(src_a.config, src_b.config, factors, s) for s in subs}
+    for cfg in configs.values():
+        check_config(cfg)
+    return configs
+
+
+def attribution_grid(src_a, src_b, n_perm: int | None = None) -> list[tuple[str, Any]]:
+    """(label, RunConfig) of every configuration :func:`run_attribution` would run, labelled by the
+    factors that take B's value ("A", "A + dtype", …, "B"), for ``--dry-run``.
+
+    Raises:
+        RepauditError: as :func:`run_attribution` before it runs anything.
+    """
+    from repaudit.audit.replay import differing_factors
+    from repaudit.errors import RepauditError
+
+    factors = differing_factors(src_a, src_b)[0]
+    if not factors:
+        raise RepauditError("no replayable factor differs between the runs")
+    k = len(factors)
+    subs = subsets(k) if k <= EXACT_MAX_FACTORS else permutation_weights(k, n_perm or 4 * k)[1]
+    configs = attribution_configs(src_a, src_b, factors, subs)
+    return [("B" if len(s) == k else "A" + "".join(f" + {factors[i]}" for i in sorted(s)), configs[s])
+            for s in subs]
+
+
 def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: int = 2000,
-                    progress=None, n_perm: int | None = None) -> AttributionReport:
+                    progress=None, n_perm: int | None = None, precision: float | None = None,
+                    precision_seed: int = 0, round_docs: int | None = None) -> AttributionReport:
     """Re-execute the hybrids of two runs and attribute the score delta to each differing factor.
 
     Args:
@@ -243,6 +283,11 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
         metric: per-doc metric to attribute (default: the task's first).
         progress: called as ``progress(done, total)`` after each configuration.
         n_perm: permutations when k > :data:`EXACT_MAX_FACTORS` (default 4·k).
+        precision: stop when every Shapley value's (and interaction's, and the delta's) 95 %
+            interval is at most this wide on each side, in metric units; docs are evaluated in
+            seeded random rounds (:mod:`repaudit.audit.sequential`) and intervals are repeated
+            confidence intervals. ``None`` evaluates every doc, intervals by bootstrap.
+        precision_seed, round_docs: the permutation seed and round size of the doc-adaptive audit.
 
     Configurations are ordered by (backend, dtype) so that a pooled backend loads the model once
     per backend and dtype.
@@ -253,7 +298,7 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
     """
     import time
 
-    from repaudit.audit.replay import differing_factors, hybrid
+    from repaudit.audit.replay import differing_factors
     from repaudit.errors import RepauditError
 
     t0 = time.perf_counter()
@@ -264,7 +309,6 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
         raise RepauditError("no replayable factor differs between the runs"
                             + (f" (they differ only in {', '.join(fixed)})" if fixed else ""))
     k = len(factors)
-    cfg_a, cfg_b = src_a.config, src_b.config
     if k <= EXACT_MAX_FACTORS:
         method, (w, subs), per = "exact", shapley_weights(k), None
     else:
@@ -272,28 +316,58 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
         w, subs, per = permutation_weights(k, n_perm or 4 * k)
     if not 100 <= n_boot <= 1_000_000:
         raise RepauditError(f"--n-boot must be between 100 and 1000000, got {n_boot}")
-    configs = {s: hybrid(cfg_a, cfg_b, factors, s) for s in subs}
-    from repaudit.run.runner import check_config
-
-    for cfg in configs.values():  # before the first configuration runs
-        check_config(cfg)
+    configs = attribution_configs(src_a, src_b, factors, subs)
     order = sorted(subs, key=lambda s: (configs[s].backend, configs[s].dtype, len(s)))
     from repaudit.audit.executor import as_executor
 
-    records = dict(zip(order, as_executor(executor).map([configs[s] for s in order], progress)))
-    computed = sum(r.timings.computed_batches for r in records.values())
-    cached = sum(r.timings.cached_batches for r in records.values())
-    forward = sum(r.timings.computed_batches > 0 for r in records.values())
+    ex = as_executor(executor)
+    full = frozenset(range(k))
+    docs: dict[frozenset[int], list] = {s: [] for s in subs}
+    records: dict[frozenset[int], Any] = {}
+    spent = {"computed": 0, "cached": 0, "forward": set()}
+    state: dict[str, Any] = {"metric": metric, "round": 0}
+
+    def run_round(chunk: list[int] | None) -> np.ndarray:
+        cfgs = [configs[s] if chunk is None else configs[s].model_copy(update={"doc_ids": chunk}) for s in order]
+        base = state["round"] * len(order)
+        tick = (lambda d, _t: progress(base + d, total[0])) if progress else None
+        for s, r in zip(order, ex.map(cfgs, tick)):
+            records[s] = r
+            docs[s].extend(r.docs)
+            spent["computed"] += r.timings.computed_batches
+            spent["cached"] += r.timings.cached_batches
+            if r.timings.computed_batches:
+                spent["forward"].add(s)
+        state["round"] += 1
+        state["metric"] = state["metric"] or next(iter(records[frozenset()].docs[0].metrics))
+        x = np.stack([[d.metrics.get(state["metric"], np.nan) for d in records[s].docs] for s in subs])
+        return np.vstack([w @ x, m_int @ x, x[-1:] - x[:1]]) if len(m_int) else np.vstack([w @ x, x[-1:] - x[:1]])
+
+    m_int = interaction_weights(k)[0] if method == "exact" else np.zeros((0, len(subs)))
+    seq = None
+    if precision is None:
+        total = [len(order)]
+        run_round(None)
+    else:
+        from repaudit.audit.sequential import plan_rounds, run_rounds
+
+        available = sorted(set(src_a.docs) & set(src_b.docs))
+        total = [len(order) * len(plan_rounds(available, precision_seed, round_docs))]
+        contrib, seq = run_rounds(available, precision, precision_seed, round_docs, run_round, gate=k)
+    metric = state["metric"]
+    computed, cached, forward = spent["computed"], spent["cached"], len(spent["forward"])
+    for s in subs:
+        records[s] = records[s].model_copy(update={"docs": docs[s]})
     first = records[frozenset()]
-    metric = metric or next(iter(first.docs[0].metrics))
     for src in (src_a, src_b):
         if not all(metric in d.metrics for d in src.docs.values()):
             raise RepauditError(f"'{src.path}' does not record {metric} for every doc: choose another --metric")
+    if not all(metric in d.metrics for r in records.values() for d in r.docs):
+        raise RepauditError(f"a re-executed configuration does not report {metric}: choose another --metric")
     doc_ids = [d.doc_id for d in first.docs]
     _check_same_docs(src_a, first)
-    _check_same_docs(src_b, records[frozenset(range(k))])
+    _check_same_docs(src_b, records[full])
     outcomes = {s: np.array([d.metrics[metric] for d in r.docs]) for s, r in records.items()}
-    full = frozenset(range(k))
     if method == "exact":
         att = attribute(factors, outcomes, n_boot=n_boot)
         phi, phi_ci, stderr = att.phi, att.phi_ci, None
@@ -311,8 +385,15 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
         inter = []
         i0, i1 = subs.index(frozenset()), subs.index(full)
         delta_ci = [float(x) for x in np.quantile(boot[:, i1] - boot[:, i0], [0.025, 0.975])]
-    ra = float(np.mean([d.metrics[metric] for d in src_a.docs.values()]))
-    rb = float(np.mean([d.metrics[metric] for d in src_b.docs.values()]))
+    if seq is not None:  # the sequential design's intervals replace the fixed-n bootstrap ones
+        est, hw = contrib.mean(axis=1), np.asarray(seq.half_widths)
+        phi_ci = np.stack([est[:k] - hw[:k], est[:k] + hw[:k]], axis=1)
+        for j, it in enumerate(inter):
+            it["ci"] = [float(est[k + j] - hw[k + j]), float(est[k + j] + hw[k + j])]
+        delta_ci = [float(est[-1] - hw[-1]), float(est[-1] + hw[-1])]
+    # recorded scores on the docs this estimate used (all of them without --precision)
+    ra = float(np.mean([src_a.docs[i].metrics[metric] for i in doc_ids if i in src_a.docs]))
+    rb = float(np.mean([src_b.docs[i].metrics[metric] for i in doc_ids if i in src_b.docs]))
     va, vb = float(outcomes[frozenset()].mean()), float(outcomes[full].mean())
     flips = {}
     base, end = outcomes[frozenset()], outcomes[full]
@@ -333,4 +414,4 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
         residual=(rb - ra) - (vb - va), fidelity_a=_agreement(src_a.docs, records[frozenset()]),
         fidelity_b=_agreement(src_b.docs, records[full]), n_docs=len(doc_ids), configurations=len(subs),
         forward_configurations=forward, computed_batches=computed, cached_batches=cached,
-        wall_s=round(time.perf_counter() - t0, 2), minimal_flip_sets=flips)
+        wall_s=round(time.perf_counter() - t0, 2), minimal_flip_sets=flips, sequential=seq)

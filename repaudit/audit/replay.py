@@ -27,6 +27,8 @@ REPLAYABLE: dict[str, tuple[tuple[str, ...], Any]] = {
                                                       if isinstance(r.fingerprint.backend.bos_first, bool)
                                                       else r.fingerprint.backend.add_bos_token,)),
     "scoring_strategy": (("scoring_strategy",), lambda r: (r.fingerprint.backend.scoring_strategy,)),
+    # scoring only: replaying it reuses every batch of the other configurations
+    "acc_norm": (("acc_norm",), lambda r: (r.fingerprint.metric.acc_norm_normalisation or "char_length",)),
     # a task built from a recorded lm-eval configuration carries its templates in task_config
     "prompt_format": (("prompt_format", "task_config"), lambda r: (r.fingerprint.prompt.format,
                                                                    r.fingerprint.task_config)),
@@ -55,7 +57,9 @@ def config_from_record(rec: RunRecord, data_dir: Path | None, model: str | None 
         task=fp.data.task, task_config=fp.task_config,
         model=model or ("default" if fp.model.source == "gguf-package" else fp.model.name),
         revision=fp.model.revision if fp.model.source == "hub" else None, data_dir=data_dir,
-        split=fp.data.split, limit=fp.data.limit, trust_remote_code=fp.model.trust_remote_code,
+        split=fp.data.split, limit=fp.data.limit,
+        doc_ids=[d.doc_id for d in rec.docs] if fp.data.doc_ids_sha256 is not None else None,
+        trust_remote_code=fp.model.trust_remote_code,
         seed=fp.seeds.python, numpy_seed=fp.seeds.numpy, torch_seed=fp.seeds.torch, device=fp.backend.device,
         stop_at_eos=bool(fp.generation and fp.generation.eos_token in fp.generation.until), cache_dir=cache_dir)
     for fields, read in REPLAYABLE.values():

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from repaudit.audit.sequential import SequentialReport
 from repaudit.audit.stats import paired_bootstrap
 from repaudit.errors import RepauditError
 from repaudit.run.records import RunRecord
@@ -32,6 +33,8 @@ SWEEPABLE: dict[str, tuple[str, Callable[[str], Any]]] = {
     "add_bos_token": ("add_bos_token", lambda s: None if s.lower() == "default" else s.lower() in ("1", "true", "on",
                                                                                                   "yes")),
     "scoring_strategy": ("scoring_strategy", str),
+    # scoring only (char_length, token_length, byte_length): the sweep's values reuse the base's batches
+    "acc_norm": ("acc_norm", str),
     "prompt_format": ("prompt_format", str),
     "num_fewshot": ("num_fewshot", int),
     "fewshot_seed": ("fewshot_seed", int),
@@ -74,6 +77,11 @@ class SweepResult(BaseModel):
     noise_floor_method: str
     noise_floor_scores: list[float]
     points: list[SweepPoint]
+    #: batches the values' configurations computed now / read from the store (scoring-only factors: 0 / all)
+    computed_batches: int = 0
+    cached_batches: int = 0
+    #: how a ``--precision`` estimate was reached (None: every doc, bootstrap intervals)
+    sequential: SequentialReport | None = None
 
 
 def parse_values(factor: str, text: str) -> list[Any]:
@@ -95,14 +103,67 @@ def _metric_values(rec: RunRecord, metric: str) -> np.ndarray:
     return np.array([d.metrics[metric] for d in rec.docs])
 
 
+def _restrict(cfg: RunConfig, chunk: list[int] | None) -> RunConfig:
+    return cfg if chunk is None else cfg.model_copy(update={"doc_ids": chunk})
+
+
+def sweep_doc_ids(base: RunConfig) -> list[int]:
+    """The doc ids ``base`` evaluates (its split after ``--limit``), read without loading a model."""
+    from rich.console import Console
+
+    from repaudit.run.docs import load_docs
+    from repaudit.run.runner import get_task
+
+    cfg = base.model_copy(update={"num_fewshot": 0, "fewshot_ids": None, "fewshot_from": None})
+    return [d.doc_id for d in load_docs(get_task(base.task, base.task_config), cfg, Console(quiet=True)).docs]
+
+
+def floor_configs(base: RunConfig, num_fewshot: int, noise_seeds: int) -> tuple[list[RunConfig], str]:
+    """The noise floor's configurations and their description: ``noise_seeds`` other few-shot seeds
+    for an n-shot base, else one repeated uncached run of the base."""
+    if num_fewshot > 0:
+        return ([base.model_copy(update={"fewshot_seed": base.fewshot_seed + 1 + s}) for s in range(noise_seeds)],
+                f"spread across {noise_seeds + 1} few-shot seeds")
+    return [base.model_copy(update={"use_batch_cache": False})], "spread across a repeated uncached run of the base"
+
+
+def sweep_grid(base: RunConfig, factor: str, values: list[Any], noise_seeds: int = 3) -> list[tuple[str, RunConfig]]:
+    """(label, RunConfig) of every configuration :func:`sweep` would run, for ``--dry-run``.
+
+    Raises:
+        RepauditError: unknown factor or a configuration that cannot run.
+    """
+    from repaudit.run.runner import check_config
+
+    if factor not in SWEEPABLE:
+        raise RepauditError(f"unknown factor '{factor}': sweepable factors are {', '.join(SWEEPABLE)}")
+    task = check_config(base)
+    nshot = len(base.fewshot_ids) if base.fewshot_ids is not None else (
+        base.num_fewshot if base.num_fewshot is not None else task.default_num_fewshot)
+    floor, _ = floor_configs(base, nshot, noise_seeds)
+    field = SWEEPABLE[factor][0]
+    out = [("base", base)] + [(f"noise floor: fewshot_seed={c.fewshot_seed}" if nshot else "noise floor: uncached "
+                               "repeat", c) for c in floor]
+    for value in values:
+        cfg = base.model_copy(update={field: value})
+        check_config(cfg)
+        out.append((f"{factor}={value}", cfg))
+    return out
+
+
 def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds: int = 3,
-          metric: str | None = None, progress=None) -> SweepResult:
+          metric: str | None = None, progress=None, precision: float | None = None, precision_seed: int = 0,
+          round_docs: int | None = None) -> SweepResult:
     """Run ``base`` with ``factor`` set to each of ``values`` and judge each against the noise floor.
 
     ``executor`` is a :class:`repaudit.executor.Executor` (local or Ray) or a function
     ``RunConfig -> RunRecord``. The base runs first (its n-shot decides the noise floor); the
     floor's runs and every value then go to the executor as one batch of configurations.
     ``progress(done, total)`` is called per finished configuration.
+
+    With ``precision`` (metric units), every configuration runs on the same seeded random rounds
+    of docs until each value's Δ has a 95 % repeated confidence interval at most that wide on each
+    side (:mod:`repaudit.audit.sequential`); the floor is then measured on the same docs.
 
     Raises:
         RepauditError: unknown factor, no values, or a metric the task does not report.
@@ -121,40 +182,65 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
 
     for value in values:  # every configuration is checked before the first one runs
         check_config(base.model_copy(update={field: value}))
-    total = 1 + max(noise_seeds, 1) + len(values)
-    base_rec = executor.map([base])[0]
-    if progress:
-        progress(1, total)
-    metric = metric or next(iter(base_rec.docs[0].metrics))
-    if metric not in base_rec.docs[0].metrics:
-        raise RepauditError(f"metric '{metric}' is not reported by {base.task}: "
-                            f"choose one of {', '.join(base_rec.docs[0].metrics)}")
-    xb = _metric_values(base_rec, metric)
-
-    if base_rec.fingerprint.fewshot.num_fewshot > 0:
-        floor_cfgs = [base.model_copy(update={"fewshot_seed": base.fewshot_seed + 1 + s}) for s in range(noise_seeds)]
-        method = f"spread across {noise_seeds + 1} few-shot seeds"
-    else:
-        floor_cfgs = [base.model_copy(update={"use_batch_cache": False})]
-        method = "spread across a repeated uncached run of the base"
     value_cfgs = [base.model_copy(update={field: value}) for value in values]
-    total = 1 + len(floor_cfgs) + len(value_cfgs)
-    recs = executor.map(floor_cfgs + value_cfgs, (lambda d, _t: progress(1 + d, total)) if progress else None)
-    floor_recs, value_recs = recs[:len(floor_cfgs)], recs[len(floor_cfgs):]
+    st: dict[str, Any] = {"recs": None, "floor": None, "metric": metric, "round": 0, "computed": 0, "cached": 0}
+
+    def run_round(chunk: list[int] | None) -> np.ndarray:
+        base_rec = executor.map([_restrict(base, chunk)])[0]
+        if st["floor"] is None:  # the base's n-shot decides the floor, in the first round
+            st["metric"] = st["metric"] or next(iter(base_rec.docs[0].metrics))
+            if st["metric"] not in base_rec.docs[0].metrics:
+                raise RepauditError(f"metric '{st['metric']}' is not reported by {base.task}: "
+                                    f"choose one of {', '.join(base_rec.docs[0].metrics)}")
+            st["floor"], st["method"] = floor_configs(base, base_rec.fingerprint.fewshot.num_fewshot, noise_seeds)
+        per = 1 + len(st["floor"]) + len(values)
+        done, total = st["round"] * per, st.get("total", 1) * per
+        if progress:
+            progress(done + 1, total)
+        cfgs = [_restrict(c, chunk) for c in [*st["floor"], *value_cfgs]]
+        recs = [base_rec, *executor.map(cfgs, (lambda d, _t: progress(done + 1 + d, total)) if progress else None)]
+        for r in recs[1 + len(st["floor"]):]:
+            st["computed"] += r.timings.computed_batches
+            st["cached"] += r.timings.cached_batches
+        if st["recs"] is None:
+            st["recs"] = recs
+        else:
+            st["recs"] = [a.model_copy(update={"docs": a.docs + b.docs}) for a, b in zip(st["recs"], recs)]
+        st["round"] += 1
+        xb = _metric_values(recs[0], st["metric"])
+        return np.stack([_metric_values(r, st["metric"]) - xb for r in recs[1 + len(st["floor"]):]])
+
+    seq = None
+    if precision is None:
+        run_round(None)
+    else:
+        from repaudit.audit.sequential import plan_rounds, run_rounds
+
+        available = sweep_doc_ids(base)
+        st["total"] = len(plan_rounds(available, precision_seed, round_docs))
+        _, seq = run_rounds(available, precision, precision_seed, round_docs, run_round)
+    metric = st["metric"]
+    base_rec, floor_recs = st["recs"][0], st["recs"][1:1 + len(st["floor"])]
+    value_recs = st["recs"][1 + len(st["floor"]):]
+    xb = _metric_values(base_rec, metric)
     floor_scores = [float(xb.mean())] + [float(_metric_values(r, metric).mean()) for r in floor_recs]
     floor_sd = float(np.std(floor_scores, ddof=1)) if len(floor_scores) > 1 else 0.0
 
     points = []
-    for value, rec in zip(values, value_recs):
+    for j, (value, rec) in enumerate(zip(values, value_recs)):
         xv = _metric_values(rec, metric)
         if len(xv) != len(xb) or [d.doc_id for d in rec.docs] != [d.doc_id for d in base_rec.docs]:
             raise RepauditError(f"{factor}={value} evaluated other docs than the base: cannot pair them")
         res = paired_bootstrap(xb, xv, np.array([d.cluster for d in rec.docs]) if rec.docs[0].cluster else None)
-        excludes = res.ci_low > 0 or res.ci_high < 0
+        lo, hi = res.ci_low, res.ci_high
+        if seq is not None:  # the sequential design's interval replaces the fixed-n bootstrap one
+            lo, hi = res.delta - seq.half_widths[j], res.delta + seq.half_widths[j]
+        excludes = lo > 0 or hi < 0
         verdict = "exceeds noise floor" if excludes and abs(res.delta) > 2 * floor_sd else "within noise floor"
-        points.append(SweepPoint(value=value, score=float(xv.mean()), delta=res.delta, ci_low=res.ci_low,
-                                 ci_high=res.ci_high, flip_rate=float(np.mean(xv != xb)), n=len(xv),
+        points.append(SweepPoint(value=value, score=float(xv.mean()), delta=res.delta, ci_low=lo,
+                                 ci_high=hi, flip_rate=float(np.mean(xv != xb)), n=len(xv),
                                  fingerprint_digest=rec.fingerprint_digest, verdict=verdict))
     return SweepResult(task=base.task, metric=metric, factor=factor, base_value=getattr(base, field),
-                       base_score=float(xb.mean()), noise_floor_sd=floor_sd, noise_floor_method=method,
-                       noise_floor_scores=floor_scores, points=points)
+                       base_score=float(xb.mean()), noise_floor_sd=floor_sd, noise_floor_method=st["method"],
+                       noise_floor_scores=floor_scores, points=points, sequential=seq,
+                       computed_batches=st["computed"], cached_batches=st["cached"])

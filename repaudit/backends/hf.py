@@ -146,6 +146,43 @@ class HFBackend:
                             self.padding_side if self._scorer is None else None,
                             self.batch_size, i.max_length, self.scoring_strategy])
 
+    def speed_key(self) -> str:
+        """Identity of what sets this backend's scoring throughput (weights, dtype, device, strategy)."""
+        i = self.info
+        return sha256_json(["hf", self.resolved.weights_sha256, i.dtype, i.device, self.scoring_strategy])
+
+    def plan_cost(self, requests: list[LoglikelihoodRequest], cache: BatchCache | None) -> tuple[int, int, int]:
+        """``(batches, batches already in the store, tokens still to compute)`` of answering ``requests``
+        with the current settings, without a forward pass (the batches and keys :meth:`loglikelihood` uses)."""
+        ckey = self.config_key("loglikelihood")
+        n = stored = tokens = 0
+        if self._scorer is None:
+            batches, enc = self.plan_loglikelihood(requests)
+            max_len = self.info.max_length
+            for batch in batches:
+                rows = [(enc[g[0]][0] + enc[g[0]][1])[-(max_len + 1):][:-1] for g in batch]
+                n += 1
+                if cache is not None and cache.get(ckey, sha256_json(rows)) is not None:
+                    stored += 1
+                else:
+                    tokens += sum(len(r) for r in rows)
+            return n, stored, tokens
+        from repaudit.backends.prefix import plan_groups, plan_units
+
+        enc = self.encoder.encode_requests(requests)
+        for group in plan_groups(plan_units(enc, self.info.max_length), self.batch_size):
+            missing = 0
+            for batch in group.batches:
+                n += 1
+                bkey = sha256_json([group.prefix, [[u.ctx, u.conts] for u in batch]])
+                if cache is not None and cache.get(ckey, bkey) is not None:
+                    stored += 1
+                else:
+                    missing += 1
+                    tokens += sum(u.row_length(len(group.prefix)) for u in batch)
+            tokens += len(group.prefix) if missing else 0
+        return n, stored, tokens
+
     # ------------------------------------------------------------ tokenising
     def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
         """Token ids of (context, continuation); see :meth:`RequestEncoder.encode_pair`."""

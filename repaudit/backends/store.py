@@ -24,6 +24,9 @@ from typing import Any
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS batches (config_key TEXT NOT NULL, batch_key TEXT NOT NULL, "
            "payload TEXT NOT NULL, PRIMARY KEY (config_key, batch_key))")
+#: scoring throughput measured by past runs, for ``--dry-run`` estimates
+_SPEEDS = ("CREATE TABLE IF NOT EXISTS speeds (speed_key TEXT PRIMARY KEY, tokens INTEGER NOT NULL, "
+           "seconds REAL NOT NULL)")
 
 
 def _warn(message: str) -> None:
@@ -61,6 +64,7 @@ class BatchCache:
         self._db = sqlite3.connect(str(self.path), timeout=60)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(_SCHEMA)
+        self._db.execute(_SPEEDS)
         self._db.commit()
         self._db.execute("SELECT COUNT(*) FROM batches").fetchone()
 
@@ -133,6 +137,22 @@ class BatchCache:
                              (config_key, batch_key, json.dumps(payload)))
             self._db.commit()
         self._added += 1
+
+    def add_speed(self, speed_key: str, tokens: int, seconds: float) -> None:
+        """Add ``tokens`` computed in ``seconds`` of scoring to the measurements of ``speed_key``."""
+        if tokens <= 0 or not seconds > 0:
+            return
+        self._run("INSERT INTO speeds VALUES (?, ?, ?) ON CONFLICT(speed_key) DO UPDATE SET "
+                  "tokens = tokens + excluded.tokens, seconds = seconds + excluded.seconds",
+                  (speed_key, int(tokens), float(seconds)))
+        self._db.commit()
+
+    def tokens_per_s(self, speed_key: str) -> float | None:
+        """Measured scoring throughput for ``speed_key`` (all past runs pooled), or None if never measured."""
+        rows = self._run("SELECT tokens, seconds FROM speeds WHERE speed_key=?", (speed_key,))
+        if not rows or not isinstance(rows[0][1], (int, float)) or not rows[0][1] > 0:
+            return None
+        return float(rows[0][0]) / float(rows[0][1])
 
     @property
     def added(self) -> int:

@@ -10,14 +10,20 @@ from rich.console import Console
 from rich.table import Table
 
 from repaudit.cli.common import (
+    DryRunOption,
     ExecutorOption,
     Format,
     FormatOption,
     JsonOption,
     OutputOption,
+    PrecisionOption,
+    PrecisionSeedOption,
     RayAddressOption,
+    RoundDocsOption,
     WorkersOption,
     check_outputs,
+    check_precision,
+    emit_dry_run,
     emit_report,
     err,
     grid_progress,
@@ -43,7 +49,8 @@ def _attribution_rich(result, console: Console) -> None:
     console.print(rich_text(attribution_summary(result)))
 
 
-def _attribute(run_a: Path, run_b: Path, data_dir, model, metric, n_boot, cache_dir, plot, executor):
+def _attribute(run_a: Path, run_b: Path, data_dir, model, metric, n_boot, cache_dir, plot, executor,
+               precision=None, precision_seed: int = 0, round_docs=None):
     """Shared by ``attribute`` and ``compare --attribute``; raises RepauditError on bad input."""
     from repaudit.audit.attribution import run_attribution
     from repaudit.audit.replay import load_replay_source
@@ -51,7 +58,8 @@ def _attribute(run_a: Path, run_b: Path, data_dir, model, metric, n_boot, cache_
     src_a = load_replay_source(run_a, data_dir, model, cache_dir)
     src_b = load_replay_source(run_b, data_dir, model, cache_dir)
     with grid_progress("attribution") as tick:
-        result = run_attribution(src_a, src_b, executor, metric=metric, n_boot=n_boot, progress=tick)
+        result = run_attribution(src_a, src_b, executor, metric=metric, n_boot=n_boot, progress=tick,
+                                 precision=precision, precision_seed=precision_seed, round_docs=round_docs)
     if plot is not None:
         from repaudit.report.plots import waterfall
 
@@ -70,6 +78,10 @@ def attribute_command(
     fmt: FormatOption = Format.rich,
     output: OutputOption = None,
     plot: Annotated[Optional[Path], typer.Option(help="Draw the waterfall to PATH.png and PATH.pdf.")] = None,
+    precision: PrecisionOption = None,
+    precision_seed: PrecisionSeedOption = 0,
+    round_docs: RoundDocsOption = None,
+    dry_run: DryRunOption = False,
     executor: ExecutorOption = "local",
     ray_address: RayAddressOption = None,
     workers: WorkersOption = None,
@@ -78,13 +90,35 @@ def attribute_command(
     """Re-run every hybrid of two runs and attribute the score delta to each differing factor (Shapley values).
 
     Example: repaudit attribute a.json b.json --data-dir ../shared/data -o attribution.md --plot waterfall
+
+    Example: repaudit attribute a.json b.json --precision 2 --dry-run
     """
     from repaudit.report.audit import attribution_latex, attribution_markdown
 
     with user_errors():
         check_outputs(output, plot)
+        check_precision(precision, round_docs)
+        if dry_run:
+            from repaudit.audit.attribution import attribution_grid
+            from repaudit.audit.plan import plan_grid
+            from repaudit.audit.replay import load_replay_source
+
+            srcs = [load_replay_source(r, data_dir, model, cache_dir) for r in (run_a, run_b)]
+            rounds = None
+            if precision is not None:
+                from repaudit.audit.sequential import plan_rounds
+
+                rounds = plan_rounds(sorted(set(srcs[0].docs) & set(srcs[1].docs)), precision_seed, round_docs)
+            plan = plan_grid(f"attribute {run_a.name} {run_b.name}", attribution_grid(*srcs), rounds=rounds)
+            if rounds is not None:
+                plan.rounds_note = (f"With --precision each configuration runs in {len(rounds)} rounds (counted "
+                                    "above, batches of finished rounds are in the store); the audit may stop "
+                                    "before the last.")
+            emit_dry_run(plan, report_format(fmt, output, as_json), output)
+            return
         result = _attribute(run_a, run_b, data_dir, model, metric, n_boot, cache_dir, plot,
-                            make_executor(executor, ray_address, workers))
+                            make_executor(executor, ray_address, workers),
+                            None if precision is None else precision / 100, precision_seed, round_docs)
         emit_report(report_format(fmt, output, as_json), output, lambda c: _attribution_rich(result, c),
                     lambda: attribution_markdown(result), lambda: attribution_latex(result),
                     lambda: result.model_dump_json(indent=1))

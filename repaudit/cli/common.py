@@ -128,3 +128,48 @@ def emit_report(fmt: Format, output: Optional[Path], rich_view, markdown, latex,
         write_atomic(output, text)
     else:
         typer.echo(text, nl=False)
+
+
+PrecisionOption = Annotated[Optional[float], typer.Option(
+    "--precision", metavar="PTS", help="Stop when every 95 % interval is at most ±PTS points wide on each side: docs "
+                                       "run in seeded random rounds shared by all configurations (repeated "
+                                       "confidence intervals). Default: every doc.")]
+PrecisionSeedOption = Annotated[int, typer.Option("--precision-seed", help="Seed of the doc order of --precision.")]
+RoundDocsOption = Annotated[Optional[int], typer.Option("--round-docs", help="Docs per round of --precision "
+                                                                             "(default: a tenth of them, ≥ 20).")]
+DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Print the configurations, the batches already in the "
+                                                              "store, the tokens still to compute and a time "
+                                                              "estimate, then exit.")]
+
+
+def check_precision(precision: float | None, round_docs: int | None) -> None:
+    """``--precision`` in (0, 100] points and ``--round-docs`` ≥ 1, before any work.
+
+    Raises:
+        RepauditError: either out of range.
+    """
+    import math
+
+    if precision is not None and not (math.isfinite(precision) and 0 < precision <= 100):
+        raise RepauditError(f"--precision must be between 0 and 100 points (exclusive of 0), got {precision}")
+    if round_docs is not None and not 1 <= round_docs <= 10**7:
+        raise RepauditError(f"--round-docs must be between 1 and 10000000, got {round_docs}")
+
+
+def emit_dry_run(plan, fmt: Format, output: Optional[Path]) -> None:
+    """Print or write a ``--dry-run`` plan (:class:`repaudit.audit.plan.DryRun`) in ``fmt``."""
+    from rich.table import Table
+
+    from repaudit.report.plan import dry_run_latex, dry_run_markdown, dry_run_rows, dry_run_summary
+
+    def view(console: Console) -> None:
+        table = Table(title=rich_text(f"dry run · {plan.command}"))
+        for col in ("configuration", "docs", "requests", "batches", "in store", "tokens to compute", "estimate"):
+            table.add_column(col, justify="left" if col == "configuration" else "right")
+        for row in dry_run_rows(plan):
+            table.add_row(*(rich_text(c) for c in row))
+        console.print(table)
+        console.print(rich_text(dry_run_summary(plan)))
+
+    emit_report(fmt, output, view, lambda: dry_run_markdown(plan), lambda: dry_run_latex(plan),
+                lambda: plan.model_dump_json(indent=1))

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from repaudit.cli.common import (
+    DryRunOption,
     ExecutorOption,
     Format,
     FormatOption,
@@ -16,6 +17,7 @@ from repaudit.cli.common import (
     RayAddressOption,
     WorkersOption,
     check_outputs,
+    emit_dry_run,
     emit_report,
     grid_progress,
     make_executor,
@@ -51,6 +53,7 @@ def reproduce_command(
     top: Annotated[int, typer.Option(help="Rows to show (all are in the JSON).")] = 15,
     fmt: FormatOption = Format.rich,
     output: OutputOption = None,
+    dry_run: DryRunOption = False,
     executor: ExecutorOption = "local",
     ray_address: RayAddressOption = None,
     workers: WorkersOption = None,
@@ -81,6 +84,14 @@ def reproduce_command(
                              prompt_format=prompt_format, dtype=dtype, batch_size=batch_size,
                              scoring_strategy=scoring_strategy, cache_dir=cache_dir)
         chosen = tuple(m.strip() for m in moves.split(",") if m.strip()) if moves else DEFAULT_MOVES
+        if dry_run:
+            from repaudit.audit.plan import plan_grid
+            from repaudit.audit.reproduce import candidates
+
+            plan = plan_grid(f"reproduce --target {target}", [(c.label, c.config) for c in
+                                                              candidates(base, chosen)[:budget]])
+            emit_dry_run(plan, report_format(fmt, output, as_json), output)
+            return
         ex = make_executor(executor, ray_address, workers)
         with grid_progress("reproduce") as tick:
             result = reproduce(base, value, ex, target_kind=target_kind, metric=metric, budget=budget, moves=chosen,

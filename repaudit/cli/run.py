@@ -70,6 +70,9 @@ def run_command(
     scoring_strategy: Annotated[str, typer.Option(
         help="full_sequence (lm-eval's numerical path) or shared_prefix (each context once, logits only "
              "at continuation positions: faster, numerically different).")] = "full_sequence",
+    acc_norm: Annotated[str, typer.Option(
+        help="What acc_norm divides a choice's log-likelihood by: char_length (lm-eval), token_length or "
+             "byte_length. Scoring only: runs differing in it share every batch.")] = "char_length",
     device: Annotated[str, typer.Option(help="torch device.")] = "cpu",
     seed: Annotated[int, typer.Option(help="Python random seed.")] = 0,
     numpy_seed: Annotated[int, typer.Option(help="numpy seed.")] = 1234,
@@ -119,7 +122,7 @@ def run_command(
                         fewshot_from=fewshot_from, fewshot_order_seed=fewshot_order, prompt_format=prompt_format,
                         chat_template=chat_template, system_prompt=system_prompt, backend=backend, dtype=dtype,
                         batch_size=batch_size, padding_side=padding_side, add_bos_token=add_bos_token,
-                        scoring_strategy=scoring_strategy,
+                        scoring_strategy=scoring_strategy, acc_norm=acc_norm,
                         device=device, seed=seed, numpy_seed=numpy_seed, torch_seed=torch_seed,
                         max_gen_toks=max_gen_toks, until=until, stop_at_eos=stop_at_eos, do_sample=do_sample,
                         temperature=temperature, top_p=top_p, top_k=top_k, cache_dir=cache_dir,

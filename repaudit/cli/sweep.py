@@ -10,14 +10,20 @@ from rich.console import Console
 from rich.table import Table
 
 from repaudit.cli.common import (
+    DryRunOption,
     ExecutorOption,
     Format,
     FormatOption,
     JsonOption,
     OutputOption,
+    PrecisionOption,
+    PrecisionSeedOption,
     RayAddressOption,
+    RoundDocsOption,
     WorkersOption,
     check_outputs,
+    check_precision,
+    emit_dry_run,
     emit_report,
     err,
     grid_progress,
@@ -42,7 +48,7 @@ def _sweep_rich(result, console: Console) -> None:
 
 def sweep_command(
     factor: Annotated[str, typer.Option(help="Factor to vary: backend, batch_size, dtype, padding_side, "
-                                             "add_bos_token (true/false/default), scoring_strategy, "
+                                             "add_bos_token (true/false/default), scoring_strategy, acc_norm, "
                                              "prompt_format, num_fewshot, fewshot_seed, fewshot_order, max_gen_toks, "
                                              "until (stop lists: a|b per value, none), chat_template, "
                                              "system_prompt.")],
@@ -69,6 +75,10 @@ def sweep_command(
     output: OutputOption = None,
     plot: Annotated[Optional[Path], typer.Option(help="Draw score vs value with the noise band to PATH.png and "
                                                       "PATH.pdf.")] = None,
+    precision: PrecisionOption = None,
+    precision_seed: PrecisionSeedOption = 0,
+    round_docs: RoundDocsOption = None,
+    dry_run: DryRunOption = False,
     executor: ExecutorOption = "local",
     ray_address: RayAddressOption = None,
     workers: WorkersOption = None,
@@ -77,6 +87,8 @@ def sweep_command(
     """Vary one factor, hold the rest, and measure its effect against the noise floor.
 
     Example: repaudit sweep --factor batch_size --values 1,4,16 --dtype bfloat16 --data-dir ../shared/data --limit 200
+
+    Example: repaudit sweep --factor num_fewshot --values 0,5 --precision 2 --dry-run
     """
     from repaudit.audit.sweep import parse_values, sweep
     from repaudit.report.audit import sweep_latex, sweep_markdown
@@ -84,6 +96,7 @@ def sweep_command(
 
     with user_errors():
         check_outputs(output, plot)
+        check_precision(precision, round_docs)
         vals = parse_values(factor, values)
         if base_run is not None:
             from repaudit.audit.replay import config_from_record
@@ -95,9 +108,29 @@ def sweep_command(
                              num_fewshot=num_fewshot, prompt_format=prompt_format, backend=backend, dtype=dtype,
                              batch_size=batch_size,
                              scoring_strategy=scoring_strategy, cache_dir=cache_dir)
+        if dry_run:
+            from repaudit.audit.plan import plan_grid
+            from repaudit.audit.sweep import sweep_grid
+
+            rounds = None
+            if precision is not None:
+                from repaudit.audit.sequential import plan_rounds
+                from repaudit.audit.sweep import sweep_doc_ids
+
+                rounds = plan_rounds(sweep_doc_ids(base), precision_seed, round_docs)
+            plan = plan_grid(f"sweep --factor {factor} --values {values}", sweep_grid(base, factor, vals, noise_seeds),
+                             rounds=rounds)
+            if rounds is not None:
+                plan.rounds_note = (f"With --precision each configuration runs in {len(rounds)} rounds (counted "
+                                    "above, batches of finished rounds are in the store); the sweep may stop "
+                                    "before the last.")
+            emit_dry_run(plan, report_format(fmt, output, as_json), output)
+            return
         ex = make_executor(executor, ray_address, workers)
         with grid_progress("sweep") as tick:
-            result = sweep(base, factor, vals, ex, noise_seeds=noise_seeds, metric=metric, progress=tick)
+            result = sweep(base, factor, vals, ex, noise_seeds=noise_seeds, metric=metric, progress=tick,
+                           precision=None if precision is None else precision / 100, precision_seed=precision_seed,
+                           round_docs=round_docs)
         if plot is not None:
             from repaudit.report.plots import sweep_plot
 

@@ -64,9 +64,12 @@ def metric_key(name: str, variant: str) -> str:
     """The key a score is compared under: ``acc``, ``acc_norm``, ``exact_match,strict-match``.
 
     lm-eval's ``,none`` filter and repaudit's descriptive variants of the default aggregate
-    (``none``, ``char_length``, ``micro``) collapse to the bare metric name.
+    (``none``, ``char_length``, ``micro``) collapse to the bare metric name, as does acc_norm under any
+    ``--acc-norm`` normalisation (that is a recorded factor of the run, not another metric).
     """
     if "," in name:  # generate_until metrics are already keyed by filter (``exact_match,strict-match``)
+        return name
+    if name == "acc_norm" and variant in ("token_length", "byte_length"):
         return name
     return name if variant in ("none", "char_length", "micro", "") else f"{name},{variant}"
 

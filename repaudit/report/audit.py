@@ -8,6 +8,7 @@ booktabs tables (``\\usepackage{booktabs}``); every string from a run goes throu
 from __future__ import annotations
 
 from repaudit.audit.attribution import AttributionReport
+from repaudit.audit.sequential import sequential_summary
 from repaudit.audit.sweep import SweepResult
 from repaudit.escape import latex as e
 from repaudit.escape import md
@@ -59,6 +60,8 @@ def attribution_summary(r: AttributionReport, esc=str, cost: bool = True) -> str
         s += f" Differs but not replayable here: {', '.join(r.not_replayable)}."
     if r.not_recorded:
         s += f" Not recorded by one run (may differ): {', '.join(r.not_recorded)}."
+    if r.sequential is not None:
+        s += " " + sequential_summary(r.sequential)
     return s
 
 
@@ -73,7 +76,7 @@ def attribution_markdown(r: AttributionReport) -> str:
                 for i in r.interactions]
     out += ["", attribution_summary(r, md), "",
             ("Shapley values over all hybrid configurations (HyperSHAP, Wever et al. 2025); intervals from a "
-             "paired bootstrap over docs.")]
+             + ("paired bootstrap over docs." if r.sequential is None else "sequential design (above)."))]
     return "\n".join(out) + "\n"
 
 
@@ -85,7 +88,8 @@ def attribution_latex(r: AttributionReport) -> str:
         blocks += [[r"interaction & index & 95\,\% CI \\"],
                    latex_rows([(" x ".join(i["pair"]), _pts(i["value"]), _ci(*i["ci"])) for i in r.interactions])]
     return latex_table(r"Attribution of the " + e(r.metric) + " difference on " + e(r.task)
-                        + r" to each factor (Shapley values in points, 95\,\% paired-bootstrap intervals). "
+                        + r" to each factor (Shapley values in points, 95\,\% "
+                        + ("paired-bootstrap" if r.sequential is None else "repeated confidence") + " intervals). "
                         + e(attribution_summary(r, cost=False)), "lrr", blocks)
 
 
@@ -99,8 +103,11 @@ def sweep_rows(s: SweepResult) -> list[tuple[str, ...]]:
 
 def sweep_floor(s: SweepResult) -> str:
     """The noise floor in one sentence."""
-    return (f"Noise floor: sd {100 * s.noise_floor_sd:.2f} points ({s.noise_floor_method}: "
-            + ", ".join(f"{100 * x:.2f}" for x in s.noise_floor_scores) + ").")
+    out = (f"Noise floor: sd {100 * s.noise_floor_sd:.2f} points ({s.noise_floor_method}: "
+           + ", ".join(f"{100 * x:.2f}" for x in s.noise_floor_scores) + ").")
+    out += (f" The values' runs computed {s.computed_batches} batches now and read {s.cached_batches} from the "
+            "store.")
+    return out if s.sequential is None else out + " " + sequential_summary(s.sequential)
 
 
 _SWEEP_HEAD = ("value", "score", "Δ", "95 % CI", "flip rate", "verdict")
@@ -112,7 +119,8 @@ def sweep_markdown(s: SweepResult) -> str:
            "| " + " | ".join(_SWEEP_HEAD) + " |", "|---|---:|---:|---:|---:|---|"]
     out += ["| " + " | ".join([md(row[0]), *row[1:]]) + " |" for row in sweep_rows(s)]
     out += ["", sweep_floor(s), "",
-            ("Δ against the base with a paired bootstrap interval over docs; an effect exceeds the noise floor "
+            ("Δ against the base with a " + ("paired bootstrap interval over docs" if s.sequential is None else
+                                             "repeated confidence interval") + "; an effect exceeds the noise floor "
              "when its interval excludes 0 and |Δ| > 2 sd of the floor.")]
     return "\n".join(out) + "\n"
 

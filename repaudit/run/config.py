@@ -36,6 +36,8 @@ class RunConfig(BaseModel):
     data_dir: Path | None = None
     split: str | None = None
     limit: int | None = None
+    #: evaluate only these docs (after few-shot selection, which runs over all docs); None = all
+    doc_ids: list[int] | None = None
     num_fewshot: int | None = None
     fewshot_split: str | None = None
     fewshot_seed: int = 1234
@@ -52,6 +54,8 @@ class RunConfig(BaseModel):
     #: None = the tokenizer's default; True/False = every request starts / never starts with BOS
     add_bos_token: bool | None = None
     scoring_strategy: str = "full_sequence"
+    #: what acc_norm divides by: ``char_length`` (lm-eval), ``token_length`` or ``byte_length`` (scoring only)
+    acc_norm: str = "char_length"
     device: str = "cpu"
     seed: int = 0
     numpy_seed: int = 1234
@@ -102,6 +106,13 @@ def check_ranges(cfg: RunConfig) -> None:
     _between("temperature", cfg.temperature, 0, 100)
     _between("top_p", cfg.top_p, 1e-9, 1)
     _between("top_k", cfg.top_k, 0, 10**7)
+    if cfg.doc_ids is not None:
+        if not cfg.doc_ids or len(cfg.doc_ids) > 10**7:
+            from repaudit.errors import RepauditError
+
+            raise RepauditError(f"doc ids must be 1 to 10^7 ids, got {len(cfg.doc_ids)}")
+        for i in cfg.doc_ids:
+            _between("doc_ids", i, 0, 10**9)
     if cfg.fewshot_ids is not None:
         for i in cfg.fewshot_ids:
             _between("fewshot_ids", i, 0, 10**9)

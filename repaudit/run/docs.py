@@ -125,6 +125,13 @@ def load_docs(task: Task, cfg: RunConfig, err: Console) -> DocSet:
     if cfg.fewshot_order_seed is not None:
         fewshot_ids = {i: permute(ids, cfg.fewshot_order_seed, i) for i, ids in fewshot_ids.items()}
     docs = all_docs[: cfg.limit] if cfg.limit else all_docs
+    if cfg.doc_ids is not None:  # a round of a doc-adaptive audit: few-shot ids were drawn over all docs above
+        keep = set(cfg.doc_ids)
+        absent = keep - {d.doc_id for d in docs}
+        if absent:
+            raise RepauditError(f"doc id {min(absent)} is not among the {len(docs)} docs of {task.name} "
+                                f"({len(absent)} of the requested ids are absent)")
+        docs = [d for d in docs if d.doc_id in keep]
     missing = [d.doc_id for d in docs if d.doc_id not in fewshot_ids]
     if missing:
         raise RepauditError(f"--fewshot-from '{cfg.fewshot_from}' has no few-shot ids for doc {missing[0]} "

@@ -148,6 +148,8 @@ class DataIdentity(_Strict):
     limit: int | None
     n_docs: int
     docs_sha256: str
+    #: sha256 of the evaluated doc ids when only a subset ran (a round of ``--precision``); else None
+    doc_ids_sha256: str | None = None
 
 
 class Fingerprint(_Strict):
@@ -175,6 +177,8 @@ class Fingerprint(_Strict):
         d = self.model_dump(mode="json")
         if d.get("protocol") is None:  # runs without a protocol keep the digest they had before it existed
             d.pop("protocol", None)
+        if d["data"].get("doc_ids_sha256") is None:  # likewise runs of all docs
+            d["data"].pop("doc_ids_sha256", None)
         return d
 
     def digest(self) -> str:

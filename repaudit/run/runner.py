@@ -39,7 +39,7 @@ from repaudit.run.fingerprint import (
     PromptConfig,
     Seeds,
 )
-from repaudit.run.metrics import aggregate, normalised_metrics
+from repaudit.run.metrics import ACC_NORMS, aggregate, normalised_metrics
 from repaudit.run.normalise import NORMALISATIONS, random_baseline
 from repaudit.run.pool import BackendPool, load
 from repaudit.run.progress import progress
@@ -89,6 +89,8 @@ def check_config(cfg: RunConfig) -> Task:
     if cfg.scoring_strategy not in SCORING_STRATEGIES:
         raise RepauditError(f"unknown scoring strategy '{cfg.scoring_strategy}': choose one of "
                             f"{', '.join(SCORING_STRATEGIES)}")
+    if cfg.acc_norm not in ACC_NORMS:
+        raise RepauditError(f"unknown acc_norm normalisation '{cfg.acc_norm}': choose one of {', '.join(ACC_NORMS)}")
     if cfg.score_normalisation not in NORMALISATIONS:
         raise RepauditError(f"unknown score normalisation '{cfg.score_normalisation}': choose one of "
                             f"{', '.join(NORMALISATIONS)}")
@@ -207,7 +209,9 @@ def build_fingerprint(task: Task, cfg: RunConfig, resolved: ResolvedModel, docse
                           source=src.kind, origin=src.origin, location=src.location, split=src.split,
                           revision=src.revision, file_sha256=src.file_sha256, content_sha256=src.content_sha256,
                           n_docs_split=src.n_docs, limit=cfg.limit, n_docs=len(docset.docs),
-                          docs_sha256=sha256_json([d.row for d in docset.docs])),
+                          docs_sha256=sha256_json([d.row for d in docset.docs]),
+                          doc_ids_sha256=None if cfg.doc_ids is None else sha256_json(
+                              [d.doc_id for d in docset.docs])),
         model=ModelIdentity(name=resolved.name, source=resolved.source, revision=resolved.revision,
                             weights_sha256=resolved.weights_sha256, gguf_sha256=resolved.gguf_sha256,
                             tokenizer_sha256=info.tokenizer_sha256,
@@ -233,7 +237,7 @@ def build_fingerprint(task: Task, cfg: RunConfig, resolved: ResolvedModel, docse
                                     do_sample=generation.do_sample, temperature=generation.temperature,
                                     top_p=generation.top_p, top_k=generation.top_k) if generation else None,
         metric=MetricConfig(metrics=list(task.metrics),
-                            acc_norm_normalisation="char_length" if "acc_norm" in task.metrics else None,
+                            acc_norm_normalisation=cfg.acc_norm if "acc_norm" in task.metrics else None,
                             filters=[p.name for p in pipelines(task)] if generation else ["none"], aggregation="mean",
                             stderr="sample_stdev_ddof1/sqrt(n)",
                             options={"exact_match": dataclasses.asdict(task.em_options)} if generation else {},
@@ -280,15 +284,18 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
     store = (open_store(cache_dir) if own_store else cache) if cfg.use_batch_cache else None
     try:
         ans = answer_requests(task, backend, rendered, store, err)
+        if store is not None and hasattr(backend, "speed_key"):  # measured throughput for --dry-run estimates
+            store.add_speed(backend.speed_key(), backend.tokens_computed, ans.eval_s)
     finally:
         if own_store and store is not None:
             store.close()
 
     results, pos = [], 0
     for rd in rendered:
-        results.append(doc_result(task, rd, ans.answers[pos: pos + len(rd.requests)]))
+        results.append(doc_result(task, rd, ans.answers[pos: pos + len(rd.requests)], cfg.acc_norm))
         pos += len(rd.requests)
-    metrics = aggregate([r.metrics for r in results], metric_variants(task), [r.cluster for r in results])
+    metrics = aggregate([r.metrics for r in results], metric_variants(task, cfg.acc_norm),
+                        [r.cluster for r in results])
     fp = build_fingerprint(task, cfg, resolved, docset, backend, rendered, generation)
     if cfg.score_normalisation == "leaderboard_normalised":
         metrics += normalised_metrics(metrics, fp.metric.random_baseline or 0.0)

@@ -26,17 +26,20 @@ def pipelines(task: Task):
     return task.filter_pipelines or (NO_FILTER,)
 
 
-def metric_variants(task: Task) -> dict[str, str]:
-    """Per-doc metric key -> the variant recorded with its aggregate."""
+def metric_variants(task: Task, acc_norm: str = "char_length") -> dict[str, str]:
+    """Per-doc metric key -> the variant recorded with its aggregate (acc_norm's: its normalisation)."""
     if task.output_type is OutputType.generate_until:
         return {f"exact_match,{p.name}": p.name for p in pipelines(task)}
     if task.output_type is OutputType.loglikelihood:
         return {"acc": "is_greedy"}
-    return {m: MC_VARIANTS[m] for m in task.metrics}
+    return {m: acc_norm if m == "acc_norm" else MC_VARIANTS[m] for m in task.metrics}
 
 
-def doc_result(task: Task, rd: RenderedDoc, answers: list) -> DocResult:
+def doc_result(task: Task, rd: RenderedDoc, answers: list, acc_norm: str = "char_length") -> DocResult:
     """One doc's :class:`DocResult` from its backend answers (one per request, in request order).
+
+    ``acc_norm`` picks acc_norm's normalisation (:data:`repaudit.run.metrics.ACC_NORMS`): scoring
+    only, so runs that differ in it share every batch.
 
     ``answers`` are :class:`LoglikelihoodResult` for log-likelihood requests, one
     :class:`~repaudit.tasks.requests.Generation` for generate_until. Generations go through every
@@ -61,7 +64,8 @@ def doc_result(task: Task, rd: RenderedDoc, answers: list) -> DocResult:
         metrics = {"acc": float(greedy[0])}
         prediction: int | str = int(greedy[0])
     else:
-        all_metrics = multiple_choice_metrics(lls, rd.choices, rd.gold, greedy)
+        all_metrics = multiple_choice_metrics(lls, rd.choices, rd.gold, greedy, acc_norm,
+                                              [a.n_tokens for a in results])
         metrics = {m: all_metrics[m] for m in task.metrics}
         prediction = argmax_first(lls)
     target = rd.target if task.output_type is OutputType.loglikelihood else str(rd.gold)

@@ -1,0 +1,134 @@
+"""``--dry-run``: what a grid would cost before it runs.
+
+For every configuration of an attribution or a sweep: its requests are rendered and planned into
+the batches the backend would run (the same batches and store keys as a real run), the batches
+already in the store are counted, and the tokens still to compute are summed. The time estimate
+divides those tokens by this machine's measured scoring throughput for the same weights, dtype,
+device and scoring strategy (pooled over every past run that computed something, kept in the
+batch store); when nothing was measured yet, a few of the first configuration's requests are
+scored now, uncached, to measure it. No other forward pass runs.
+"""
+
+from __future__ import annotations
+
+import time
+
+from pydantic import BaseModel, ConfigDict
+from rich.console import Console
+
+from repaudit.run.config import RunConfig
+
+#: requests scored to measure throughput when the store has no measurement yet
+_CALIBRATION_REQUESTS = 16
+
+
+class ConfigCost(BaseModel):
+    """One configuration's cost. ``batches_stored``/``tokens_to_compute`` are None where the backend
+    cannot plan without running (vLLM, generate_until)."""
+
+    model_config = ConfigDict(extra="forbid")
+    label: str
+    docs: int
+    requests: int
+    batches: int | None
+    batches_stored: int | None
+    tokens_to_compute: int | None
+    estimate_s: float | None
+
+
+class DryRun(BaseModel):
+    """The plan of a grid (JSON-ready): per configuration and in total, with the throughput used."""
+
+    model_config = ConfigDict(extra="forbid")
+    command: str
+    configurations: list[ConfigCost]
+    tokens_per_s: float | None
+    throughput_source: str
+    rounds_note: str = ""
+
+    @property
+    def stored(self) -> int:
+        """Configurations whose every batch is already in the store (no forward pass needed)."""
+        return sum(c.batches is not None and c.batches == c.batches_stored for c in self.configurations)
+
+    @property
+    def tokens(self) -> int:
+        return sum(c.tokens_to_compute or 0 for c in self.configurations)
+
+    @property
+    def estimate_s(self) -> float | None:
+        known = [c.estimate_s for c in self.configurations if c.estimate_s is not None]
+        return sum(known) if known else None
+
+
+def _calibrate(backend, requests, err: Console) -> float | None:
+    """Tokens/s of scoring a few requests now (uncached); None when nothing was computed."""
+    backend.configure(backend.batch_size, backend.padding_side, backend.scoring_strategy)  # reset counters
+    t = time.perf_counter()
+    backend.loglikelihood(requests[:_CALIBRATION_REQUESTS], None)
+    s = time.perf_counter() - t
+    return backend.tokens_computed / s if backend.tokens_computed and s > 0 else None
+
+
+def plan_grid(command: str, configs: list[tuple[str, RunConfig]], err: Console | None = None,
+              rounds: list[list[int]] | None = None) -> DryRun:
+    """Plan ``configs`` (label, configuration) without running them.
+
+    With ``rounds`` (the doc ids of each round of ``--precision``), each configuration is planned as
+    the runs of its rounds, whose batches are the ones the doc-adaptive audit stores; the totals are
+    those of every round (the audit may stop earlier).
+
+    Raises:
+        RepauditError: a configuration that would fail (checked as a run checks it).
+    """
+    from repaudit.backends.model_source import resolve_model
+    from repaudit.backends.store import open_store
+    from repaudit.run.docs import load_docs
+    from repaudit.run.pool import BackendPool
+    from repaudit.run.runner import check_config, default_cache_dir, generation_settings, render_requests
+    from repaudit.tasks.base import OutputType
+
+    err = err or Console(stderr=True, quiet=True)
+    pool = BackendPool()
+    costs, speeds, source = [], {}, "measured by earlier runs in this batch store"
+    for label, whole in configs:
+        parts = [whole] if rounds is None else [whole.model_copy(update={"doc_ids": c}) for c in rounds]
+        docs = requests_n = n = stored = tokens = 0
+        plannable = True
+        for cfg in parts:
+            task = check_config(cfg)
+            cache_dir = cfg.cache_dir or default_cache_dir()
+            resolved = resolve_model(cfg.model, cfg.revision, cache_dir)
+            docset = load_docs(task, cfg, err)
+            backend = pool.get(resolved, cfg)
+            backend.encoder.add_bos_token = cfg.add_bos_token
+            rendered = render_requests(task, cfg, docset, backend,
+                                       generation_settings(task, cfg, backend.info.eos_token))
+            requests = [r for rd in rendered for r in rd.requests]
+            docs, requests_n = docs + len(docset.docs), requests_n + len(requests)
+            if not hasattr(backend, "plan_cost") or task.output_type is OutputType.generate_until:
+                plannable = False
+                continue
+            store = open_store(cache_dir) if cfg.use_batch_cache else None
+            try:
+                b, s, t = backend.plan_cost(requests, store)
+                n, stored, tokens = n + b, stored + s, tokens + t
+                key = backend.speed_key()
+                if key not in speeds:
+                    speeds[key] = store.tokens_per_s(key) if store is not None else None
+                    if speeds[key] is None and t:
+                        speeds[key] = _calibrate(backend, requests, err)
+                        source = f"measured now on {_CALIBRATION_REQUESTS} requests (nothing stored yet)"
+            finally:
+                if store is not None:
+                    store.close()
+        if not plannable:
+            costs.append(ConfigCost(label=label, docs=docs, requests=requests_n, batches=None,
+                                    batches_stored=None, tokens_to_compute=None, estimate_s=None))
+            continue
+        rate = speeds[key]
+        costs.append(ConfigCost(label=label, docs=docs, requests=requests_n, batches=n, batches_stored=stored,
+                                tokens_to_compute=tokens, estimate_s=None if rate is None else tokens / rate))
+    rates = [r for r in speeds.values() if r]
+    return DryRun(command=command, configurations=costs, tokens_per_s=rates[0] if len(rates) == 1 else (
+        sum(rates) / len(rates) if rates else None), throughput_source=source if rates else "not measured")
