@@ -340,6 +340,8 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
                 spent["forward"].add(s)
         state["round"] += 1
         state["metric"] = state["metric"] or next(iter(records[frozenset()].docs[0].metrics))
+        if chunk is None:  # every doc at once: no sequential intervals to feed
+            return np.zeros((0, 0))
         x = np.stack([[d.metrics.get(state["metric"], np.nan) for d in records[s].docs] for s in subs])
         return np.vstack([w @ x, m_int @ x, x[-1:] - x[:1]]) if len(m_int) else np.vstack([w @ x, x[-1:] - x[:1]])
 

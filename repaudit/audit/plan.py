@@ -130,5 +130,9 @@ def plan_grid(command: str, configs: list[tuple[str, RunConfig]], err: Console |
         costs.append(ConfigCost(label=label, docs=docs, requests=requests_n, batches=n, batches_stored=stored,
                                 tokens_to_compute=tokens, estimate_s=None if rate is None else tokens / rate))
     rates = [r for r in speeds.values() if r]
+    note = "" if rounds is None else (f"With --precision each configuration runs in {len(rounds)} rounds (counted "
+                                      "above, batches of finished rounds are in the store); it may stop before "
+                                      "the last.")
     return DryRun(command=command, configurations=costs, tokens_per_s=rates[0] if len(rates) == 1 else (
-        sum(rates) / len(rates) if rates else None), throughput_source=source if rates else "not measured")
+        sum(rates) / len(rates) if rates else None), throughput_source=source if rates else "not measured",
+        rounds_note=note)

@@ -110,10 +110,6 @@ def attribute_command(
 
                 rounds = plan_rounds(sorted(set(srcs[0].docs) & set(srcs[1].docs)), precision_seed, round_docs)
             plan = plan_grid(f"attribute {run_a.name} {run_b.name}", attribution_grid(*srcs), rounds=rounds)
-            if rounds is not None:
-                plan.rounds_note = (f"With --precision each configuration runs in {len(rounds)} rounds (counted "
-                                    "above, batches of finished rounds are in the store); the audit may stop "
-                                    "before the last.")
             emit_dry_run(plan, report_format(fmt, output, as_json), output)
             return
         result = _attribute(run_a, run_b, data_dir, model, metric, n_boot, cache_dir, plot,

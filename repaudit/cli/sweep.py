@@ -120,10 +120,6 @@ def sweep_command(
                 rounds = plan_rounds(sweep_doc_ids(base), precision_seed, round_docs)
             plan = plan_grid(f"sweep --factor {factor} --values {values}", sweep_grid(base, factor, vals, noise_seeds),
                              rounds=rounds)
-            if rounds is not None:
-                plan.rounds_note = (f"With --precision each configuration runs in {len(rounds)} rounds (counted "
-                                    "above, batches of finished rounds are in the store); the sweep may stop "
-                                    "before the last.")
             emit_dry_run(plan, report_format(fmt, output, as_json), output)
             return
         ex = make_executor(executor, ray_address, workers)
