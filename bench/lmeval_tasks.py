@@ -102,8 +102,25 @@ def mmlu_subject_counts(data_dir: Path, limit: int) -> dict[str, int]:
     return counts
 
 
-def write_tasks(task: str, data_dir: Path, out: Path, limit: int) -> tuple[list[str], int | None]:
+def mmlu_per_subject(data_dir: Path, n: int) -> tuple[dict[str, int], list[int]]:
+    """The first ``n`` test docs of every MMLU subject: (docs kept per subject, their repaudit doc ids)."""
+    counts: dict[str, int] = {}
+    ids: list[int] = []
+    with (data_dir / "mmlu" / "test.jsonl").open() as f:
+        for i, line in enumerate(f):
+            s = json.loads(line)["subject"]
+            if counts.get(s, 0) < n:
+                counts[s] = counts.get(s, 0) + 1
+                ids.append(i)
+    return counts, ids
+
+
+def write_tasks(task: str, data_dir: Path, out: Path, limit: int,
+                per_subject: int | None = None) -> tuple[list[str], int | None]:
     """Write the YAML(s) for ``task`` into ``out``.
+
+    ``per_subject`` (MMLU only) keeps the first that many docs of every subject instead of the first
+    ``limit`` docs of the file (which are the first subjects only).
 
     Returns:
         (lm-eval task names to pass to ``--tasks``, ``--limit`` to pass; None where the YAMLs
@@ -112,7 +129,8 @@ def write_tasks(task: str, data_dir: Path, out: Path, limit: int) -> tuple[list[
     out.mkdir(parents=True, exist_ok=True)
     utils = _UTILS
     if task == "mmlu":
-        counts = mmlu_subject_counts(data_dir, limit or 10**9)
+        counts = (mmlu_per_subject(data_dir, per_subject)[0] if per_subject
+                  else mmlu_subject_counts(data_dir, limit or 10**9))
         names = []
         for subject, keep in counts.items():
             utils += f"\n\nsubject_{subject} = _subject({subject!r}, {keep})\n"

@@ -19,7 +19,9 @@ shared_prefix`` on the same converted model and the same docs, and prints one ta
         --case arc_easy:0:0:float32 --case arc_challenge:25:100:float32 \\
         --case hellaswag:10:300:float32 --case mmlu:5:300:float32
 
-``TASK:SHOTS:LIMIT:DTYPE`` (LIMIT 0 = all docs). ``--skip-lmeval`` compares the two strategies only.
+``TASK:SHOTS:LIMIT:DTYPE`` (LIMIT 0 = all docs; for MMLU ``N/subject`` = the first N docs of each of
+the 57 subjects, lm-eval's ``--limit N`` per subject task). ``--skip-lmeval`` compares the two
+strategies only.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from lmeval_tasks import write_tasks
+from lmeval_tasks import mmlu_per_subject, write_tasks
 
 _LAUNCH = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
            "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode; "
@@ -55,8 +57,8 @@ def _measured(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float
 
 
 def _lmeval(lm_eval: str, model_dir: Path, task: str, nshot: int, limit: int, dtype: str, bs: int,
-            data_dir: Path, work: Path) -> tuple[float, float, list[list[float]]]:
-    names, lm_limit = write_tasks(task, data_dir, work / "tasks", limit)
+            data_dir: Path, work: Path, per_subject: int | None) -> tuple[float, float, list[list[float]]]:
+    names, lm_limit = write_tasks(task, data_dir, work / "tasks", limit, per_subject)
     out = work / "lmeval"
     cmd = [lm_eval, "--model", "hf", "--model_args", f"pretrained={model_dir},dtype={dtype}",
            "--tasks", ",".join(names), "--include_path", str(work / "tasks"), "--device", "cpu",
@@ -75,12 +77,14 @@ def _lmeval(lm_eval: str, model_dir: Path, task: str, nshot: int, limit: int, dt
 
 
 def _repaudit(strategy: str, task: str, nshot: int, limit: int, dtype: str, bs: int, data_dir: Path,
-              work: Path) -> tuple[float, float, dict]:
+              work: Path, per_subject: int | None) -> tuple[float, float, dict]:
     out = work / f"repaudit-{strategy}.json"
     cmd = [sys.executable, "-m", "repaudit", "run", "--task", task, "--data-dir", str(data_dir), "--dtype", dtype,
            "--batch-size", str(bs), "--num-fewshot", str(nshot), "--scoring-strategy", strategy, "-o", str(out),
            "--no-cache"]
-    if limit:
+    if per_subject:
+        cmd += ["--doc-ids", ",".join(map(str, mmlu_per_subject(data_dir, per_subject)[1]))]
+    elif limit:
         cmd += ["--limit", str(limit)]
     wall, rss = _measured(cmd, work)
     return wall, rss, json.loads(out.read_text())
@@ -124,13 +128,15 @@ def main() -> None:
     print("|" + "---|" * len(head), flush=True)
     for case in args.case or ["arc_easy:0:0:float32"]:
         task, nshot, limit, dtype = case.split(":")
-        nshot, limit = int(nshot), int(limit)
+        per_subject = int(limit.removesuffix("/subject")) if limit.endswith("/subject") else None
+        nshot, limit = int(nshot), 0 if per_subject else int(limit)
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
             lm = None
             if not args.skip_lmeval:
-                lm = _lmeval(args.lmeval, model_dir, task, nshot, limit, dtype, args.batch_size, data_dir, work)
-            runs = {s: _repaudit(s, task, nshot, limit, dtype, args.batch_size, data_dir, work)
+                lm = _lmeval(args.lmeval, model_dir, task, nshot, limit, dtype, args.batch_size, data_dir, work,
+                             per_subject)
+            runs = {s: _repaudit(s, task, nshot, limit, dtype, args.batch_size, data_dir, work, per_subject)
                     for s in ("full_sequence", "shared_prefix")}
         full_lls = [d["loglikelihoods"] for d in runs["full_sequence"][2]["docs"]]
         n = len(full_lls)

@@ -84,7 +84,13 @@ class Conformance(BaseModel):
         return [r for r in self.rows if r.status == "deviates"]
 
 
+#: protocol files' older names of acc_norm normalisations -> the run's
+_ACC_NORM_ALIASES = {"bytes": "byte_length", "tokens": "token_length"}
+
+
 def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, str) and isinstance(b, str):
+        return _ACC_NORM_ALIASES.get(a, a) == _ACC_NORM_ALIASES.get(b, b)
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b or a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):

@@ -16,6 +16,17 @@ from repaudit.errors import RepauditError
 from repaudit.run.records import RunRecord
 from repaudit.run.runner import RunConfig
 
+
+def _answer_match(r: RunRecord) -> tuple:
+    m = r.fingerprint.metric
+    if m.answer_match is None:  # not a generate_until run, or an older file: the task's own matching
+        return "exact", None, None, None
+    o = m.options.get("exact_match") or {}
+    regexes = o.get("regexes_to_ignore")
+    return (m.answer_match, o.get("ignore_case"), o.get("ignore_punctuation"),
+            None if regexes is None else list(regexes))
+
+
 #: replayable factor -> (RunConfig fields it sets, how to read them from a record)
 REPLAYABLE: dict[str, tuple[tuple[str, ...], Any]] = {
     "backend": (("backend",), lambda r: (r.fingerprint.backend.name,)),
@@ -27,8 +38,10 @@ REPLAYABLE: dict[str, tuple[tuple[str, ...], Any]] = {
                                                       if isinstance(r.fingerprint.backend.bos_first, bool)
                                                       else r.fingerprint.backend.add_bos_token,)),
     "scoring_strategy": (("scoring_strategy",), lambda r: (r.fingerprint.backend.scoring_strategy,)),
-    # scoring only: replaying it reuses every batch of the other configurations
+    # scoring only: replaying it reuses every batch of the other configurations (pmi adds its unconditional ones)
     "acc_norm": (("acc_norm",), lambda r: (r.fingerprint.metric.acc_norm_normalisation or "char_length",)),
+    # generate_until, scoring only: the matching rule and lm-eval's exact_match options as resolved
+    "answer_match": (("answer_match", "ignore_case", "ignore_punctuation", "regexes_to_ignore"), _answer_match),
     # a task built from a recorded lm-eval configuration carries its templates in task_config
     "prompt_format": (("prompt_format", "task_config"), lambda r: (r.fingerprint.prompt.format,
                                                                    r.fingerprint.task_config)),
@@ -37,6 +50,14 @@ REPLAYABLE: dict[str, tuple[tuple[str, ...], Any]] = {
     "fewshot_order": (("fewshot_order_seed",), lambda r: (r.fingerprint.fewshot.order_seed,)),
     "chat_template": (("chat_template", "system_prompt"),
                       lambda r: (r.fingerprint.prompt.chat_template, r.fingerprint.prompt.system_prompt)),
+    "fewshot_as_multiturn": (("fewshot_as_multiturn",), lambda r: (bool(r.fingerprint.prompt.fewshot_as_multiturn),)),
+    # lettered prompts; other formats (and older files) replay the defaults, which they do not use
+    "label_style": (("label_style",), lambda r: (r.fingerprint.prompt.label_style or "A.",)),
+    "choice_separator": (("choice_separator",), lambda r: (
+        "\n" if r.fingerprint.prompt.choice_separator is None else r.fingerprint.prompt.choice_separator,)),
+    # an override replays as set; None = the task's own
+    "description": (("description",), lambda r: (r.fingerprint.prompt.description
+                                                  if r.fingerprint.prompt.description_override else None,)),
     "generation": (("until", "max_gen_toks", "do_sample", "temperature", "top_p", "top_k"),
                    lambda r: (None, None, False, 0.0, 1.0, 0) if r.fingerprint.generation is None else (
                        list(r.fingerprint.generation.until), r.fingerprint.generation.max_gen_toks,
@@ -153,6 +174,7 @@ def config_from_lmeval(task: str, factors: dict[str, dict[str, Any]], path: Path
                seed=seeds.get("python", 0), numpy_seed=seeds.get("numpy", 1234), torch_seed=seeds.get("torch", 1234),
                fewshot_seed=seeds.get("fewshot", 1234),
                chat_template=bool(factors.get("chat_template", {}).get("applied", False)),
+               fewshot_as_multiturn=bool(factors.get("chat_template", {}).get("fewshot_as_multiturn", False)),
                system_prompt=factors.get("chat_template", {}).get("system_prompt"),
                add_bos_token=bos if isinstance(bos := factors.get("bos", {}).get("bos_first"), bool) else None)
     if until is not None:

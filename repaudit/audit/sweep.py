@@ -23,6 +23,23 @@ from repaudit.errors import RepauditError
 from repaudit.run.records import RunRecord
 from repaudit.run.runner import RunConfig
 
+
+def unescape(text: str) -> str:
+    r"""A command-line value with ``\n``, ``\t`` and ``\\`` escapes turned into the characters (non-ASCII kept)."""
+    if "\\" not in text:
+        return text
+    return text.encode("latin-1", "backslashreplace").decode("unicode_escape")
+
+
+def _flag(s: str) -> bool:
+    return s.lower() in ("1", "true", "on", "yes")
+
+
+def _optional_flag(s: str) -> bool | None:
+    """``task`` = the task's own setting (None); true / false."""
+    return None if s.lower() in ("task", "default") else _flag(s)
+
+
 #: factor name -> (RunConfig field, parser of one --values item)
 SWEEPABLE: dict[str, tuple[str, Callable[[str], Any]]] = {
     "backend": ("backend", str),
@@ -42,10 +59,21 @@ SWEEPABLE: dict[str, tuple[str, Callable[[str], Any]]] = {
     "fewshot_order": ("fewshot_order_seed", lambda s: None if s.lower() == "none" else int(s)),
     "max_gen_toks": ("max_gen_toks", int),
     # one stop list per value, sequences separated by "|" ("none" = no stop sequence but EOS)
-    "until": ("until", lambda s: [] if s.lower() == "none" else [x.encode().decode("unicode_escape")
-                                                                  for x in s.split("|")]),
-    "chat_template": ("chat_template", lambda s: s.lower() in ("1", "true", "on", "yes")),
+    "until": ("until", lambda s: [] if s.lower() == "none" else [unescape(x) for x in s.split("|")]),
+    "chat_template": ("chat_template", _flag),
+    "fewshot_as_multiturn": ("fewshot_as_multiturn", _flag),
     "system_prompt": ("system_prompt", str),
+    # lettered prompts: A. (A) A) A: none; the text between question and choices (escapes: \n)
+    "label_style": ("label_style", str),
+    "choice_separator": ("choice_separator", unescape),
+    # "task" = the task's own description, "none" = no description, else the text (escapes: \n)
+    "description": ("description", lambda s: None if s == "task" else "" if s == "none" else unescape(s)),
+    # generate_until, scoring only: exact, quasi_exact, prefix, suffix; lm-eval's exact_match options
+    "answer_match": ("answer_match", str),
+    "ignore_case": ("ignore_case", _optional_flag),
+    "ignore_punctuation": ("ignore_punctuation", _optional_flag),
+    "regexes_to_ignore": ("regexes_to_ignore", lambda s: None if s == "task" else [] if s == "none"
+                          else s.split("|")),
 }
 
 

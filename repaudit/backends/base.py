@@ -63,8 +63,9 @@ class Backend(Protocol):
         """One :class:`Generation` per request: text cut at the first stop sequence, tokens, finish reason."""
         ...
 
-    def apply_chat_template(self, user: str, system: str | None) -> str:
-        """Wrap ``user`` (and ``system``) in the model's chat template, generation prompt added."""
+    def apply_chat_template(self, user: str, system: str | None, turns: list[tuple[str, str]] | tuple = ()) -> str:
+        """Wrap ``user`` (after ``system`` and the (user, assistant) ``turns``) in the model's chat
+        template, generation prompt added."""
         ...
 
 

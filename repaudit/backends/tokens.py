@@ -101,13 +101,18 @@ def tokenizer_identity(tok) -> dict:
     )
 
 
-def apply_chat_template(tok, model_name: str, user: str, system: str | None) -> str:
-    """The chat-formatted prompt (``tokenize=False``, generation prompt added).
+def apply_chat_template(tok, model_name: str, user: str, system: str | None,
+                        turns: list[tuple[str, str]] | tuple = ()) -> str:
+    """The chat-formatted prompt (``tokenize=False``, generation prompt added): an optional system
+    message, one user/assistant pair per ``turns`` entry (multi-turn few-shot), then ``user``.
 
     Raises:
         RepauditError: the tokenizer has no chat template.
     """
     if not getattr(tok, "chat_template", None):
         raise RepauditError(f"model '{model_name}' has no chat template: drop --chat-template")
-    messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
+    messages = [{"role": "system", "content": system}] if system else []
+    for q, a in turns:
+        messages += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+    messages.append({"role": "user", "content": user})
     return tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)

@@ -273,6 +273,6 @@ class VLLMBackend:
                                    self.info.max_length, self.config_key("generate_until"), cache, progress,
                                    self.batch_sizes_used, compute)
 
-    def apply_chat_template(self, user: str, system: str | None) -> str:
+    def apply_chat_template(self, user: str, system: str | None, turns: list[tuple[str, str]] | tuple = ()) -> str:
         """The chat-formatted prompt; see :func:`repaudit.backends.tokens.apply_chat_template`."""
-        return apply_chat_template(self.tokenizer, self.resolved.name, user, system)
+        return apply_chat_template(self.tokenizer, self.resolved.name, user, system, turns)

@@ -12,6 +12,7 @@ from repaudit.cli.compare import compare_command
 from repaudit.cli.reproduce import reproduce_command
 from repaudit.cli.run import run_command
 from repaudit.cli.sweep import sweep_command
+from repaudit.cli.variance import variance_command
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="repaudit: a reproducibility auditor for language-model evaluations.")
@@ -27,6 +28,7 @@ app.command("compare")(compare_command)
 app.command("sweep")(sweep_command)
 app.command("attribute")(attribute_command)
 app.command("reproduce")(reproduce_command)
+app.command("variance")(variance_command)
 
 
 def main() -> None:

@@ -46,6 +46,9 @@ def run_command(
     trust_remote_code: Annotated[bool, typer.Option(help="Allow the model repository's own code.")] = False,
     split: Annotated[Optional[str], typer.Option(help="Evaluation split (default: the task's).")] = None,
     limit: Annotated[Optional[int], typer.Option(help="Evaluate only the first N docs.")] = None,
+    doc_ids: Annotated[Optional[str], typer.Option(
+        help="Evaluate only these doc ids, e.g. '0,7,42' (few-shot examples are still drawn over every doc, "
+             "so each prompt is the one a full run builds).")] = None,
     num_fewshot: Annotated[Optional[int], typer.Option(help="n-shot (default: the task's).")] = None,
     fewshot_split: Annotated[Optional[str], typer.Option(help="Split few-shot examples come from.")] = None,
     fewshot_seed: Annotated[int, typer.Option(help="Seed of the few-shot sampler.")] = 1234,
@@ -57,7 +60,17 @@ def run_command(
         help="Shuffle each doc's few-shot examples with this seed (same examples, other order).")] = None,
     prompt_format: Annotated[str, typer.Option("--prompt-format", help="Prompt format: lmeval, lettered, cloze.")
                              ] = "lmeval",
+    label_style: Annotated[str, typer.Option(help="Lettered prompts: choice labels A. (default), (A), A), A: or "
+                                                  "none (choices listed bare, scored on their text).")] = "A.",
+    choice_separator: Annotated[str, typer.Option(help="Lettered prompts: text between question and choices "
+                                                       "(escapes such as \\n allowed).")] = "\\n",
+    description: Annotated[Optional[str], typer.Option(
+        help="Text before the few-shot examples: TEXT (escapes allowed), 'none', or unset for the task's own.")
+                           ] = None,
     chat_template: Annotated[bool, typer.Option(help="Wrap prompts in the model's chat template.")] = False,
+    fewshot_as_multiturn: Annotated[bool, typer.Option(
+        help="With --chat-template, give each few-shot example as a user/assistant turn pair (lm-eval's flag).")
+                                    ] = False,
     system_prompt: Annotated[Optional[str], typer.Option(help="System prompt.")] = None,
     backend: Annotated[str, typer.Option(help="Inference backend: hf (transformers) or vllm (needs the vllm "
                                               "extra: make install-vllm).")] = "hf",
@@ -72,7 +85,19 @@ def run_command(
              "at continuation positions: faster, numerically different).")] = "full_sequence",
     acc_norm: Annotated[str, typer.Option(
         help="What acc_norm divides a choice's log-likelihood by: char_length (lm-eval), token_length or "
-             "byte_length. Scoring only: runs differing in it share every batch.")] = "char_length",
+             "byte_length (scoring only: runs differing in it share every batch), or pmi: subtract the choice's "
+             "log-likelihood after an empty context (lm-eval's acc_mutual_info; adds those requests).")
+                        ] = "char_length",
+    answer_match: Annotated[str, typer.Option(
+        help="generate_until: exact (lm-eval's exact_match), quasi_exact (HELM), prefix or suffix (lighteval). "
+             "Scoring only.")] = "exact",
+    ignore_case: Annotated[Optional[bool], typer.Option(
+        "--ignore-case/--no-ignore-case", help="exact_match option (default: the task's).")] = None,
+    ignore_punctuation: Annotated[Optional[bool], typer.Option(
+        "--ignore-punctuation/--no-ignore-punctuation", help="exact_match option (default: the task's).")] = None,
+    regexes_to_ignore: Annotated[Optional[list[str]], typer.Option(
+        "--regex-to-ignore", help="exact_match option: a pattern removed before matching (repeatable; 'none' = "
+                                  "no pattern; default: the task's).")] = None,
     device: Annotated[str, typer.Option(help="torch device.")] = "cpu",
     seed: Annotated[int, typer.Option(help="Python random seed.")] = 0,
     numpy_seed: Annotated[int, typer.Option(help="numpy seed.")] = 1234,
@@ -104,6 +129,7 @@ def run_command(
 
     Example: repaudit run --protocol open_llm_leaderboard_v1 --task arc_challenge -o leaderboard.json
     """
+    from repaudit.audit.sweep import unescape
     from repaudit.run.records import check_writable, write_record
     from repaudit.run.runner import RunConfig, run
     from repaudit.tasks.fewshot import parse_fewshot_ids
@@ -117,12 +143,20 @@ def run_command(
         settings = dict(task=task or "arc_easy", task_config=recorded, model=model, revision=revision,
                         trust_remote_code=trust_remote_code,
                         data_dir=data_dir, split=split, limit=limit, num_fewshot=num_fewshot,
+                        doc_ids=parse_fewshot_ids(doc_ids, "--doc-ids") if doc_ids else None,
                         fewshot_split=fewshot_split, fewshot_seed=fewshot_seed,
                         fewshot_ids=parse_fewshot_ids(fewshot_ids) if fewshot_ids else None,
                         fewshot_from=fewshot_from, fewshot_order_seed=fewshot_order, prompt_format=prompt_format,
-                        chat_template=chat_template, system_prompt=system_prompt, backend=backend, dtype=dtype,
+                        label_style=label_style, choice_separator=unescape(choice_separator),
+                        description=None if description is None else "" if description == "none"
+                        else unescape(description),
+                        chat_template=chat_template, fewshot_as_multiturn=fewshot_as_multiturn,
+                        system_prompt=system_prompt, backend=backend, dtype=dtype,
                         batch_size=batch_size, padding_side=padding_side, add_bos_token=add_bos_token,
-                        scoring_strategy=scoring_strategy, acc_norm=acc_norm,
+                        scoring_strategy=scoring_strategy, acc_norm=acc_norm, answer_match=answer_match,
+                        ignore_case=ignore_case, ignore_punctuation=ignore_punctuation,
+                        regexes_to_ignore=None if regexes_to_ignore is None
+                        else [r for r in regexes_to_ignore if r != "none"],
                         device=device, seed=seed, numpy_seed=numpy_seed, torch_seed=torch_seed,
                         max_gen_toks=max_gen_toks, until=until, stop_at_eos=stop_at_eos, do_sample=do_sample,
                         temperature=temperature, top_p=top_p, top_k=top_k, cache_dir=cache_dir,

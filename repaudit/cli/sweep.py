@@ -49,9 +49,12 @@ def _sweep_rich(result, console: Console) -> None:
 def sweep_command(
     factor: Annotated[str, typer.Option(help="Factor to vary: backend, batch_size, dtype, padding_side, "
                                              "add_bos_token (true/false/default), scoring_strategy, acc_norm, "
-                                             "prompt_format, num_fewshot, fewshot_seed, fewshot_order, max_gen_toks, "
-                                             "until (stop lists: a|b per value, none), chat_template, "
-                                             "system_prompt.")],
+                                             "prompt_format, label_style, choice_separator, description (task, "
+                                             "none or text), num_fewshot, fewshot_seed, fewshot_order, "
+                                             "max_gen_toks, until (stop lists: a|b per value, none), chat_template, "
+                                             "fewshot_as_multiturn, system_prompt, answer_match, ignore_case, "
+                                             "ignore_punctuation (task/true/false), regexes_to_ignore (a|b, none, "
+                                             "task). Metric variants reuse the base's batches.")],
     values: Annotated[str, typer.Option(help="Comma-separated values, e.g. '1,4,16' (fewshot_order: seeds, "
                                              "'none' = sampler order).")],
     base_run: Annotated[Optional[Path], typer.Option("--base", help="Take the base configuration from this "

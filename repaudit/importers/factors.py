@@ -70,18 +70,27 @@ def factors_from_fingerprint(fp: Fingerprint) -> Factors:
     if fp.task_config is not None:  # built from an lm-eval configuration: its templates, as lm-eval files show them
         f["prompt_format"].update({k: fp.task_config.get(k, "" if k == "description" else None)
                                    for k in ("doc_to_text", "doc_to_choice", "doc_to_target", "description")})
+    if fp.prompt.description_sha256 is not None:  # the text used; one that varies by doc (MMLU subject) by hash
+        f["prompt_format"]["description"] = (fp.prompt.description if fp.prompt.description is not None
+                                             else f"per doc (sha256 {fp.prompt.description_sha256[:12]})")
+    if fp.prompt.label_style is not None:  # lettered prompts only
+        f["prompt_format"].update(label_style=fp.prompt.label_style, choice_separator=fp.prompt.choice_separator)
     # 0-shot: there are no examples, whatever the number of docs (the hash of n empty lists would differ with --limit)
     zero = fp.fewshot.num_fewshot == 0
     f["fewshot"] = {"num_fewshot": fp.fewshot.num_fewshot, "split": fp.fewshot.split, "sampler": fp.fewshot.sampler,
                     "ids_sha256": "none" if zero else fp.fewshot.ids_sha256, "order_seed": fp.fewshot.order_seed}
     f["chat_template"] = {"applied": fp.prompt.chat_template, "chat_template_sha256": fp.prompt.chat_template_sha256,
-                          "system_prompt": fp.prompt.system_prompt}
+                          "system_prompt": fp.prompt.system_prompt,
+                          "fewshot_as_multiturn": bool(fp.prompt.fewshot_as_multiturn)}
     f["stop"] = {"until": g.until if g else None, "eos_token": g.eos_token if g else None}
     f["max_tokens"] = {"max_gen_toks": g.max_gen_toks if g else None, "max_length": fp.backend.max_length}
     f["sampling"] = ({"do_sample": g.do_sample, "temperature": g.temperature, "top_p": g.top_p, "top_k": g.top_k}
                      if g else {"do_sample": None})
     f["metric_variant"] = {"metrics": fp.metric.metrics, "acc_norm": fp.metric.acc_norm_normalisation,
                            "filters": fp.metric.filters, "score": fp.metric.score_normalisation}
+    if fp.metric.answer_match is not None:  # generate_until: matching rule and lm-eval's exact_match options
+        f["metric_variant"].update(answer_match=fp.metric.answer_match,
+                                   exact_match_options=fp.metric.options.get("exact_match"))
     if fp.metric.score_normalisation != "raw":
         f["metric_variant"]["random_baseline"] = fp.metric.random_baseline
     f["model"] = {"name": fp.model.name, "revision": fp.model.revision,

@@ -226,6 +226,8 @@ def task_factors(res: LmevalResults, task: str) -> Factors:
         metrics = [m.metric for m in cfg.metric_list or []]
         f["metric_variant"] = {"metrics": metrics, "acc_norm": "char_length" if "acc_norm" in metrics else None,
                                "filters": [x.name for x in cfg.filter_list or []] or ["none"]}
+        if is_gen:  # lm-eval matches generations by exact_match (its options are in the task's metric_list)
+            f["metric_variant"]["answer_match"] = "exact"
         f["data"] = {"task": task, "task_version": _version(res, task),
                      "split": cfg.test_split or cfg.validation_split or UNKNOWN,
                      "content_sha256": UNKNOWN, "limit": int_or(get("limit")), "n_docs": n_docs}
@@ -236,6 +238,8 @@ def task_factors(res: LmevalResults, task: str) -> Factors:
     if "chat_template" in res.model_fields_set:
         f["chat_template"] = {"applied": bool(res.chat_template), "chat_template_sha256": res.chat_template_sha or None,
                               "system_prompt": res.system_instruction}
+        if "fewshot_as_multiturn" in res.model_fields_set:  # null = the flag was not passed
+            f["chat_template"]["fewshot_as_multiturn"] = bool(res.fewshot_as_multiturn)
     sha = get("model_sha")
     f["model"] = {"name": (margs or {}).get("pretrained") or res.model_name or UNKNOWN,
                   "revision": (margs or {}).get("revision") or get("model_revision") or UNKNOWN,

@@ -1,4 +1,4 @@
-"""Figures for a paper appendix: the attribution waterfall and the sweep plot (matplotlib).
+"""Figures for a paper appendix: the attribution waterfall, the sweep plot and the variance plot (matplotlib).
 
 Both write a PNG and a PDF next to each other (``path`` with its suffix replaced) and return
 the two paths. Scores and effects are drawn in points (metric × 100).
@@ -10,6 +10,7 @@ from pathlib import Path
 
 from repaudit.audit.attribution import AttributionReport
 from repaudit.audit.sweep import SweepResult
+from repaudit.audit.variance import VarianceReport
 
 
 def _pyplot():
@@ -99,6 +100,45 @@ def sweep_plot(s: SweepResult, path: Path) -> list[Path]:
     ax.set_xlabel(s.factor)
     ax.set_ylabel(f"{s.metric} (points)")
     ax.set_title(f"{s.task}: sweep of {s.factor}", fontsize=9)
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(axis="y", alpha=0.3)
+    paths = _save(fig, path)
+    plt.close(fig)
+    return paths
+
+
+def variance_plot(r: VarianceReport, path: Path, metric: str | None = None) -> list[Path]:
+    """Score of every run of a variance grid: per format, the few-shot seeds (filled) then the other
+    orders of the first seed's examples (hollow), each with its 95 % normal interval over docs
+    (±1.96 stderr); a line at each format's seed mean.
+
+    Returns:
+        The PNG and PDF paths written.
+    """
+    plt = _pyplot()
+    metric = metric or r.noise[0].metric
+    scale = 1.0 if metric == "logp_gold_norm" else 100.0
+    n_seeds = len(r.fewshot_seeds)
+    fig, ax = plt.subplots(figsize=(2.0 + 0.35 * len(r.runs), 3.4))
+    x = 0
+    ticks, labels = [], []
+    for k, fmt in enumerate(r.formats):
+        runs = [u for u in r.runs if u.format == fmt]
+        color = f"C{k}"
+        for j, u in enumerate(runs):
+            y, se = scale * u.scores[metric], 1.96 * scale * u.stderr[metric]
+            ax.errorbar(x, y, yerr=se, fmt="o", color=color, mfc=color if j < n_seeds else "white", capsize=2,
+                        label=fmt if j == 0 else None)
+            ticks.append(x)
+            labels.append(f"s{u.fewshot_seed}" if u.order_seed is None else f"o{u.order_seed}")
+            x += 1
+        mean = scale * next(n.score for n in r.noise if n.format == fmt and n.metric == metric)
+        ax.hlines(mean, x - len(runs), x - 1, colors=color, linewidth=0.8, linestyles="dashed")
+        x += 1
+    ax.set_xticks(ticks, labels, rotation=90, fontsize=6)
+    ax.set_ylabel(f"{metric} ({'nats' if scale == 1.0 else 'points'})")
+    ax.set_title(f"{r.task}: {len(r.fewshot_seeds)} few-shot seeds (filled) and {len(r.order_seeds)} orders "
+                 "(hollow) per format", fontsize=9)
     ax.legend(fontsize=7, loc="best")
     ax.grid(axis="y", alpha=0.3)
     paths = _save(fig, path)

@@ -45,7 +45,15 @@ class RunConfig(BaseModel):
     fewshot_from: Path | None = None
     fewshot_order_seed: int | None = None
     prompt_format: str = "lmeval"
+    #: lettered prompts: choice labels (``A.``, ``(A)``, ``A)``, ``A:``, ``none``) and the text between
+    #: question and choices
+    label_style: str = "A."
+    choice_separator: str = "\n"
+    #: text before the examples; None = the task's own, "" = none
+    description: str | None = None
     chat_template: bool = False
+    #: with the chat template, each few-shot example as a user/assistant turn pair (lm-eval's flag)
+    fewshot_as_multiturn: bool = False
     system_prompt: str | None = None
     backend: str = "hf"
     dtype: str = "float32"
@@ -54,8 +62,15 @@ class RunConfig(BaseModel):
     #: None = the tokenizer's default; True/False = every request starts / never starts with BOS
     add_bos_token: bool | None = None
     scoring_strategy: str = "full_sequence"
-    #: what acc_norm divides by: ``char_length`` (lm-eval), ``token_length`` or ``byte_length`` (scoring only)
+    #: what acc_norm divides by: ``char_length`` (lm-eval), ``token_length`` or ``byte_length`` (scoring
+    #: only), or ``pmi``: minus the choice's unconditional log-likelihood (extra requests)
     acc_norm: str = "char_length"
+    #: generate_until: ``exact`` (lm-eval), ``quasi_exact`` (HELM), ``prefix`` or ``suffix`` (lighteval)
+    answer_match: str = "exact"
+    #: lm-eval's exact_match options; None = the task's own
+    ignore_case: bool | None = None
+    ignore_punctuation: bool | None = None
+    regexes_to_ignore: list[str] | None = None
     device: str = "cpu"
     seed: int = 0
     numpy_seed: int = 1234

@@ -70,7 +70,15 @@ class BackendConfig(_Strict):
 
 
 class PromptConfig(_Strict):
-    """Prompt format, its template hash, delimiters, chat template and system prompt."""
+    """Prompt format, its template hash, delimiters, chat template and system prompt.
+
+    Added later, left out of the digest when ``None`` (older files keep their digest):
+    ``label_style`` and ``choice_separator`` (lettered prompts only), ``description`` (the text
+    before the examples when one text served every doc; ``None`` when it varies by doc, e.g.
+    MMLU's subject), ``description_sha256`` (sha256 of every evaluated doc's description, in doc
+    order), ``description_override`` (``True`` when set by ``--description``, else ``None``: the
+    task's own), ``fewshot_as_multiturn`` (``True`` or ``None``).
+    """
 
     format: str
     template_sha256: str
@@ -79,6 +87,12 @@ class PromptConfig(_Strict):
     chat_template: bool
     chat_template_sha256: str | None
     system_prompt: str | None
+    label_style: str | None = None
+    choice_separator: str | None = None
+    description: str | None = None
+    description_sha256: str | None = None
+    description_override: bool | None = None
+    fewshot_as_multiturn: bool | None = None
 
 
 class FewshotConfig(_Strict):
@@ -123,6 +137,8 @@ class MetricConfig(_Strict):
     random_baseline: float | None = None
     #: the metric a followed protocol reports (``acc_norm``), else None
     reported: str | None = None
+    #: generate_until: how answers are matched (``exact``, ``quasi_exact``, ``prefix``, ``suffix``)
+    answer_match: str | None = None
 
 
 class DataIdentity(_Strict):
@@ -152,6 +168,13 @@ class DataIdentity(_Strict):
     doc_ids_sha256: str | None = None
 
 
+#: (group, field) added after schema 2 shipped: absent from the canonical form when None
+_LATER_FIELDS = (("data", "doc_ids_sha256"), ("prompt", "label_style"), ("prompt", "choice_separator"),
+                 ("prompt", "description"), ("prompt", "description_sha256"),
+                 ("prompt", "description_override"),
+                 ("prompt", "fewshot_as_multiturn"), ("metric", "answer_match"))
+
+
 class Fingerprint(_Strict):
     """Everything that identifies a run's configuration. See the module docstring."""
 
@@ -177,8 +200,10 @@ class Fingerprint(_Strict):
         d = self.model_dump(mode="json")
         if d.get("protocol") is None:  # runs without a protocol keep the digest they had before it existed
             d.pop("protocol", None)
-        if d["data"].get("doc_ids_sha256") is None:  # likewise runs of all docs
-            d["data"].pop("doc_ids_sha256", None)
+        # likewise runs of all docs, and fields added later while unset
+        for group, key in _LATER_FIELDS:
+            if d[group].get(key) is None:
+                d[group].pop(key, None)
         return d
 
     def digest(self) -> str:

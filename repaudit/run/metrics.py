@@ -39,25 +39,29 @@ def argmax_first(values: list[float]) -> int:
     return int(np.argmax(np.asarray(values, dtype=np.float64)))
 
 
-#: ``--acc-norm``: what acc_norm divides a choice's log-likelihood by
-ACC_NORMS = ("char_length", "token_length", "byte_length")
+#: ``--acc-norm``: what acc_norm divides a choice's log-likelihood by (``pmi``: subtracts)
+ACC_NORMS = ("char_length", "token_length", "byte_length", "pmi")
 
 
 def multiple_choice_metrics(loglikelihoods: list[float], choices: list[str], gold: int,
                             is_greedy: list[bool] | None = None, acc_norm: str = "char_length",
-                            n_tokens: list[int] | None = None) -> dict[str, float]:
+                            n_tokens: list[int] | None = None,
+                            unconditional: list[float] | None = None) -> dict[str, float]:
     """Per-doc metrics of one multiple-choice doc, as lm-eval 0.4.13's ``process_results``:
 
     * ``acc`` — argmax of the summed log-likelihoods is the gold index;
     * ``acc_norm`` — argmax of log-likelihood / the choice's length: in characters (``char_length``,
       lm-eval's), in continuation tokens (``token_length``, lm-eval's ``acc_norm`` of 0.3's
       ``gpt2``-era papers and GPT-3's per-token normalisation, Brown et al. 2020 §2.4), or in UTF-8
-      bytes (``byte_length``, as ``acc_bytes``);
+      bytes (``byte_length``, as ``acc_bytes``); or ``pmi``: argmax of log-likelihood minus the
+      choice's ``unconditional`` log-likelihood (pointwise mutual information; lm-eval's
+      ``acc_mutual_info``, used by OLMES for some tasks, Gu et al. 2024; Holtzman et al. 2021);
     * ``acc_bytes`` — argmax of log-likelihood / the choice's length in UTF-8 bytes;
     * ``exact_match`` — greedy decoding reproduces the gold continuation (``is_greedy[gold]``).
 
     Raises:
-        ValueError: an unknown ``acc_norm``, or ``token_length`` without ``n_tokens``.
+        ValueError: an unknown ``acc_norm``, ``token_length`` without ``n_tokens`` or ``pmi`` without
+            ``unconditional``.
     """
     chars = [float(len(c)) for c in choices]
     nbytes = [float(len(c.encode("utf-8"))) for c in choices]
@@ -67,10 +71,15 @@ def multiple_choice_metrics(loglikelihoods: list[float], choices: list[str], gol
         norm = nbytes
     elif acc_norm == "token_length" and n_tokens is not None:
         norm = [float(n) for n in n_tokens]
+    elif acc_norm == "pmi" and unconditional is not None:
+        norm = []
     else:
-        raise ValueError(f"acc_norm '{acc_norm}' needs {'n_tokens' if acc_norm in ACC_NORMS else ACC_NORMS}")
+        need = {"token_length": "n_tokens", "pmi": "unconditional"}.get(acc_norm, ACC_NORMS)
+        raise ValueError(f"acc_norm '{acc_norm}' needs {need}")
+    normed = ([ll - u for ll, u in zip(loglikelihoods, unconditional, strict=True)] if acc_norm == "pmi"
+              else [ll / n if n else ll for ll, n in zip(loglikelihoods, norm)])
     out = {"acc": float(argmax_first(loglikelihoods) == gold),
-           "acc_norm": float(argmax_first([ll / n if n else ll for ll, n in zip(loglikelihoods, norm)]) == gold),
+           "acc_norm": float(argmax_first(normed) == gold),
            "acc_bytes": float(argmax_first([ll / n if n else ll for ll, n in zip(loglikelihoods, nbytes)]) == gold)}
     if is_greedy is not None:
         out["exact_match"] = float(bool(is_greedy[gold]))

@@ -40,13 +40,14 @@ FACTORS: dict[str, tuple[str | None, Any]] = {
     "limit": ("limit", int),
     "add_bos_token": ("add_bos_token", bool),
     "score": ("score_normalisation", Literal["raw", "leaderboard_normalised"]),
+    "fewshot_as_multiturn": ("fewshot_as_multiturn", bool),
+    # what acc_norm normalises by (``bytes``/``tokens`` are the protocol files' older names)
+    "acc_norm": ("acc_norm", Literal["char_length", "byte_length", "token_length", "pmi", "bytes", "tokens"]),
     # scoring choices: recorded and checked, computed from the same inference
     "metric": (None, str),
-    "acc_norm": (None, Literal["char_length", "bytes", "tokens", "pmi"]),
     "aggregation": (None, Literal["micro", "subject_macro"]),
     "random_baseline": (None, float),
     # stated by protocols, not settable in repaudit (yet): recorded, checked where a run records them
-    "fewshot_as_multiturn": (None, bool),
     "fewshot_selection": (None, str),
     "formulation": (None, str),
     "max_length": (None, int),
@@ -246,6 +247,9 @@ def apply_protocol(proto: Protocol, task: str, explicit: dict[str, Any]) -> tupl
     rec = ProtocolRecord(name=proto.name, sha256=proto.sha256())
     for factor, s in settings.items():
         field = FACTORS[factor][0]
+        if factor == "acc_norm":  # a scoring choice conformance checks, and now settable too
+            rec.scoring[factor] = s.value
+            s = s.model_copy(update={"value": {"bytes": "byte_length", "tokens": "token_length"}.get(s.value, s.value)})
         if field is None:
             if factor in ("metric", "random_baseline", "aggregation", "acc_norm"):
                 rec.scoring[factor] = s.value

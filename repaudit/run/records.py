@@ -49,6 +49,8 @@ class DocResult(BaseModel):
     finish: str | None = None
     #: sha256 of the JSON list of scored continuations (log-likelihood tasks): pairs docs across harnesses
     choices_hash: str | None = None
+    #: acc_norm pmi: each choice's log-likelihood after an empty context (nats)
+    unconditional_loglikelihoods: list[float] | None = None
 
 
 class Timings(BaseModel):

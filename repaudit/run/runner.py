@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import random
+import re
 import time
 from dataclasses import dataclass
 
@@ -44,10 +45,11 @@ from repaudit.run.normalise import NORMALISATIONS, random_baseline
 from repaudit.run.pool import BackendPool, load
 from repaudit.run.progress import progress
 from repaudit.run.records import RunRecord, Timings
-from repaudit.run.scoring import doc_hash, doc_result, metric_variants, pipelines
+from repaudit.run.scoring import doc_hash, doc_result, em_options, metric_variants, pipelines
 from repaudit.tasks.base import OutputType, Task
 from repaudit.tasks.definitions import TASKS
-from repaudit.tasks.prompts import RenderedDoc, check_format, render, template_sha256
+from repaudit.tasks.filters import ANSWER_MATCHES
+from repaudit.tasks.prompts import PromptOptions, RenderedDoc, check_format, render, template_sha256
 from repaudit.tasks.requests import GenerationSettings
 
 __all__ = ["BackendPool", "RunConfig", "default_cache_dir", "get_task", "run"]
@@ -79,7 +81,8 @@ def check_config(cfg: RunConfig) -> Task:
 
     task = get_task(cfg.task, cfg.task_config)
     task.check_runnable()
-    check_format(task, cfg.prompt_format)
+    check_format(task, cfg.prompt_format, prompt_options(cfg))
+    check_scoring(task, cfg)
     check_backend(cfg.backend)
     check_ranges(cfg)
     if cfg.dtype not in DTYPES:
@@ -97,6 +100,38 @@ def check_config(cfg: RunConfig) -> Task:
     check_device(cfg.device)
     check_cache_dir(cfg.cache_dir or default_cache_dir())
     return task
+
+
+def prompt_options(cfg: RunConfig) -> PromptOptions:
+    """The rendering options of ``cfg`` (:class:`repaudit.tasks.prompts.PromptOptions`)."""
+    return PromptOptions(label_style=cfg.label_style, choice_separator=cfg.choice_separator,
+                         description=cfg.description, fewshot_as_multiturn=cfg.fewshot_as_multiturn,
+                         pmi=cfg.acc_norm == "pmi")
+
+
+def check_scoring(task: Task, cfg: RunConfig) -> None:
+    """Scoring settings that apply to ``task``: answer matching and exact_match options to
+    generate_until tasks, ``pmi`` to tasks with acc_norm, multi-turn few-shot to chat-template runs.
+
+    Raises:
+        RepauditError: an unknown answer match, or a setting the task or run cannot use.
+    """
+    if cfg.answer_match not in ANSWER_MATCHES:
+        raise RepauditError(f"unknown answer match '{cfg.answer_match}': choose one of {', '.join(ANSWER_MATCHES)}")
+    generative = task.output_type is OutputType.generate_until
+    if not generative and (cfg.answer_match != "exact" or cfg.ignore_case is not None
+                           or cfg.ignore_punctuation is not None or cfg.regexes_to_ignore is not None):
+        raise RepauditError(f"--answer-match and the exact_match options apply to generate_until tasks; "
+                            f"{task.name} is {task.output_type.value}")
+    for pattern in cfg.regexes_to_ignore or []:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise RepauditError(f"--regexes-to-ignore: '{pattern}' is not a valid regular expression ({e})") from None
+    if cfg.acc_norm == "pmi" and "acc_norm" not in task.metrics:
+        raise RepauditError(f"--acc-norm pmi: task {task.name} has no acc_norm metric")
+    if cfg.fewshot_as_multiturn and not cfg.chat_template:
+        raise RepauditError("--fewshot-as-multiturn needs --chat-template (as in lm-eval)")
 
 
 def check_device(device: str) -> None:
@@ -153,16 +188,27 @@ def render_requests(task: Task, cfg: RunConfig, docset: DocSet, backend,
                     generation: GenerationSettings | None) -> list[RenderedDoc]:
     """Stage: every evaluated doc as requests, few-shot examples in order, chat template applied."""
     if cfg.chat_template:
-        def chat(text: str) -> str:
-            return backend.apply_chat_template(text, cfg.system_prompt)
+        def chat(description: str, turns: list[tuple[str, str]], user: str) -> str:
+            # lm-eval 0.4.13: the system message is the system prompt and the description, delimited
+            return backend.apply_chat_template(user, _delimit(cfg.system_prompt, description, task.fewshot_delimiter)
+                                               or None, turns)
     elif cfg.system_prompt:
-        def chat(text: str) -> str:
-            return cfg.system_prompt + "\n\n" + text  # lm-eval's system prompt without a chat template
+        def chat(description: str, turns: list[tuple[str, str]], user: str) -> str:
+            return cfg.system_prompt + "\n\n" + description + user  # lm-eval's system prompt without a chat template
     else:
         chat = None
     pool_by_id = {d.doc_id: d for d in docset.pool}
+    opts = prompt_options(cfg)
     return [render(task, d, [pool_by_id[i] for i in docset.fewshot_ids[d.doc_id]], cfg.prompt_format, generation,
-                   chat) for d in docset.docs]
+                   chat, opts) for d in docset.docs]
+
+
+def _delimit(prefix: str | None, suffix: str, delimiter: str) -> str:
+    """``prefix + delimiter + suffix``, without the delimiter when either is empty or whitespace
+    already meets at the join (lm-eval 0.4.13's ``maybe_delimit``)."""
+    if not prefix or not suffix:
+        return prefix or suffix
+    return prefix + suffix if prefix[-1].isspace() or suffix[0].isspace() else prefix + delimiter + suffix
 
 
 @dataclass
@@ -178,8 +224,8 @@ class Answers:
 def answer_requests(task: Task, backend, rendered: list[RenderedDoc], cache: BatchCache | None,
                     err: Console) -> Answers:
     """Stage: the backend answers every request; finished batches go to ``cache`` as they complete."""
-    requests = [r for rd in rendered for r in rd.requests]
-    owner = [k for k, rd in enumerate(rendered) for _ in rd.requests]
+    requests = [r for rd in rendered for r in (*rd.requests, *rd.unconditional)]
+    owner = [k for k, rd in enumerate(rendered) for _ in (*rd.requests, *rd.unconditional)]
     before = cache.added if cache else 0
     t0 = time.perf_counter()
     with progress(err, task.name, len(rendered)) as bar:
@@ -187,7 +233,8 @@ def answer_requests(task: Task, backend, rendered: list[RenderedDoc], cache: Bat
 
         def advance(n: int) -> None:
             # Docs finish out of order (requests are sorted by length): advance by fractions.
-            bar.advance(sum(1.0 / len(rendered[owner[i]].requests) for i in range(done[0], done[0] + n)))
+            bar.advance(sum(1.0 / (len(rendered[owner[i]].requests) + len(rendered[owner[i]].unconditional))
+                            for i in range(done[0], done[0] + n)))
             done[0] += n
 
         if task.output_type is OutputType.generate_until:
@@ -228,7 +275,12 @@ def build_fingerprint(task: Task, cfg: RunConfig, resolved: ResolvedModel, docse
                             target_delimiter=task.target_delimiter, fewshot_delimiter=task.fewshot_delimiter,
                             chat_template=cfg.chat_template,
                             chat_template_sha256=info.chat_template_sha256 if cfg.chat_template else None,
-                            system_prompt=cfg.system_prompt),
+                            system_prompt=cfg.system_prompt,
+                            label_style=cfg.label_style if cfg.prompt_format == "lettered" else None,
+                            choice_separator=cfg.choice_separator if cfg.prompt_format == "lettered" else None,
+                            description=(desc := descriptions(task, cfg, docset))[0],
+                            description_sha256=desc[1], description_override=cfg.description is not None or None,
+                            fewshot_as_multiturn=cfg.fewshot_as_multiturn or None),
         fewshot=FewshotConfig(num_fewshot=docset.num_fewshot, split=docset.pool_split, sampler=docset.sampler,
                               ids_sha256=sha256_json([r.fewshot_ids for r in rendered]),
                               order_seed=cfg.fewshot_order_seed),
@@ -240,7 +292,10 @@ def build_fingerprint(task: Task, cfg: RunConfig, resolved: ResolvedModel, docse
                             acc_norm_normalisation=cfg.acc_norm if "acc_norm" in task.metrics else None,
                             filters=[p.name for p in pipelines(task)] if generation else ["none"], aggregation="mean",
                             stderr="sample_stdev_ddof1/sqrt(n)",
-                            options={"exact_match": dataclasses.asdict(task.em_options)} if generation else {},
+                            options={"exact_match": dataclasses.asdict(em_options(
+                                task, cfg.ignore_case, cfg.ignore_punctuation, cfg.regexes_to_ignore))}
+                            if generation else {},
+                            answer_match=cfg.answer_match if generation else None,
                             score_normalisation=cfg.score_normalisation,
                             random_baseline=round(random_baseline([len(r.choices) for r in rendered]
                                                                   if not generation else []), 6),
@@ -250,6 +305,14 @@ def build_fingerprint(task: Task, cfg: RunConfig, resolved: ResolvedModel, docse
         protocol=cfg.protocol,
         hardware=capture_hardware(), software=capture_software(), git=capture_git_state(),
     )
+
+
+def descriptions(task: Task, cfg: RunConfig, docset: DocSet) -> tuple[str | None, str]:
+    """(the description the prompts used when one text served every evaluated doc, else ``None``;
+    sha256 of every doc's description in doc order). The override, or the task's own (MMLU's
+    names the doc's subject)."""
+    texts = [cfg.description if cfg.description is not None else task.description(d) for d in docset.docs]
+    return (texts[0] if len(set(texts)) == 1 else None), sha256_json(texts)
 
 
 def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None = None,
@@ -291,9 +354,11 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
             store.close()
 
     results, pos = [], 0
+    options = em_options(task, cfg.ignore_case, cfg.ignore_punctuation, cfg.regexes_to_ignore)
     for rd in rendered:
-        results.append(doc_result(task, rd, ans.answers[pos: pos + len(rd.requests)], cfg.acc_norm))
-        pos += len(rd.requests)
+        n = len(rd.requests) + len(rd.unconditional)
+        results.append(doc_result(task, rd, ans.answers[pos: pos + n], cfg.acc_norm, cfg.answer_match, options))
+        pos += n
     metrics = aggregate([r.metrics for r in results], metric_variants(task, cfg.acc_norm),
                         [r.cluster for r in results])
     fp = build_fingerprint(task, cfg, resolved, docset, backend, rendered, generation)

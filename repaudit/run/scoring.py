@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from repaudit.hashing import sha256_json, sha256_text
 from repaudit.run.metrics import argmax_first, multiple_choice_metrics
 from repaudit.run.records import DocResult
 from repaudit.tasks.base import OutputType, Task
-from repaudit.tasks.filters import NO_FILTER, exact_match
+from repaudit.tasks.filters import NO_FILTER, ExactMatchOptions, match_answer
 from repaudit.tasks.prompts import RenderedDoc
 from repaudit.tasks.requests import LoglikelihoodResult
 
@@ -35,11 +36,23 @@ def metric_variants(task: Task, acc_norm: str = "char_length") -> dict[str, str]
     return {m: acc_norm if m == "acc_norm" else MC_VARIANTS[m] for m in task.metrics}
 
 
-def doc_result(task: Task, rd: RenderedDoc, answers: list, acc_norm: str = "char_length") -> DocResult:
-    """One doc's :class:`DocResult` from its backend answers (one per request, in request order).
+def em_options(task: Task, ignore_case: bool | None = None, ignore_punctuation: bool | None = None,
+               regexes_to_ignore: list[str] | None = None) -> ExactMatchOptions:
+    """The task's ``exact_match`` options with the ones given (not ``None``) put in their place."""
+    given = dict(ignore_case=ignore_case, ignore_punctuation=ignore_punctuation,
+                 regexes_to_ignore=None if regexes_to_ignore is None else tuple(regexes_to_ignore))
+    return dataclasses.replace(task.em_options, **{k: v for k, v in given.items() if v is not None})
 
-    ``acc_norm`` picks acc_norm's normalisation (:data:`repaudit.run.metrics.ACC_NORMS`): scoring
-    only, so runs that differ in it share every batch.
+
+def doc_result(task: Task, rd: RenderedDoc, answers: list, acc_norm: str = "char_length",
+               answer_match: str = "exact", options: ExactMatchOptions | None = None) -> DocResult:
+    """One doc's :class:`DocResult` from its backend answers (one per request of ``rd.requests``
+    then ``rd.unconditional``, in that order).
+
+    ``acc_norm`` picks acc_norm's normalisation (:data:`repaudit.run.metrics.ACC_NORMS`);
+    ``answer_match`` and ``options`` (default: the task's) how a generation's extracted answer is
+    matched (:func:`repaudit.tasks.filters.match_answer`). Both are scoring only, except ``pmi``
+    which needs the unconditional answers: runs that differ in them share every other batch.
 
     ``answers`` are :class:`LoglikelihoodResult` for log-likelihood requests, one
     :class:`~repaudit.tasks.requests.Generation` for generate_until. Generations go through every
@@ -51,13 +64,16 @@ def doc_result(task: Task, rd: RenderedDoc, answers: list, acc_norm: str = "char
         gen = answers[0]
         text = gen.text
         extracted = {p.name: p.apply(text) for p in pipelines(task)}
-        metrics = {f"exact_match,{name}": exact_match(a, rd.target, task.em_options) for name, a in extracted.items()}
+        opts = options or task.em_options
+        metrics = {f"exact_match,{name}": match_answer(a, rd.target, opts, answer_match)
+                   for name, a in extracted.items()}
         return DocResult(**base, target=rd.target, target_hash=sha256_text(rd.target), gold=None,
                          loglikelihoods=[], is_greedy=[], continuation_tokens=[],
                          prediction=next(iter(extracted.values())), metrics=metrics, generation=text,
                          generated_tokens=gen.n_tokens, finish=gen.finish,
                          extracted=extracted)
-    results: list[LoglikelihoodResult] = answers
+    results: list[LoglikelihoodResult] = answers[:len(rd.requests)]
+    uncond = [a.logprob for a in answers[len(rd.requests):]] or None
     lls = [a.logprob for a in results]
     greedy = [a.is_greedy for a in results]
     if task.output_type is OutputType.loglikelihood:
@@ -65,11 +81,11 @@ def doc_result(task: Task, rd: RenderedDoc, answers: list, acc_norm: str = "char
         prediction: int | str = int(greedy[0])
     else:
         all_metrics = multiple_choice_metrics(lls, rd.choices, rd.gold, greedy, acc_norm,
-                                              [a.n_tokens for a in results])
+                                              [a.n_tokens for a in results], uncond)
         metrics = {m: all_metrics[m] for m in task.metrics}
         prediction = argmax_first(lls)
     target = rd.target if task.output_type is OutputType.loglikelihood else str(rd.gold)
     conts = sha256_json([r.continuation for r in rd.requests])
     return DocResult(**base, choices_hash=conts, target=target, target_hash=sha256_text(target), gold=rd.gold,
                      loglikelihoods=lls, is_greedy=greedy, continuation_tokens=[a.n_tokens for a in results],
-                     prediction=prediction, metrics=metrics)
+                     prediction=prediction, metrics=metrics, unconditional_loglikelihoods=uncond)

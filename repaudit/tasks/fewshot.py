@@ -63,8 +63,8 @@ def select_fewshot(eval_docs: list[Doc], pool: list[Doc], num_fewshot: int, samp
     return out
 
 
-def parse_fewshot_ids(text: str) -> list[int]:
-    """Parse ``--fewshot-ids "12,5,7"`` into ``[12, 5, 7]``.
+def parse_fewshot_ids(text: str, option: str = "--fewshot-ids") -> list[int]:
+    """Parse ``--fewshot-ids "12,5,7"`` (or another ``option`` of doc ids) into ``[12, 5, 7]``.
 
     Raises:
         RepauditError: an element is not a non-negative integer.
@@ -72,9 +72,9 @@ def parse_fewshot_ids(text: str) -> list[int]:
     try:
         ids = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise RepauditError(f"--fewshot-ids '{text}' is not a comma-separated list of doc ids") from None
+        raise RepauditError(f"{option} '{text[:80]}' is not a comma-separated list of doc ids") from None
     if any(i < 0 for i in ids):
-        raise RepauditError(f"--fewshot-ids '{text}' has a negative doc id")
+        raise RepauditError(f"{option} '{text[:80]}' has a negative doc id")
     return ids
 
 

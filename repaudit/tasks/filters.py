@@ -12,11 +12,13 @@ a named sequence of steps, each one of
 ``exact_match`` follows Hugging Face ``evaluate``'s metric with lm-eval's options: each
 ``regexes_to_ignore`` pattern is removed from prediction and reference, then ``ignore_case``,
 ``ignore_punctuation`` (``string.punctuation``) and ``ignore_numbers`` are applied, and the two
-strings are compared.
+strings are compared. :func:`match_answer` adds the other matching rules in use
+(:data:`ANSWER_MATCHES`): HELM's quasi-exact match and lighteval's prefix and suffix matches.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import string
 from dataclasses import dataclass, field
@@ -130,3 +132,48 @@ def _normalise(s: str, opts: ExactMatchOptions) -> str:
 def exact_match(prediction: str, target: str, opts: ExactMatchOptions) -> float:
     """1.0 when ``prediction`` equals ``target`` after the options, else 0.0."""
     return float(_normalise(prediction, opts) == _normalise(target, opts))
+
+
+#: ``--answer-match``: how an extracted answer is matched against the target
+ANSWER_MATCHES = ("exact", "quasi_exact", "prefix", "suffix")
+
+
+def helm_normalise(text: str) -> str:
+    """HELM's quasi-exact normaliser (the QuAC scorer's, as lighteval's ``helm_normalizer``): split on
+    spaces and hyphens; per piece lowercase, drop ``string.punctuation``, write a number as ``float``
+    does (``1`` and ``1.0`` agree), drop the articles a/an/the and squeeze whitespace; join non-empty
+    pieces with one space."""
+    def piece(t: str) -> str:
+        t = t.lower().translate(_PUNCT)
+        with contextlib.suppress(ValueError):
+            t = str(float(t))
+        return " ".join(re.sub(r"\b(a|an|the)\b", " ", t).split())
+
+    return " ".join(p for p in (piece(t) for t in re.split(" |-", text)) if p).strip()
+
+
+def match_answer(prediction: str, target: str, opts: ExactMatchOptions, mode: str = "exact") -> float:
+    """1.0 when ``prediction`` matches ``target`` under ``mode``, else 0.0.
+
+    * ``exact`` — lm-eval's ``exact_match`` with ``opts`` (:func:`exact_match`);
+    * ``quasi_exact`` — HELM's quasi-exact match: both sides through :func:`helm_normalise`, then
+      equal (lighteval's ``quasi_exact_match``; ``opts`` are not applied: the normaliser replaces them);
+    * ``prefix`` / ``suffix`` — lighteval's ``prefix_exact_match`` / ``suffix_exact_match``: after
+      ``opts``, both sides stripped, the prediction starts / ends with the target.
+
+    An empty prediction never matches under quasi_exact, prefix or suffix (lighteval's rule).
+
+    Raises:
+        ValueError: an unknown ``mode``.
+    """
+    if mode == "exact":
+        return exact_match(prediction, target, opts)
+    if mode not in ANSWER_MATCHES:
+        raise ValueError(f"unknown answer match '{mode}': choose one of {', '.join(ANSWER_MATCHES)}")
+    if mode == "quasi_exact":
+        pred, gold = helm_normalise(prediction), helm_normalise(target)
+        return float(bool(pred) and pred == gold)
+    pred, gold = _normalise(prediction, opts).strip(), _normalise(target, opts).strip()
+    if not pred:
+        return 0.0
+    return float(pred.startswith(gold) if mode == "prefix" else pred.endswith(gold))

@@ -1,0 +1,138 @@
+"""``repaudit variance``: how much a benchmark's score moves with the few-shot draw, their order and the
+prompt format, and the smallest difference a comparison on it can detect."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from repaudit.cli.common import (
+    DryRunOption,
+    ExecutorOption,
+    Format,
+    FormatOption,
+    JsonOption,
+    OutputOption,
+    RayAddressOption,
+    WorkersOption,
+    check_outputs,
+    emit_dry_run,
+    emit_report,
+    err,
+    grid_progress,
+    make_executor,
+    report_format,
+    user_errors,
+)
+from repaudit.errors import RepauditError
+from repaudit.escape import rich_text
+
+
+def _variance_rich(r, console: Console) -> None:
+    from repaudit.report.variance import HEAD, noise_rows, spread_rows, variance_summary
+
+    table = Table(title=rich_text(f"variance · {r.task} · {r.model}"))
+    for col in HEAD:
+        table.add_column(col, justify="left" if col in ("format", "metric") else "right")
+    for row in noise_rows(r):
+        table.add_row(*(rich_text(c) for c in row))
+    console.print(table)
+    if r.format_spread:
+        spread = Table(title="score per prompt format (seed means)")
+        for col in ("metric", *r.formats, "spread"):
+            spread.add_column(rich_text(col), justify="left" if col == "metric" else "right")
+        for row in spread_rows(r):
+            spread.add_row(*(rich_text(c) for c in row))
+        console.print(spread)
+    console.print(rich_text(variance_summary(r)), soft_wrap=True)
+
+
+def variance_command(
+    task: Annotated[str, typer.Option(help="Task.")] = "arc_easy",
+    num_fewshot: Annotated[int, typer.Option(help="n-shot (> 0: the few-shot draw is what varies).")] = 3,
+    fewshot_seeds: Annotated[int, typer.Option(help="Few-shot seeds per format (from --fewshot-seed on).")] = 5,
+    fewshot_seed: Annotated[int, typer.Option(help="First few-shot seed.")] = 1234,
+    order_seeds: Annotated[Optional[int], typer.Option(
+        help="Other orders of the first seed's examples (default: --fewshot-seeds − 1).")] = None,
+    formats: Annotated[str, typer.Option(help="Comma-separated prompt formats: lmeval, lettered, cloze.")
+                       ] = "cloze,lettered",
+    base_run: Annotated[Optional[Path], typer.Option("--base", help="Take the base configuration from this "
+                                                                    "repaudit run file (then the base options are "
+                                                                    "ignored).")] = None,
+    model: Annotated[str, typer.Option(help="'default', a local directory or a hub id.")] = "default",
+    data_dir: Annotated[Optional[Path], typer.Option(help="Local data laid out as shared/data.")] = None,
+    split: Annotated[Optional[str], typer.Option(help="Evaluation split.")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="First N docs only.")] = None,
+    doc_ids: Annotated[Optional[str], typer.Option(help="Only these doc ids, e.g. '0,7,42'.")] = None,
+    backend: Annotated[str, typer.Option(help="hf or vllm.")] = "hf",
+    dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
+    batch_size: Annotated[int, typer.Option(help="Batch size.")] = 8,
+    scoring_strategy: Annotated[str, typer.Option(help="full_sequence or shared_prefix.")] = "full_sequence",
+    acc_norm: Annotated[str, typer.Option(help="acc_norm normalisation (see run).")] = "char_length",
+    chat_template: Annotated[bool, typer.Option(help="Wrap prompts in the model's chat template.")] = False,
+    n_boot: Annotated[int, typer.Option(help="Bootstrap replicates of the intervals over docs.")] = 2000,
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
+    fmt: FormatOption = Format.rich,
+    output: OutputOption = None,
+    plot: Annotated[Optional[Path], typer.Option(help="Draw every run's score per seed and format to PATH.png and "
+                                                      "PATH.pdf.")] = None,
+    plot_metric: Annotated[Optional[str], typer.Option(help="Metric of --plot (default: the first).")] = None,
+    dry_run: DryRunOption = False,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+    workers: WorkersOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Measure a benchmark's noise: bootstrap intervals over docs, spread over few-shot seeds and orders and
+    over prompt formats, continuous counterparts with their signal-to-noise, and the minimum detectable
+    effect at 80 % power with the docs or seeds one point would need.
+
+    Example: repaudit variance --task arc_easy --num-fewshot 3 --fewshot-seeds 5 --data-dir ../shared/data
+
+    Example: repaudit variance --task mmlu --limit 300 --plot variance.png -o variance.md
+    """
+    from repaudit.audit.variance import variance, variance_grid
+    from repaudit.report.variance import variance_latex, variance_markdown
+    from repaudit.run.runner import RunConfig
+
+    with user_errors():
+        check_outputs(output, plot)
+        fmts = [f.strip() for f in formats.split(",") if f.strip()]
+        if base_run is not None:
+            from repaudit.audit.replay import config_from_record
+            from repaudit.run.records import read_record
+
+            base = config_from_record(read_record(base_run), data_dir, None if model == "default" else model, cache_dir)
+        else:
+            from repaudit.tasks.fewshot import parse_fewshot_ids
+
+            base = RunConfig(task=task, model=model, data_dir=data_dir, split=split, limit=limit,
+                             doc_ids=parse_fewshot_ids(doc_ids, "--doc-ids") if doc_ids else None,
+                             num_fewshot=num_fewshot, fewshot_seed=fewshot_seed, backend=backend, dtype=dtype,
+                             batch_size=batch_size, scoring_strategy=scoring_strategy, acc_norm=acc_norm,
+                             chat_template=chat_template, cache_dir=cache_dir)
+        if dry_run:
+            from repaudit.audit.plan import plan_grid
+
+            order = fewshot_seeds - 1 if order_seeds is None else order_seeds
+            plan = plan_grid(f"variance --fewshot-seeds {fewshot_seeds} --formats {formats}",
+                             variance_grid(base, fmts, fewshot_seeds, order))
+            emit_dry_run(plan, report_format(fmt, output, as_json), output)
+            return
+        ex = make_executor(executor, ray_address, workers)
+        with grid_progress("variance") as tick:
+            result = variance(base, ex, fmts, fewshot_seeds, order_seeds, n_boot=n_boot, progress=tick)
+        if plot is not None:
+            from repaudit.report.plots import variance_plot
+
+            if plot_metric is not None and plot_metric not in result.runs[0].scores:
+                raise RepauditError(f"--plot-metric '{plot_metric}' is not measured: choose one of "
+                                    f"{', '.join(result.runs[0].scores)}")
+            err.print(rich_text("wrote " + ", ".join(str(p) for p in variance_plot(result, plot, plot_metric))))
+        emit_report(report_format(fmt, output, as_json), output, lambda c: _variance_rich(result, c),
+                    lambda: variance_markdown(result), lambda: variance_latex(result),
+                    lambda: result.model_dump_json(indent=1))

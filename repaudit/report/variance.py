@@ -1,0 +1,81 @@
+"""Render ``repaudit variance`` reports: terminal rows, Markdown and LaTeX.
+
+Accuracies and probabilities are shown in points (× 100); ``logp_gold_norm`` in nats. Every string
+from a run (task, model, metric names) goes through :mod:`repaudit.escape`.
+"""
+
+from __future__ import annotations
+
+from repaudit.audit.variance import VarianceReport
+from repaudit.escape import latex as e
+from repaudit.escape import md
+from repaudit.report.audit import latex_rows, latex_table
+
+HEAD = ("format", "metric", "score", "95% CI (docs)", "seed sd", "seed range", "order sd", "SNR", "MDE 80%",
+        "MDE unpaired", "docs for 1 pt", "seeds for 1 pt")
+
+
+def _scale(metric: str) -> float:
+    return 1.0 if metric == "logp_gold_norm" else 100.0
+
+
+def _v(x: float | None, metric: str, fmt: str = "{:.2f}") -> str:
+    return "–" if x is None or x != x else fmt.format(_scale(metric) * x)
+
+
+def noise_rows(r: VarianceReport) -> list[tuple[str, ...]]:
+    """One row per (format, metric), in :data:`HEAD` order; continuous metrics named with their counterpart."""
+    rows = []
+    for x in r.noise:
+        name = x.metric if x.counterpart is None else f"{x.metric} (≈ {x.counterpart})"
+        ci = f"[{_v(x.boot_low, x.metric)}, {_v(x.boot_high, x.metric)}]"
+        rows.append((x.format, name, _v(x.score, x.metric), ci,
+                     _v(x.seed_sd, x.metric), f"{_v(x.seed_min, x.metric)}–{_v(x.seed_max, x.metric)}",
+                     _v(x.order_sd, x.metric), "–" if x.snr is None else f"{x.snr:.1f}", _v(x.mde, x.metric),
+                     _v(x.mde_unpaired, x.metric),
+                     "–" if x.docs_for_1pt is None else f"{x.docs_for_1pt:,}",
+                     "–" if x.seeds_for_1pt is None else f"{x.seeds_for_1pt:,}"))
+    return rows
+
+
+def spread_rows(r: VarianceReport) -> list[tuple[str, ...]]:
+    """(metric, score per format…, spread) rows."""
+    return [(s.metric, *(_v(s.scores[f], s.metric) for f in r.formats), _v(s.spread, s.metric))
+            for s in r.format_spread]
+
+
+def variance_summary(r: VarianceReport, esc=str) -> str:
+    """What ran: task, model, docs, n-shot, seeds, orders, formats, intervals and cost."""
+    seeds = f"{r.fewshot_seeds[0]}–{r.fewshot_seeds[-1]}"
+    return (f"{esc(r.task)} · {esc(r.model)} · {r.n_docs} docs · {r.num_fewshot}-shot · {len(r.fewshot_seeds)} "
+            f"few-shot seeds ({seeds}) and {len(r.order_seeds)} other orders of the first seed's examples · formats "
+            f"{', '.join(esc(f) for f in r.formats)}. Points (× 100) except logp_gold_norm (nats). 95 % intervals: "
+            f"percentile bootstrap over docs ({r.n_boot} replicates) of the first seed's run; MDE: paired test, "
+            f"α = {r.alpha:g}, power {r.power:.0%}, {r.n_docs} docs, per-doc disagreement of runs whose prompts "
+            f"differ (MDE unpaired: two independent samples). {len(r.runs)} runs, {r.computed_batches} batches "
+            f"computed, {r.cached_batches} from the store."
+            + (" The sampler is first_n: seeds do not change the examples, only orders do." if r.sampler == "first_n"
+               else ""))
+
+
+def variance_markdown(r: VarianceReport) -> str:
+    """The report as Markdown: summary, the noise table and the format spread."""
+    lines = [f"## Benchmark noise: {md(r.task)}", "", md(variance_summary(r)), "",
+             "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+    lines += ["| " + " | ".join(md(c) for c in row) + " |" for row in noise_rows(r)]
+    if r.format_spread:
+        head = ("metric", *r.formats, "spread (max − min)")
+        lines += ["", "| " + " | ".join(md(h) for h in head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(md(c) for c in row) + " |" for row in spread_rows(r)]
+    return "\n".join(lines) + "\n"
+
+
+def variance_latex(r: VarianceReport) -> str:
+    """The noise table as a booktabs fragment (the format spread as a second table)."""
+    out = latex_table(e(variance_summary(r)), "ll" + "r" * (len(HEAD) - 2),
+                      [latex_rows([HEAD]), latex_rows(noise_rows(r))])
+    if r.format_spread:
+        head = ("metric", *r.formats, "spread")
+        out += latex_table(e(f"Score per prompt format (seed means), {r.task}."), "l" + "r" * (len(head) - 1),
+                           [latex_rows([head]), latex_rows(spread_rows(r))])
+    return out
