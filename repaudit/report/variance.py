@@ -11,16 +11,15 @@ from repaudit.escape import latex as e
 from repaudit.escape import md
 from repaudit.report.audit import latex_rows, latex_table
 
-HEAD = ("format", "metric", "score", "95% CI (docs)", "seed sd", "seed range", "order sd", "SNR", "MDE 80%",
+HEAD = ("format", "metric", "score", "±95% CI (docs, 1 run)", "seed sd", "seed range", "order sd", "SNR", "MDE 80%",
         "MDE unpaired", "docs for 1 pt", "seeds for 1 pt")
 
 
-def _scale(metric: str) -> float:
-    return 1.0 if metric == "logp_gold_norm" else 100.0
-
-
-def _v(x: float | None, metric: str, fmt: str = "{:.2f}") -> str:
-    return "–" if x is None or x != x else fmt.format(_scale(metric) * x)
+def _v(x: float | None, metric: str) -> str:
+    """Points with 2 decimals; nats (``logp_gold_norm``) with 3."""
+    if x is None or x != x:
+        return "–"
+    return f"{x:.3f}" if metric == "logp_gold_norm" else f"{100 * x:.2f}"
 
 
 def noise_rows(r: VarianceReport) -> list[tuple[str, ...]]:
@@ -28,7 +27,7 @@ def noise_rows(r: VarianceReport) -> list[tuple[str, ...]]:
     rows = []
     for x in r.noise:
         name = x.metric if x.counterpart is None else f"{x.metric} (≈ {x.counterpart})"
-        ci = f"[{_v(x.boot_low, x.metric)}, {_v(x.boot_high, x.metric)}]"
+        ci = "±" + _v((x.boot_high - x.boot_low) / 2, x.metric)
         rows.append((x.format, name, _v(x.score, x.metric), ci,
                      _v(x.seed_sd, x.metric), f"{_v(x.seed_min, x.metric)}–{_v(x.seed_max, x.metric)}",
                      _v(x.order_sd, x.metric), "–" if x.snr is None else f"{x.snr:.1f}", _v(x.mde, x.metric),
@@ -50,7 +49,8 @@ def variance_summary(r: VarianceReport, esc=str) -> str:
     return (f"{esc(r.task)} · {esc(r.model)} · {r.n_docs} docs · {r.num_fewshot}-shot · {len(r.fewshot_seeds)} "
             f"few-shot seeds ({seeds}) and {len(r.order_seeds)} other orders of the first seed's examples · formats "
             f"{', '.join(esc(f) for f in r.formats)}. Points (× 100) except logp_gold_norm (nats). 95 % intervals: "
-            f"percentile bootstrap over docs ({r.n_boot} replicates) of the first seed's run; MDE: paired test, "
+            f"percentile bootstrap over docs ({r.n_boot} replicates) of one run (the first seed's), shown as its "
+            f"half-width; MDE: paired test, "
             f"α = {r.alpha:g}, power {r.power:.0%}, {r.n_docs} docs, per-doc disagreement of runs whose prompts "
             f"differ (MDE unpaired: two independent samples). {len(r.runs)} runs, {r.computed_batches} batches "
             f"computed, {r.cached_batches} from the store."
