@@ -108,3 +108,26 @@ def test_the_command_writes_its_report_and_refuses_a_zero_shot_base_in_one_line(
     bad = CliRunner().invoke(app, [*common, "--num-fewshot", "0", "-o", str(tmp_path / "w.json")])
     assert bad.exit_code == 1 and bad.stderr.count("error:") == 1 and "n-shot base" in bad.stderr
     assert not (tmp_path / "w.json").exists()
+
+
+def test_the_base_can_come_from_a_run_file(tiny_model, shared_data, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from repaudit.cli import app
+    from repaudit.run.records import write_record
+
+    rec = run(RunConfig(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=5, num_fewshot=2,
+                        prompt_format="lettered", cache_dir=tmp_path / "c"))
+    write_record(rec, tmp_path / "base.json")
+    res = CliRunner().invoke(app, ["variance", "--base", str(tmp_path / "base.json"), "--model", str(tiny_model),
+                                   "--data-dir", str(shared_data), "--cache-dir", str(tmp_path / "c"),
+                                   "--fewshot-seeds", "2", "--order-seeds", "0", "--formats", "lettered",
+                                   "-o", str(tmp_path / "v.json")])
+    assert res.exit_code == 0, res.output
+    rep = json.loads((tmp_path / "v.json").read_text())
+    assert (rep["n_docs"], rep["num_fewshot"]) == (5, 2)
+    # the base run itself, replayed (its digest differs only in add_bos_token: replay sets the resolved value)
+    acc = next(m.value for m in rec.metrics if m.name == "acc")
+    assert rep["runs"][0]["scores"]["acc"] == pytest.approx(acc)

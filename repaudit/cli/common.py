@@ -173,3 +173,20 @@ def emit_dry_run(plan, fmt: Format, output: Optional[Path]) -> None:
 
     emit_report(fmt, output, view, lambda: dry_run_markdown(plan), lambda: dry_run_latex(plan),
                 lambda: plan.model_dump_json(indent=1))
+
+
+def base_config(base_run: Optional[Path], model: str, data_dir: Optional[Path], cache_dir: Optional[Path], **fields):
+    """The base RunConfig of a grid command: replayed from ``--base`` (a repaudit run file; ``model``
+    other than ``default`` replaces its model), else built from the command's options ``fields``.
+
+    Raises:
+        RepauditError: the run file cannot be read or replayed.
+    """
+    from repaudit.run.runner import RunConfig
+
+    if base_run is not None:
+        from repaudit.audit.replay import config_from_record
+        from repaudit.run.records import read_record
+
+        return config_from_record(read_record(base_run), data_dir, None if model == "default" else model, cache_dir)
+    return RunConfig(model=model, data_dir=data_dir, cache_dir=cache_dir, **fields)

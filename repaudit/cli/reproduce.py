@@ -16,6 +16,7 @@ from repaudit.cli.common import (
     OutputOption,
     RayAddressOption,
     WorkersOption,
+    base_config,
     check_outputs,
     emit_dry_run,
     emit_report,
@@ -67,22 +68,14 @@ def reproduce_command(
     """
     from repaudit.audit.reproduce import DEFAULT_MOVES, parse_target, reproduce
     from repaudit.report.protocol import render_reproduce_latex, render_reproduce_markdown, render_reproduce_rich
-    from repaudit.run.runner import RunConfig
-
     with user_errors():
         check_outputs(output)
         value = parse_target(target)
-        if base_run is not None:
-            from repaudit.audit.replay import config_from_record
-            from repaudit.run.records import read_record
-
-            base = config_from_record(read_record(base_run), data_dir, None if model == "default" else model, cache_dir)
-            if limit is not None:
-                base = base.model_copy(update={"limit": limit})
-        else:
-            base = RunConfig(task=task, model=model, data_dir=data_dir, limit=limit, num_fewshot=num_fewshot,
-                             prompt_format=prompt_format, dtype=dtype, batch_size=batch_size,
-                             scoring_strategy=scoring_strategy, cache_dir=cache_dir)
+        base = base_config(base_run, model, data_dir, cache_dir, task=task, limit=limit, num_fewshot=num_fewshot,
+                           prompt_format=prompt_format, dtype=dtype, batch_size=batch_size,
+                           scoring_strategy=scoring_strategy)
+        if base_run is not None and limit is not None:
+            base = base.model_copy(update={"limit": limit})
         chosen = tuple(m.strip() for m in moves.split(",") if m.strip()) if moves else DEFAULT_MOVES
         if dry_run:
             from repaudit.audit.plan import plan_grid

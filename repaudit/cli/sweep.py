@@ -21,6 +21,7 @@ from repaudit.cli.common import (
     RayAddressOption,
     RoundDocsOption,
     WorkersOption,
+    base_config,
     check_outputs,
     check_precision,
     emit_dry_run,
@@ -95,22 +96,13 @@ def sweep_command(
     """
     from repaudit.audit.sweep import parse_values, sweep
     from repaudit.report.audit import sweep_latex, sweep_markdown
-    from repaudit.run.runner import RunConfig
-
     with user_errors():
         check_outputs(output, plot)
         check_precision(precision, round_docs)
         vals = parse_values(factor, values)
-        if base_run is not None:
-            from repaudit.audit.replay import config_from_record
-            from repaudit.run.records import read_record
-
-            base = config_from_record(read_record(base_run), data_dir, None if model == "default" else model, cache_dir)
-        else:
-            base = RunConfig(task=task, model=model, data_dir=data_dir, split=split, limit=limit,
-                             num_fewshot=num_fewshot, prompt_format=prompt_format, backend=backend, dtype=dtype,
-                             batch_size=batch_size,
-                             scoring_strategy=scoring_strategy, cache_dir=cache_dir)
+        base = base_config(base_run, model, data_dir, cache_dir, task=task, split=split, limit=limit,
+                           num_fewshot=num_fewshot, prompt_format=prompt_format, backend=backend, dtype=dtype,
+                           batch_size=batch_size, scoring_strategy=scoring_strategy)
         if dry_run:
             from repaudit.audit.plan import plan_grid
             from repaudit.audit.sweep import sweep_grid

@@ -19,6 +19,7 @@ from repaudit.cli.common import (
     OutputOption,
     RayAddressOption,
     WorkersOption,
+    base_config,
     check_outputs,
     emit_dry_run,
     emit_report,
@@ -97,24 +98,16 @@ def variance_command(
     """
     from repaudit.audit.variance import variance, variance_grid
     from repaudit.report.variance import variance_latex, variance_markdown
-    from repaudit.run.runner import RunConfig
-
     with user_errors():
         check_outputs(output, plot)
         fmts = [f.strip() for f in formats.split(",") if f.strip()]
-        if base_run is not None:
-            from repaudit.audit.replay import config_from_record
-            from repaudit.run.records import read_record
+        from repaudit.tasks.fewshot import parse_fewshot_ids
 
-            base = config_from_record(read_record(base_run), data_dir, None if model == "default" else model, cache_dir)
-        else:
-            from repaudit.tasks.fewshot import parse_fewshot_ids
-
-            base = RunConfig(task=task, model=model, data_dir=data_dir, split=split, limit=limit,
-                             doc_ids=parse_fewshot_ids(doc_ids, "--doc-ids") if doc_ids else None,
-                             num_fewshot=num_fewshot, fewshot_seed=fewshot_seed, backend=backend, dtype=dtype,
-                             batch_size=batch_size, scoring_strategy=scoring_strategy, acc_norm=acc_norm,
-                             chat_template=chat_template, cache_dir=cache_dir)
+        base = base_config(base_run, model, data_dir, cache_dir, task=task, split=split, limit=limit,
+                           doc_ids=parse_fewshot_ids(doc_ids, "--doc-ids") if doc_ids else None,
+                           num_fewshot=num_fewshot, fewshot_seed=fewshot_seed, backend=backend, dtype=dtype,
+                           batch_size=batch_size, scoring_strategy=scoring_strategy, acc_norm=acc_norm,
+                           chat_template=chat_template)
         if dry_run:
             from repaudit.audit.plan import plan_grid
 
