@@ -104,7 +104,7 @@ def plan_grid(command: str, configs: list[tuple[str, RunConfig]], err: Console |
             backend.encoder.add_bos_token = cfg.add_bos_token
             rendered = render_requests(task, cfg, docset, backend,
                                        generation_settings(task, cfg, backend.info.eos_token))
-            requests = [r for rd in rendered for r in (*rd.requests, *rd.unconditional)]
+            requests = [r for rd in rendered for r in rd.all_requests]
             docs, requests_n = docs + len(docset.docs), requests_n + len(requests)
             if not hasattr(backend, "plan_cost") or task.output_type is OutputType.generate_until:
                 plannable = False

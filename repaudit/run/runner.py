@@ -224,8 +224,9 @@ class Answers:
 def answer_requests(task: Task, backend, rendered: list[RenderedDoc], cache: BatchCache | None,
                     err: Console) -> Answers:
     """Stage: the backend answers every request; finished batches go to ``cache`` as they complete."""
-    requests = [r for rd in rendered for r in (*rd.requests, *rd.unconditional)]
-    owner = [k for k, rd in enumerate(rendered) for _ in (*rd.requests, *rd.unconditional)]
+    per_doc = [rd.all_requests for rd in rendered]
+    requests = [r for reqs in per_doc for r in reqs]
+    share = [1.0 / len(reqs) for reqs in per_doc for _ in reqs]  # of its doc, per answered request
     before = cache.added if cache else 0
     t0 = time.perf_counter()
     with progress(err, task.name, len(rendered)) as bar:
@@ -233,8 +234,7 @@ def answer_requests(task: Task, backend, rendered: list[RenderedDoc], cache: Bat
 
         def advance(n: int) -> None:
             # Docs finish out of order (requests are sorted by length): advance by fractions.
-            bar.advance(sum(1.0 / (len(rendered[owner[i]].requests) + len(rendered[owner[i]].unconditional))
-                            for i in range(done[0], done[0] + n)))
+            bar.advance(sum(share[done[0]: done[0] + n]))
             done[0] += n
 
         if task.output_type is OutputType.generate_until:
@@ -356,7 +356,7 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
     results, pos = [], 0
     options = em_options(task, cfg.ignore_case, cfg.ignore_punctuation, cfg.regexes_to_ignore)
     for rd in rendered:
-        n = len(rd.requests) + len(rd.unconditional)
+        n = len(rd.all_requests)
         results.append(doc_result(task, rd, ans.answers[pos: pos + n], cfg.acc_norm, cfg.answer_match, options))
         pos += n
     metrics = aggregate([r.metrics for r in results], metric_variants(task, cfg.acc_norm),

@@ -78,6 +78,11 @@ class RenderedDoc:
     target: str
     unconditional: list = field(default_factory=list)
 
+    @property
+    def all_requests(self) -> list:
+        """Every request the backend answers for this doc, in answer order: ``requests`` then ``unconditional``."""
+        return [*self.requests, *self.unconditional]
+
 
 def _label(style: str, i: int) -> tuple[str, str]:
     """(label as listed, answer scored) of choice ``i`` in ``style``: ``B.``/``B``, ``(B)``/``(B)``."""
