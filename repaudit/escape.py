@@ -8,7 +8,7 @@ output. Each function shows such text *literally*.
 * :func:`rich_text` — rich console markup: control characters made visible (``\\x1b``), then
   ``rich.markup.escape``.
 * :func:`md` — one Markdown table cell or line: control characters visible, inline syntax
-  (``\ ` * _ [ ] | ~``) backslash-escaped, ``<``/``>``/``&`` as entities, and a leading
+  (``\ ` * _ ] | ~`` where it could act) backslash-escaped, ``<``/``>``/``&`` as entities, and a leading
   ``# + - . !`` or digit-dot escaped so the text cannot start a heading, list or image.
 * :func:`latex` — pure ASCII LaTeX text: the ten specials, ``[ ] | < > "``, common symbols
   (Δ, −, ×, ↓, ↑, …) as commands, accented Latin letters as accent commands, anything else
@@ -47,18 +47,31 @@ _MD_PUNCT = set("\\`*_[]|~")
 _MD_ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
 
 
-def md(text: Any) -> str:
-    """``text`` inside one Markdown table cell or paragraph, shown literally on one line."""
+def md(text: Any, block: bool = True) -> str:
+    """``text`` inside one Markdown table cell (``block=False``) or paragraph, shown literally on one line.
+
+    An underscore between two letters or digits is left alone (CommonMark cannot open or close
+    emphasis there), so ``batch_size`` stays readable in the raw Markdown, and so are brackets that
+    cannot make a link (``[−1.93, +0.18]``: only a ``]`` before ``(``, ``[`` or ``:`` is escaped); block
+    syntax at the start (``#``, ``-``, ``1.``) is escaped only for a paragraph, where it could start a
+    heading or list.
+    """
     s = visible_controls(str(text)).replace("\t", " ").replace("\n", " ")
     out = []
-    for ch in s:
+    for i, ch in enumerate(s):
         if ch in _MD_ENTITIES:
             out.append(_MD_ENTITIES[ch])
+        elif ch == "_" and 0 < i < len(s) - 1 and s[i - 1].isalnum() and s[i + 1].isalnum():
+            out.append(ch)
+        elif ch == "[" or ch == "]" and s[i + 1:i + 2] not in ("(", "[", ":"):
+            out.append(ch)  # only "](", "][" and "]:" make a link, image or reference definition
         elif ch in _MD_PUNCT:
             out.append("\\" + ch)
         else:
             out.append(ch)
     text = "".join(out)
+    if not block:
+        return text
     # block syntax only matters at the start of a line
     if m := re.match(r"\s*[#+\-!>]", text):
         text = text[:m.end() - 1] + "\\" + text[m.end() - 1:]

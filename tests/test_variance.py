@@ -76,7 +76,7 @@ def test_reports_render_and_the_plot_is_written(report, tmp_path):
 
     r, _ = report
     mdtext = variance_markdown(r)
-    assert "| cloze | acc |" in mdtext and "p\\_gold (≈ acc)" in mdtext
+    assert "| cloze | acc |" in mdtext and "p_gold (≈ acc)" in mdtext
     assert r"\begin{tabular}" in variance_latex(r)
     assert all(p.stat().st_size > 1000 for p in variance_plot(r, tmp_path / "v.png"))
 

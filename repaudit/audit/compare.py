@@ -1,38 +1,45 @@
-"""Two runs -> a Comparison: differing factors, score deltas with paired intervals, flipped docs, verdicts.
+"""Two runs -> a Comparison: task sets, differing factors, doc sets, score deltas with paired intervals,
+multiplicity-adjusted verdicts, flipped docs and a headline.
 
-Verdict per task and metric:
+Order of work: tasks are paired (:mod:`repaudit.audit.pairing`; what does not pair is listed, never
+dropped); per shared task the factors are diffed, the doc sets are decided (:mod:`repaudit.audit.docsets`)
+*before* any score is judged, each metric gets a row (:mod:`repaudit.audit.scores`), and the verdicts
+come from Holm-adjusted p-values over all rows (task rows and group rows as separate families):
 
-* *not comparable* — no shared docs, or shared docs whose content (doc_hash), choices or target differs;
-* *significant* — the 95 % interval of Δ excludes 0;
-* *within noise* — it does not.
+* *not comparable* — different or unknown doc sets, docs whose content differs, units that cannot be
+  put on one scale;
+* *no verdict* — comparable, but no valid noise estimate (too few docs, a stderr of 0, no stderr);
+* *significant* — adjusted p < α; labelled better/worse by the metric's direction;
+* *within noise* — it is not.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
+import re
 from typing import Any, Literal
 
-import numpy as np
 from deepdiff import DeepDiff
 from pydantic import BaseModel, ConfigDict
 
+from repaudit.audit.docsets import doc_set, same_docs
 from repaudit.audit.mechanisms import DiagnosticRow, Mechanism, explain
-from repaudit.audit.stats import mcnemar_exact, paired_bootstrap, top2_margin, unpaired_interval
-from repaudit.boundary import finite
+from repaudit.audit.pairing import TaskSets, pair_tasks
+from repaudit.audit.scores import FlippedDoc, ScoreRow, judge, score_row
 from repaudit.errors import RepauditError
 from repaudit.importers.comparable import ComparableRun, TaskOutcome
 from repaudit.importers.detect import load_run
 from repaudit.importers.factors import UNKNOWN, FactorGroup
+from repaudit.importers.lmeval_factors import DEFAULT_DEVICE
 
-__all__ = ["Comparison", "compare", "diff_factors", "load_run"]
+__all__ = ["Comparison", "FactorRow", "FlippedDoc", "ScoreRow", "compare", "diff_factors", "load_run"]
 
 Status = Literal["same", "differs", "unknown"]
-Verdict = Literal["within noise", "significant", "not comparable"]
 
 
 class FactorRow(BaseModel):
-    """One factor field: A's and B's value and whether they are the same, differ, or are unknown."""
+    """One factor field: A's and B's value and whether they are the same, differ, or are unknown
+    (not recorded by one run). ``note`` says when two spellings were judged the same (a function's
+    name and its source; lm-eval's backend aliases)."""
 
     model_config = ConfigDict(extra="forbid")
     task: str
@@ -41,46 +48,7 @@ class FactorRow(BaseModel):
     a: Any
     b: Any
     status: Status
-
-
-class ScoreRow(BaseModel):
-    """One task and metric. ``method`` is ``paired_bootstrap``, ``paired_cluster_bootstrap`` or
-    ``unpaired_stderr``; McNemar and flip counts are set for binary per-doc metrics only."""
-
-    model_config = ConfigDict(extra="forbid")
-    task: str
-    metric: str
-    a: float
-    b: float
-    delta: float
-    se: float | None
-    ci_low: float | None
-    ci_high: float | None
-    method: str
-    n_shared: int
-    n_clusters: int | None = None
-    mcnemar_p: float | None = None
-    right_to_wrong: int | None = None
-    wrong_to_right: int | None = None
-    near_tie_flips: int | None = None
-    verdict: Verdict
     note: str = ""
-
-
-class FlippedDoc(BaseModel):
-    """A doc whose correctness on ``metric`` differs between A and B."""
-
-    model_config = ConfigDict(extra="forbid")
-    task: str
-    metric: str
-    doc_id: int
-    direction: Literal["right_to_wrong", "wrong_to_right"]
-    target: str | None
-    a_prediction: Any
-    b_prediction: Any
-    a_margin: float | None
-    b_margin: float | None
-    near_tie: bool
 
 
 class DocAgreement(BaseModel):
@@ -100,13 +68,62 @@ class DocAgreement(BaseModel):
     choices_equal: int | None = None
 
 
+class TaskSet(BaseModel):
+    """Tasks compared, and tasks (groups counted apart) that only one run has, by their file names."""
+
+    model_config = ConfigDict(extra="forbid")
+    shared: list[str]
+    only_a: list[str]
+    only_b: list[str]
+    groups_only_a: list[str] = []
+    groups_only_b: list[str] = []
+
+
+class Move(BaseModel):
+    """One of the largest significant moves named in the headline."""
+
+    task: str
+    metric: str
+    delta: float
+    ci_low: float | None
+    ci_high: float | None
+    unit: str
+    moved: str | None
+
+
+class Summary(BaseModel):
+    """The headline: rows by verdict (task rows; groups apart), the largest moves, the differing factors."""
+
+    model_config = ConfigDict(extra="forbid")
+    rows: int
+    better: int
+    worse: int
+    moved_unknown_direction: int
+    within_noise: int
+    not_comparable: int
+    no_verdict: int
+    group_rows: int
+    group_significant: int
+    adjust: str
+    alpha: float
+    largest: list[Move]
+    differing: list[str]
+    unknown_fields: int
+    same_fields: int
+
+
 class Comparison(BaseModel):
-    """The complete result of ``repaudit compare`` (also its ``--format json``)."""
+    """The complete result of ``repaudit compare`` (also its ``--format json``). Scores and intervals
+    are in each row's ``unit`` (``pts`` for proportions and percentages)."""
 
     model_config = ConfigDict(extra="forbid")
     a: dict[str, str]
     b: dict[str, str]
     tie_eps: float
+    alpha: float = 0.05
+    adjust: str = "holm"
+    summary: Summary | None = None
+    tasks: TaskSet | None = None
     factors: list[FactorRow]
     docs: list[DocAgreement]
     scores: list[ScoreRow]
@@ -128,23 +145,53 @@ def _same(va: Any, vb: Any) -> bool:
         return va == vb
 
 
+#: lm-eval ``--model`` names across versions that are one backend
+BACKEND_ALIASES = {"hf-causal": "hf", "hf-causal-experimental": "hf", "huggingface": "hf", "hf-auto": "hf",
+                   "gpt2": "hf"}
+_FUNC_REPR = re.compile(r"<function (\w+)>")
+
+
+def _equivalent(group: str, field: str, va: Any, vb: Any) -> str | None:
+    """A note when two differently written values are the same setting, else ``None``."""
+    if not (isinstance(va, str) and isinstance(vb, str)):
+        return None
+    if group == "backend" and field == "name" and BACKEND_ALIASES.get(va, va) == BACKEND_ALIASES.get(vb, vb):
+        return f"'{va}' and '{vb}' are one backend (lm-eval renamed it between versions)"
+    if group == "backend" and field == "device":
+        if va.split(":")[0] == vb.split(":")[0]:
+            return f"'{va}' and '{vb}' are one device type (the index is not a factor; the hardware is)"
+        if DEFAULT_DEVICE in (va, vb) and ({va, vb} - {DEFAULT_DEVICE}).pop().startswith("cuda"):
+            return ("one run did not set --device, so lm-eval took CUDA if available (its file records no "
+                    "environment to confirm it): taken as CUDA")
+    for x, y in ((va, vb), (vb, va)):
+        m = _FUNC_REPR.fullmatch(x.strip())
+        if m and re.search(rf"^\s*def {re.escape(m.group(1))}\(", y, flags=re.M):
+            return f"one run records the function {m.group(1)} by name, the other its source: compared by name"
+    return None
+
+
 def diff_factors(task: str, fa: dict, fb: dict) -> list[FactorRow]:
     """Factor rows for one task, in :class:`FactorGroup` order.
 
     Each field is compared structurally (nested values such as ``batch_sizes_used`` or stop
     lists; 1 and 1.0 are equal). A field one run does not record, or records as :data:`UNKNOWN`,
-    is *unknown*.
+    is *unknown*; two spellings of one setting are *same* with a note (:func:`_equivalent`).
     """
     rows = []
     for group in FactorGroup:
         ga, gb = fa.get(group.value, {}), fb.get(group.value, {})
         for name in list(dict.fromkeys([*ga, *gb])):
             va, vb = ga.get(name, UNKNOWN), gb.get(name, UNKNOWN)
+            note = ""
             if va == UNKNOWN or vb == UNKNOWN:
                 status: Status = "unknown"
+            elif _same(va, vb):
+                status = "same"
+            elif note := (_equivalent(group.value, name, va, vb) or ""):
+                status = "same"
             else:
-                status = "same" if _same(va, vb) else "differs"
-            rows.append(FactorRow(task=task, group=group.value, field=name, a=va, b=vb, status=status))
+                status = "differs"
+            rows.append(FactorRow(task=task, group=group.value, field=name, a=va, b=vb, status=status, note=note))
     return rows
 
 
@@ -162,7 +209,7 @@ def _doc_agreement(task: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int
 
 def _not_comparable_reason(ag: DocAgreement) -> str | None:
     if ag.n_shared == 0:
-        return "no doc ids in common"
+        return f"no doc ids in common (A {ag.n_a} docs, B {ag.n_b} docs)"
     if ag.doc_hash_equal is not None and ag.doc_hash_equal < ag.n_shared:
         return f"doc content (doc_hash) differs on {ag.n_shared - ag.doc_hash_equal} of {ag.n_shared} shared docs"
     if ag.choices_equal is not None and ag.choices_equal < ag.n_shared:
@@ -173,169 +220,142 @@ def _not_comparable_reason(ag: DocAgreement) -> str | None:
     return None
 
 
-def _row(task: str, metric: str, va: float, vb: float, method: str, verdict: Verdict, note: str, n: int = 0,
-         **kw) -> ScoreRow:
-    return ScoreRow(task=task, metric=metric, a=va, b=vb, delta=vb - va, method=method, n_shared=n,
-                    verdict=verdict, note=note, **{"se": None, "ci_low": None, "ci_high": None, **kw})
+def _check_options(tie_eps: float, n_boot: int, alpha: float, adjust: str) -> None:
+    import math
 
-
-def pair_tasks(a: ComparableRun, b: ComparableRun, task_map: dict[str, str] | None = None
-               ) -> tuple[ComparableRun, str | None]:
-    """``b`` with tasks renamed to ``a``'s names: by ``task_map`` (B's name → A's name), or, when the
-    two runs share no task name and each holds one task, by content.
-
-    Harnesses name one benchmark differently (lm-eval ``arc_easy``, a lighteval custom task
-    ``arc_easy_local``). Without ``task_map`` a rename happens only if both runs have per-doc
-    outcomes and every shared doc id carries the same content (``doc_hash`` or the scored
-    continuations, whichever both record): two tasks with the same docs are the same benchmark.
-
-    Raises:
-        RepauditError: a ``task_map`` name that is not a task of its run.
-    """
-    if task_map:
-        for tb, ta in task_map.items():
-            if tb not in b.tasks or ta not in a.tasks:
-                raise RepauditError(f"--pair-tasks {tb}={ta}: '{tb}' must be a task of B ({', '.join(b.tasks)}) "
-                                    f"and '{ta}' one of A ({', '.join(a.tasks)})")
-        pairs = dict(task_map)
-        why = "as --pair-tasks says"
-    else:
-        if set(a.tasks) & set(b.tasks) or len(a.tasks) != 1 or len(b.tasks) != 1:
-            return b, None
-        (ta,), (tb,) = a.tasks, b.tasks
-        if not _same_docs(a.tasks[ta], b.tasks[tb]):
-            return b, None
-        pairs = {tb: ta}
-        why = "their shared docs have the same content"
-    tasks = {pairs.get(k, k): dataclasses.replace(t, task=pairs.get(k, k)) for k, t in b.tasks.items()}
-    renamed = ComparableRun(path=b.path, source=b.source, factors={pairs.get(k, k): v for k, v in b.factors.items()},
-                            notes=list(b.notes), tasks=tasks)
-    note = "; ".join(f"B's task '{tb}' is compared as A's '{ta}'" for tb, ta in pairs.items())
-    return renamed, f"{note} ({why})"
-
-
-def _same_docs(ta: TaskOutcome, tb: TaskOutcome) -> bool:
-    if not ta.docs or not tb.docs:
-        return False
-    shared = set(ta.docs) & set(tb.docs)
-    for attr in ("doc_hash", "choices_hash"):
-        pairs = [(getattr(ta.docs[i], attr), getattr(tb.docs[i], attr)) for i in shared]
-        if shared and all(x is not None and y is not None for x, y in pairs):
-            return all(x == y for x, y in pairs)
-    return False
-
-
-def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: int = 10_000,
-            alpha: float = 0.05, task_map: dict[str, str] | None = None) -> Comparison:
-    """Compare two runs on every task they share (B's tasks renamed first by :func:`pair_tasks`).
-
-    Raises:
-        RepauditError: the runs have no task in common, a bad ``task_map``, or ``n_boot``/``tie_eps``/``alpha``
-            out of range.
-    """
     if not 100 <= n_boot <= 1_000_000:
         raise RepauditError(f"--n-boot must be between 100 and 1000000, got {n_boot}")
     if not (math.isfinite(tie_eps) and tie_eps >= 0):
         raise RepauditError(f"--tie-eps must be a non-negative number of nats, got {tie_eps}")
     if not 0 < alpha < 1:
         raise RepauditError(f"alpha must be in (0, 1), got {alpha}")
-    b, paired_note = pair_tasks(a, b, task_map)
-    shared_tasks = [t for t in a.tasks if t in b.tasks]
+    if adjust not in ("holm", "bh", "none"):
+        raise RepauditError(f"unknown multiplicity adjustment '{adjust}' (holm, bh or none)")
+
+
+def _label(run: ComparableRun) -> dict[str, str]:
+    from pathlib import Path
+
+    models = {str(f.get("model", {}).get("name")) for f in run.factors.values()} - {UNKNOWN, "None"}
+    return {"path": run.path, "name": Path(run.path).name, "source": run.source,
+            "model": ", ".join(sorted(models)) if models else "not recorded"}
+
+
+def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: int = 10_000,
+            alpha: float = 0.05, task_map: dict[str, str] | None = None, adjust: str = "holm") -> Comparison:
+    """Compare two runs on every task they share (tasks paired first by :func:`pair_tasks`).
+
+    Args:
+        task_map: ``--pair-tasks`` patterns, ``{B pattern: A pattern}``.
+        adjust: multiplicity adjustment of the p-values (``holm``, ``bh``, ``none``).
+
+    Raises:
+        RepauditError: the runs have no task in common, a pattern that pairs nothing, or ``n_boot``/
+            ``tie_eps``/``alpha``/``adjust`` out of range.
+    """
+    _check_options(tie_eps, n_boot, alpha, adjust)
+    sets = pair_tasks(a, b, task_map)
+    a, b = sets.a, sets.b
+    shared_tasks = sets.shared()
     if not shared_tasks:
-        raise RepauditError(f"'{a.path}' ({', '.join(list(a.tasks)[:5])}) and '{b.path}' "
-                            f"({', '.join(list(b.tasks)[:5])}) have no task in common (the same benchmark under "
-                            "two names: --pair-tasks B_TASK=A_TASK)")
+        raise RepauditError(f"'{a.path}' ({_few(sets.only_a)}) and '{b.path}' ({_few(sets.only_b)}) have no task in "
+                            "common (the same benchmark under two names: --pair-tasks B_TASK=A_TASK, '*' allowed)")
     factors, agreements, scores, flips = [], [], [], []
     diagnostics, mechanisms, warnings = [], [], []
-    notes = list(a.notes) + list(b.notes) + ([paired_note] if paired_note else [])
+    notes = list(a.notes) + list(b.notes) + sets.notes
     for task in shared_tasks:
         factors += diff_factors(task, a.factors[task], b.factors[task])
         ta, tb = a.tasks[task], b.tasks[task]
-        paired = ta.docs is not None and tb.docs is not None
-        reason, shared = None, []
-        if paired:
-            shared = sorted(set(ta.docs) & set(tb.docs))
-            ag = _doc_agreement(task, ta, tb, shared)
-            agreements.append(ag)
-            reason = _not_comparable_reason(ag)
-        else:
-            missing = [r.path for r, t in ((a, ta), (b, tb)) if t.docs is None]
-            notes.append(f"{task}: no per-doc samples for {', '.join(missing)}; scores are compared unpaired from "
-                         "the reported stderrs, which ignores that both runs saw the same docs and so gives a "
-                         "wider interval (weaker test) than the paired one")
+        shared, reason, basis = _doc_sets(task, ta, tb, a.factors[task], b.factors[task], agreements)
         common = [m for m in ta.reported if m in tb.reported]
-        if not common:
-            notes.append(f"{task}: no metric is reported by both runs (A: {', '.join(ta.reported) or 'none'}; "
-                         f"B: {', '.join(tb.reported) or 'none'}), so their scores cannot be compared — different "
-                         "harness versions name metrics and filters differently (0.3 'acc' vs 0.4 'acc,none'"
-                         "/'exact_match,strict-match')")
+        if not common and (ta.reported or tb.reported):
+            notes.append(_no_shared_metric(task, ta, tb, a.source, b.source))
         for metric in common:
-            scores.append(_score_row(task, metric, ta, tb, shared if paired else None, reason, tie_eps, n_boot,
-                                     alpha, flips if metric == next(iter(ta.reported)) else []))
-        rows, mech, warn = explain(task, ta, tb, shared if paired and reason is None else None, common,
+            row = score_row(task, metric, ta, tb, shared, reason, tie_eps, n_boot, alpha,
+                            flips if metric == common[0] else [])
+            if basis and row.method == "unpaired_stderr":
+                row.note = f"{row.note}; {basis}" if row.note else basis
+            scores.append(row)
+        rows, mech, warn = explain(task, ta, tb, shared if shared and reason is None else None, common,
                                    n_boot=min(n_boot, 2000), alpha=alpha)
         diagnostics += rows
         mechanisms += mech
         warnings += warn
-    return Comparison(a={"path": a.path, "source": a.source}, b={"path": b.path, "source": b.source},
-                      tie_eps=tie_eps, factors=factors, docs=agreements, scores=scores, flips=flips, notes=notes,
-                      diagnostics=diagnostics, mechanisms=mechanisms, warnings=warnings)
+    judge(scores, alpha, adjust)
+    _scale_mechanisms(mechanisms, scores)
+    taskset = _task_set(sets, shared_tasks)
+    cmp = Comparison(a=_label(a), b=_label(b), tie_eps=tie_eps, alpha=alpha, adjust=adjust, tasks=taskset,
+                     factors=factors, docs=agreements, scores=scores, flips=flips, notes=notes,
+                     diagnostics=diagnostics, mechanisms=mechanisms, warnings=warnings)
+    cmp.summary = summarise(cmp)
+    return cmp
 
 
-def _score_row(task: str, metric: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | None,
-               reason: str | None, tie_eps: float, n_boot: int, alpha: float, flips: list) -> ScoreRow:
-    """One score row. Docs are listed (``flips``) for the task's primary metric only: its prediction is
-    the argmax that per-doc records carry; other metrics get flip counts."""
-    (va, sa), (vb, sb) = ta.reported[metric], tb.reported[metric]
-    n = len(shared or [])
-    if reason is not None:
-        return _row(task, metric, va, vb, "none", "not comparable", reason, n)
-    if not (finite(va) and finite(vb)):
-        return _row(task, metric, va, vb, "none", "not comparable",
-                    f"a reported value is not finite (A {va}, B {vb})", n)
-    has_docs = bool(shared) and all(metric in ta.docs[i].metrics and metric in tb.docs[i].metrics for i in shared)
-    if has_docs:
-        bad = [i for i in shared if not (finite(ta.docs[i].metrics[metric]) and finite(tb.docs[i].metrics[metric]))]
-        if bad:
-            return _row(task, metric, va, vb, "none", "not comparable",
-                        f"{len(bad)} docs have a non-finite per-doc {metric} (e.g. doc {bad[0]})", n)
-        return _paired_row(task, metric, ta, tb, shared, tie_eps, n_boot, alpha, flips)
-    if finite(sa) and finite(sb):
-        se, lo, hi = unpaired_interval(va, sa, vb, sb, alpha)
-        return _row(task, metric, va, vb, "unpaired_stderr", "significant" if lo > 0 or hi < 0 else "within noise",
-                    "unpaired (weaker): no per-doc values for this metric", se=se, ci_low=lo, ci_high=hi)
-    return _row(task, metric, va, vb, "none", "not comparable",
-                "neither per-doc values nor finite stderrs for this metric")
+def _few(names: list[str], k: int = 5) -> str:
+    return ", ".join(names[:k]) + (f", … ({len(names)} tasks)" if len(names) > k else "") if names else "no task"
 
 
-def _paired_row(task: str, metric: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int], tie_eps: float,
-                n_boot: int, alpha: float, flips: list[FlippedDoc]) -> ScoreRow:
-    xa = np.array([ta.docs[i].metrics[metric] for i in shared], dtype=np.float64)
-    xb = np.array([tb.docs[i].metrics[metric] for i in shared], dtype=np.float64)
-    cl = [ta.docs[i].cluster or tb.docs[i].cluster for i in shared]
-    # clusters only when every doc has one: a partial labelling would resample unlike units together
-    clusters = np.array(cl) if all(c is not None for c in cl) else None
-    res = paired_bootstrap(xa, xb, clusters, n_boot=n_boot, alpha=alpha)
-    row = ScoreRow(task=task, metric=metric, a=float(xa.mean()), b=float(xb.mean()), delta=res.delta, se=res.se,
-                   ci_low=res.ci_low, ci_high=res.ci_high,
-                   method="paired_cluster_bootstrap" if clusters is not None else "paired_bootstrap",
-                   n_shared=len(shared), n_clusters=res.n_clusters,
-                   verdict="significant" if res.ci_low > 0 or res.ci_high < 0 else "within noise",
-                   note="" if clusters is not None or not any(cl) else "only some docs carry a cluster: not clustered")
-    if set(np.unique(np.concatenate([xa, xb]))) <= {0.0, 1.0}:
-        p, r2w, w2r = mcnemar_exact(xa, xb)
-        near = 0
-        for i, va, vb in zip(shared, xa, xb):
-            if va == vb:
-                continue
-            da, db = ta.docs[i], tb.docs[i]
-            ma, mb = top2_margin(da.loglikelihoods), top2_margin(db.loglikelihoods)
-            tie = any(m is not None and m <= tie_eps for m in (ma, mb))
-            near += tie
-            flips.append(FlippedDoc(task=task, metric=metric, doc_id=i,
-                                    direction="right_to_wrong" if va > vb else "wrong_to_right",
-                                    target=da.target if da.target is not None else db.target,
-                                    a_prediction=da.prediction, b_prediction=db.prediction,
-                                    a_margin=ma, b_margin=mb, near_tie=tie))
-        row.mcnemar_p, row.right_to_wrong, row.wrong_to_right, row.near_tie_flips = p, r2w, w2r, near
-    return row
+def _doc_sets(task, ta, tb, fa, fb, agreements) -> tuple[list[int] | None, str | None, str]:
+    """Shared doc ids (``None`` when a side has no per-doc results), why the doc sets are not comparable
+    (``None`` if they are), and on what evidence they are judged the same."""
+    if ta.docs and tb.docs:
+        shared = sorted(set(ta.docs) & set(tb.docs))
+        ag = _doc_agreement(task, ta, tb, shared)
+        agreements.append(ag)
+        return shared, _not_comparable_reason(ag), ""
+    if ta.is_group or tb.is_group:
+        return None, None, "a group: its docs are its subtasks'"
+    ok, why = same_docs(doc_set(ta, fa), doc_set(tb, fb))
+    return None, None if ok else why, why if ok else ""
+
+
+def _no_shared_metric(task: str, ta: TaskOutcome, tb: TaskOutcome, src_a: str, src_b: str) -> str:
+    line = (f"{task}: no metric is reported by both runs (A: {', '.join(ta.reported) or 'none'}; "
+            f"B: {', '.join(tb.reported) or 'none'}), so this task has no score row")
+    va, vb = (s.split(" ")[1][:3] if " " in s else s for s in (src_a, src_b))
+    if src_a.startswith("lm-eval") and src_b.startswith("lm-eval") and va != vb:
+        line += f" (lm-eval {va} and {vb} name metrics differently: 0.3 'acc' is 0.4 'acc,none')"
+    return line
+
+
+def _task_set(sets: TaskSets, shared: list[str]) -> TaskSet:
+    def groups(run: ComparableRun, names: list[str]) -> set[str]:
+        by_name = {t.source_name or k: t for k, t in run.tasks.items()}
+        return {n for n in names if n in by_name and by_name[n].is_group}
+
+    ga, gb = groups(sets.a, sets.only_a), groups(sets.b, sets.only_b)
+    return TaskSet(shared=shared, only_a=[t for t in sets.only_a if t not in ga],
+                   only_b=[t for t in sets.only_b if t not in gb], groups_only_a=sorted(ga), groups_only_b=sorted(gb))
+
+
+def _scale_mechanisms(mechanisms: list[Mechanism], scores: list[ScoreRow]) -> None:
+    """Mechanism scores in the display unit of their metric's row (points for proportions)."""
+    units = {(r.task, r.metric): (r.unit, 100.0 if r.kind == "proportion" else 1.0) for r in scores}
+    for m in mechanisms:
+        unit, scale = units.get((m.task, m.metric), ("pts", 100.0))
+        m.unit = unit
+        for f in ("a_unaffected", "b_unaffected", "delta_unaffected", "ci_low", "ci_high"):
+            if getattr(m, f) is not None:
+                setattr(m, f, getattr(m, f) * scale)
+
+
+def summarise(c: Comparison, top: int = 3) -> Summary:
+    """The headline numbers of a comparison (task rows; group rows counted apart)."""
+    rows = [r for r in c.scores if not r.is_group]
+    groups = [r for r in c.scores if r.is_group]
+    sig = [r for r in rows if r.verdict == "significant"]
+    tested = [r for r in rows if r.verdict in ("significant", "within noise")]
+    largest = sorted(tested, key=lambda r: (r.verdict != "significant", -abs(r.delta)))[:top]
+    differing = list(dict.fromkeys(f.group for f in c.factors if f.status == "differs"))
+    return Summary(rows=len(rows), better=sum(r.moved == "better" for r in sig),
+                   worse=sum(r.moved == "worse" for r in sig),
+                   moved_unknown_direction=sum(r.moved in ("up", "down") for r in sig),
+                   within_noise=sum(r.verdict == "within noise" for r in rows),
+                   not_comparable=sum(r.verdict == "not comparable" for r in rows),
+                   no_verdict=sum(r.verdict == "no verdict" for r in rows), group_rows=len(groups),
+                   group_significant=sum(r.verdict == "significant" for r in groups), adjust=c.adjust, alpha=c.alpha,
+                   largest=[Move(task=r.task, metric=r.metric, delta=r.delta, ci_low=r.ci_low, ci_high=r.ci_high,
+                                 unit=r.unit, moved=r.moved or "within noise") for r in largest],
+                   differing=differing,
+                   unknown_fields=len({(f.group, f.field) for f in c.factors if f.status == "unknown"}),
+                   same_fields=len({(f.group, f.field) for f in c.factors if f.status == "same"}))

@@ -52,6 +52,8 @@ class Mechanism(BaseModel):
     delta_unaffected: float | None
     ci_low: float | None
     ci_high: float | None
+    #: unit of the scores above (compare sets them in its rows' display unit: points for proportions)
+    unit: str = "proportion"
 
 
 def _unknown(d: Diagnostics | None, name: str) -> str | None:

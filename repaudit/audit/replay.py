@@ -7,7 +7,6 @@ and their effect ends up in the attribution's residual.
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -125,25 +124,27 @@ LMEVAL_BACKENDS = {"hf": "hf", "hf-auto": "hf", "huggingface": "hf", "hf-causal"
 
 
 def config_from_lmeval(task: str, factors: dict[str, dict[str, Any]], path: Path, data_dir: Path | None,
-                       model: str | None = None, cache_dir: Path | None = None) -> RunConfig:
+                       model: str | None = None, cache_dir: Path | None = None,
+                       task_config: dict[str, Any] | None = None) -> RunConfig:
     """The RunConfig that replays one task of an lm-eval run with repaudit's lm-eval-compatible path.
 
     The task is built from the configuration the file records (``configs.<task>``: templates,
     delimiters, splits, data files, metrics, filters); files without one (lm-eval 0.3) use
-    repaudit's own definition of the task in the ``lmeval`` format. The replay's fidelity (per-doc
-    agreement with the recorded samples) shows whether either held.
+    repaudit's own definition of the task in the ``lmeval`` format, or ``task_config`` (``--task-config``)
+    when given. The replay's fidelity (per-doc agreement with the recorded samples) shows whether either held.
 
     Raises:
         RepauditError: a setting the file does not record (e.g. ``batch_size`` "auto" without the
             sizes used), or a task repaudit does not define.
     """
     from repaudit.importers.factors import UNKNOWN
-    from repaudit.importers.lmeval_tasks import load_task_config
+    from repaudit.importers.lmeval_tasks import configs_recorded, load_task_config
     from repaudit.run.runner import get_task
 
-    recorded = None
-    # lm-eval 0.4 records the task's whole configuration: replay that, not repaudit's own definition
-    with contextlib.suppress(RepauditError):
+    # lm-eval 0.4 records the task's whole configuration: replay that, not repaudit's own definition; its
+    # errors (an unknown !function, a bad template) are the real reason a replay fails, so they are raised
+    recorded = task_config
+    if recorded is None and configs_recorded(path):
         _, recorded = load_task_config(path, task)
     get_task(task, recorded)
 
@@ -189,21 +190,27 @@ def config_from_lmeval(task: str, factors: dict[str, dict[str, Any]], path: Path
 
 
 def load_replay_source(path: Path, data_dir: Path | None, model: str | None = None,
-                       cache_dir: Path | None = None) -> ReplaySource:
-    """Read a repaudit run file or an lm-eval results file (with its ``--log_samples`` output).
+                       cache_dir: Path | None = None, task_config: dict[str, Any] | None = None,
+                       need_docs: bool = True) -> ReplaySource:
+    """Read anything ``compare`` reads — a repaudit run file, an lm-eval results file (with its
+    ``--log_samples`` output) or an output directory — as a run to replay. ``task_config`` (from
+    ``--task-config``) defines the task of an lm-eval run whose file records no configuration;
+    ``need_docs=False`` (a grid's ``--base``) accepts a run without per-doc results.
 
     Raises:
-        RepauditError: unreadable or foreign file, more than one task, no per-doc results.
+        RepauditError: unreadable or foreign file, more than one task, no per-doc results, a lighteval run,
+            or the real reason its task cannot be rebuilt.
     """
     from repaudit.importers.detect import load_run
     from repaudit.run.records import read_record
 
     crun = load_run(Path(path))
+    path = Path(crun.path)  # a directory resolves to its results file
     if len(crun.tasks) != 1:
         raise RepauditError(f"'{path}' holds {len(crun.tasks)} tasks ({', '.join(sorted(crun.tasks))}): "
                             "attribution needs runs of one task")
     task, outcome = next(iter(crun.tasks.items()))
-    if not outcome.docs:
+    if not outcome.docs and need_docs:
         raise RepauditError(f"'{path}' has no per-doc results for {task}: run lm-eval with --log_samples")
     if crun.source.startswith("lighteval"):
         # lighteval's prompt functions, its Random(42) choice of --max-samples docs and its per-doc few-shot
@@ -213,9 +220,9 @@ def load_replay_source(path: Path, data_dir: Path | None, model: str | None = No
     if crun.source.startswith("repaudit"):
         cfg = config_from_record(read_record(Path(path)), data_dir, model, cache_dir)
     else:
-        cfg = config_from_lmeval(task, crun.factors[task], Path(path), data_dir, model, cache_dir)
+        cfg = config_from_lmeval(task, crun.factors[task], path, data_dir, model, cache_dir, task_config)
     return ReplaySource(path=Path(path), source=crun.source, task=task, config=cfg, factors=crun.factors[task],
-                        docs=outcome.docs)
+                        docs=outcome.docs or {})
 
 
 def replay_values(cfg: RunConfig, factor: str) -> tuple:

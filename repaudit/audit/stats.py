@@ -128,3 +128,75 @@ def top2_margin(loglikelihoods: list[float] | None) -> float | None:
         return None
     top = sorted(loglikelihoods, reverse=True)
     return float(top[0] - top[1])
+
+
+def z_pvalue(delta: float, se: float) -> float:
+    """Two-sided p of a normal test of Δ = 0: ``2 Φ(−|Δ|/se)``; 1.0 when Δ = 0, ``nan`` when se is 0 or not finite."""
+    if not (math.isfinite(delta) and math.isfinite(se)):
+        return float("nan")
+    if delta == 0:
+        return 1.0
+    if se <= 0:
+        return float("nan")
+    return float(2 * sps.norm.sf(abs(delta) / se))
+
+
+def holm(pvalues: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (Holm 1979), family-wise error control; same order as given.
+
+    ``p_(i) adj = max_{j ≤ i} min(1, (m − j + 1) p_(j))`` over the ascending p-values. ``nan`` entries are
+    left out of the family and stay ``nan``.
+    """
+    idx = [i for i, p in enumerate(pvalues) if math.isfinite(p)]
+    order = sorted(idx, key=lambda i: pvalues[i])
+    m = len(order)
+    out = [float("nan")] * len(pvalues)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        out[i] = running
+    return out
+
+
+def benjamini_hochberg(pvalues: list[float]) -> list[float]:
+    """Benjamini–Hochberg adjusted p-values (false discovery rate; Benjamini & Hochberg 1995), via
+    :func:`scipy.stats.false_discovery_control`; ``nan`` entries stay ``nan`` and are not counted."""
+    idx = [i for i, p in enumerate(pvalues) if math.isfinite(p)]
+    out = [float("nan")] * len(pvalues)
+    if idx:
+        adj = sps.false_discovery_control(np.array([pvalues[i] for i in idx]), method="bh")
+        for i, a in zip(idx, adj):
+            out[i] = float(a)
+    return out
+
+
+def paired_bootstrap_ratio(num_a: np.ndarray, den_a: np.ndarray, num_b: np.ndarray, den_b: np.ndarray,
+                           transform, n_boot: int = 10_000, alpha: float = 0.05, seed: int = 0) -> PairedResult:
+    """Paired bootstrap for a corpus-level statistic ``transform(Σnum / Σden)`` of each run, e.g. lm-eval's
+    ``perplexity`` = ``exp(−mean ll)`` (num = ll, den = 1), ``word_perplexity`` = ``exp(−Σll/Σwords)``,
+    ``bits_per_byte`` = ``−Σll/Σbytes/ln 2`` (lm-eval ``api/metrics.py``). Docs are resampled together in
+    both runs; ``se`` is the bootstrap standard deviation of the difference.
+
+    Args:
+        num_a, den_a, num_b, den_b: per-doc numerators and denominators, shape (n,) each.
+        transform: vectorised map of the ratio to the statistic.
+
+    Raises:
+        ValueError: shapes differ or no docs.
+    """
+    arrays = [np.asarray(x, dtype=np.float64) for x in (num_a, den_a, num_b, den_b)]
+    n = len(arrays[0])
+    if n == 0 or any(x.shape != (n,) for x in arrays):
+        raise ValueError("per-doc arrays must be 1-D and of the same non-zero length")
+    na, da, nb, db = arrays
+    full = float(transform(nb.sum() / db.sum()) - transform(na.sum() / da.sum()))
+    rng = np.random.default_rng(seed)
+    reps = np.empty(n_boot)
+    chunk = max(1, 2_000_000 // n)
+    for s in range(0, n_boot, chunk):
+        k = min(chunk, n_boot - s)
+        idx = rng.integers(0, n, size=(k, n))
+        reps[s:s + k] = transform(nb[idx].sum(1) / db[idx].sum(1)) - transform(na[idx].sum(1) / da[idx].sum(1))
+    lo, hi = np.quantile(reps, [alpha / 2, 1 - alpha / 2])
+    return PairedResult(delta=full, se=float(np.std(reps, ddof=1)), ci_low=float(lo), ci_high=float(hi), n=n,
+                        n_clusters=None)

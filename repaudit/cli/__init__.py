@@ -1,11 +1,19 @@
 """The ``repaudit`` command line: parse, call the library, render. No logic of its own.
 
 One module per command; :mod:`repaudit.cli.common` holds what they share.
+
+Exit codes (every command): 0 success; 1 bad input or any other user error (one ``error:`` line on
+stderr); 2 a usage error — an unknown option, a bad option value, a missing argument (one ``error:``
+line); 130 interrupted (finished work is kept).
 """
 
 from __future__ import annotations
 
+import sys
+from typing import Annotated, Any
+
 import typer
+from typer.core import TyperGroup
 
 from repaudit.cli.attribute import attribute_command
 from repaudit.cli.compare import compare_command
@@ -14,13 +22,58 @@ from repaudit.cli.run import run_command
 from repaudit.cli.sweep import sweep_command
 from repaudit.cli.variance import variance_command
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+#: exit code of a usage error (click's convention; its UsageError carries it)
+USAGE_EXIT = 2
+
+
+class _Group(TyperGroup):
+    """Typer's group with usage errors as one ``error:`` line (not a box) and a documented exit code."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        from repaudit.cli.common import err
+        from repaudit.escape import rich_text
+
+        try:
+            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
+                              **extra)
+        except typer.Abort:
+            err.print("interrupted")
+            sys.exit(130)
+        except typer.TyperException as exc:  # typer's (vendored) click exceptions: usage errors and the like
+            ctx = getattr(exc, "ctx", None)
+            if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+                typer.echo(ctx.get_help())
+                sys.exit(USAGE_EXIT)
+            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            message = " ".join(exc.format_message().split())
+            err.print("[bold red]error:[/] " + rich_text(message + hint), highlight=False, soft_wrap=True)
+            sys.exit(getattr(exc, "exit_code", 1))
+        if standalone_mode:
+            sys.exit(rv if isinstance(rv, int) else 0)
+        return rv
+
+
+app = typer.Typer(cls=_Group, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]},
                   help="repaudit: a reproducibility auditor for language-model evaluations.")
 
 
+def _version(value: bool) -> None:
+    if value:
+        from repaudit import __version__
+
+        typer.echo(f"repaudit {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
-    """repaudit: a reproducibility auditor for language-model evaluations."""
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print repaudit's version and exit.")] = False) -> None:
+    """repaudit: a reproducibility auditor for language-model evaluations.
+
+    Exit codes: 0 success, 1 bad input (one 'error:' line), 2 usage error, 130 interrupted.
+    """
 
 
 app.command("run")(run_command)

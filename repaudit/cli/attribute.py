@@ -49,14 +49,25 @@ def _attribution_rich(result, console: Console) -> None:
     console.print(rich_text(attribution_summary(result)))
 
 
-def _attribute(run_a: Path, run_b: Path, data_dir, model, metric, n_boot, cache_dir, plot, executor,
-               precision=None, precision_seed: int = 0, round_docs=None):
-    """Shared by ``attribute`` and ``compare --attribute``; raises RepauditError on bad input."""
-    from repaudit.audit.attribution import run_attribution
+def _sources(run_a: Path, run_b: Path, data_dir, model, cache_dir, task_config: Path | None = None):
+    """Both runs as replay sources; ``task_config`` (an lm-eval task YAML or results file) defines the task of
+    a run whose file records no configuration."""
     from repaudit.audit.replay import load_replay_source
 
-    src_a = load_replay_source(run_a, data_dir, model, cache_dir)
-    src_b = load_replay_source(run_b, data_dir, model, cache_dir)
+    recorded = None
+    if task_config is not None:
+        from repaudit.importers.lmeval_tasks import load_task_config
+
+        recorded = load_task_config(task_config, None)[1]
+    return [load_replay_source(r, data_dir, model, cache_dir, recorded) for r in (run_a, run_b)]
+
+
+def _attribute(run_a: Path, run_b: Path, data_dir, model, metric, n_boot, cache_dir, plot, executor,
+               precision=None, precision_seed: int = 0, round_docs=None, task_config: Path | None = None):
+    """Shared by ``attribute`` and ``compare --attribute``; raises RepauditError on bad input."""
+    from repaudit.audit.attribution import run_attribution
+
+    src_a, src_b = _sources(run_a, run_b, data_dir, model, cache_dir, task_config)
     with grid_progress("attribution") as tick:
         result = run_attribution(src_a, src_b, executor, metric=metric, n_boot=n_boot, progress=tick,
                                  precision=precision, precision_seed=precision_seed, round_docs=round_docs)
@@ -68,11 +79,15 @@ def _attribute(run_a: Path, run_b: Path, data_dir, model, metric, n_boot, cache_
 
 
 def attribute_command(
-    run_a: Annotated[Path, typer.Argument(help="Run A: a repaudit run file, or an lm-eval results file/directory.")],
-    run_b: Annotated[Path, typer.Argument(help="Run B, likewise.")],
+    run_a: Annotated[Path, typer.Argument(metavar="RUN_A", help="Run A: anything compare reads (a repaudit run, an "
+                                          "lm-eval results file or output directory); one task, per-doc results.")],
+    run_b: Annotated[Path, typer.Argument(metavar="RUN_B", help="Run B, likewise.")],
     data_dir: Annotated[Optional[Path], typer.Option(help="Local data the runs read (shared/data layout).")] = None,
     model: Annotated[Optional[str], typer.Option(help="Override the model location recorded in the runs.")] = None,
     metric: Annotated[Optional[str], typer.Option(help="Metric to attribute (default: the task's first).")] = None,
+    task_config: Annotated[Optional[Path], typer.Option(
+        help="An lm-eval task YAML (or results file) that defines the task, for runs whose files record no "
+             "configuration (lm-eval 0.3).")] = None,
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates over docs.")] = 2000,
     cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
     fmt: FormatOption = Format.rich,
@@ -96,14 +111,13 @@ def attribute_command(
     from repaudit.report.audit import attribution_latex, attribution_markdown
 
     with user_errors():
-        check_outputs(output, plot)
+        check_outputs(output, plot, fmt, as_json)
         check_precision(precision, round_docs)
         if dry_run:
             from repaudit.audit.attribution import attribution_grid
             from repaudit.audit.plan import plan_grid
-            from repaudit.audit.replay import load_replay_source
 
-            srcs = [load_replay_source(r, data_dir, model, cache_dir) for r in (run_a, run_b)]
+            srcs = _sources(run_a, run_b, data_dir, model, cache_dir, task_config)
             rounds = None
             if precision is not None:
                 from repaudit.audit.sequential import plan_rounds
@@ -114,7 +128,7 @@ def attribute_command(
             return
         result = _attribute(run_a, run_b, data_dir, model, metric, n_boot, cache_dir, plot,
                             make_executor(executor, ray_address, workers),
-                            None if precision is None else precision / 100, precision_seed, round_docs)
+                            None if precision is None else precision / 100, precision_seed, round_docs, task_config)
         emit_report(report_format(fmt, output, as_json), output, lambda c: _attribution_rich(result, c),
                     lambda: attribution_markdown(result), lambda: attribution_latex(result),
                     lambda: result.model_dump_json(indent=1))

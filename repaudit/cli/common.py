@@ -67,8 +67,9 @@ class Format(str, Enum):
 
 FormatOption = Annotated[Format, typer.Option("--format", help="Report format: rich (terminal), markdown, latex "
                                                                "or json.")]
-OutputOption = Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the report here (.json, .md, "
-                                                                            ".tex pick the format).")]
+OutputOption = Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the report here; the suffix picks "
+                                                      "the format (.json, .md, .tex, .txt) and must agree with "
+                                                      "--format.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
 ExecutorOption = Annotated[str, typer.Option("--executor", help="Where configurations run: local (this process) "
                                                                 "or ray (one Ray task per configuration).")]
@@ -86,28 +87,49 @@ def make_executor(name: str, ray_address: Optional[str], workers: Optional[int])
     return _make(name, ray_address, workers)
 
 
-def check_outputs(output: Optional[Path], plot: Optional[Path] = None) -> None:
-    """The report file and the plot's PNG/PDF can be written; checked before any work.
+def check_outputs(output: Optional[Path], plot: Optional[Path] = None, fmt: Optional[Format] = None,
+                  as_json: bool = False) -> None:
+    """The report file and the plot's PNG/PDF can be written, and the report's suffix names a format that
+    agrees with ``--format``; checked before any work.
 
     Raises:
-        RepauditError: a path that cannot be written (see :func:`repaudit.run.records.check_writable`).
+        RepauditError: a path that cannot be written (see :func:`repaudit.run.records.check_writable`), an
+            unknown suffix, or a suffix and ``--format`` that disagree.
     """
     from repaudit.run.records import check_writable
 
     if output is not None:
+        report_format(fmt or Format.rich, output, as_json)
         check_writable(output, "output")
     if plot is not None:
         for suffix in (".png", ".pdf"):
             check_writable(Path(plot).with_suffix(suffix), "plot")
 
 
+#: report file suffix -> the format written into it (.txt: the terminal view as plain text)
+SUFFIXES = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".tex": "latex", ".latex": "latex",
+            ".txt": "rich", ".text": "rich", ".log": "rich"}
+
+
 def report_format(fmt: Format, output: Optional[Path], as_json: bool) -> Format:
-    """``--json`` wins; with the default rich format, ``-o``'s suffix (.json/.md/.tex) picks the format."""
-    if as_json:
-        return Format.json
-    if fmt is Format.rich and output is not None:
-        return {".json": Format.json, ".md": Format.markdown, ".tex": Format.latex}.get(output.suffix, fmt)
-    return fmt
+    """The format to write: ``--json`` or ``--format``, else the suffix of ``-o`` (``.json``, ``.md``, ``.tex``,
+    ``.txt``); a file without a suffix gets ``--format``.
+
+    Raises:
+        RepauditError: a suffix repaudit cannot write (``.pdf``, ``.html``, ``.csv``), or one that names another
+            format than ``--format``/``--json`` (``--format latex -o x.md``).
+    """
+    asked = Format.json if as_json else fmt
+    if output is None or not output.suffix:
+        return asked
+    by_suffix = SUFFIXES.get(output.suffix.lower())
+    if by_suffix is None:
+        raise RepauditError(f"-o '{output}': cannot write a report as '{output.suffix}' (suffixes: "
+                            f"{', '.join(SUFFIXES)}; plots are written with --plot)")
+    if asked is not Format.rich and asked.value != by_suffix:
+        raise RepauditError(f"--format {asked.value} does not match -o '{output}' ('{output.suffix}' is "
+                            f"{by_suffix}): change one of them")
+    return Format(by_suffix)
 
 
 def emit_report(fmt: Format, output: Optional[Path], rich_view, markdown, latex, json_text) -> None:
@@ -176,17 +198,18 @@ def emit_dry_run(plan, fmt: Format, output: Optional[Path]) -> None:
 
 
 def base_config(base_run: Optional[Path], model: str, data_dir: Optional[Path], cache_dir: Optional[Path], **fields):
-    """The base RunConfig of a grid command: replayed from ``--base`` (a repaudit run file; ``model``
-    other than ``default`` replaces its model), else built from the command's options ``fields``.
+    """The base RunConfig of a grid command: replayed from ``--base`` (anything ``compare`` reads: a repaudit
+    run file, an lm-eval results file or output directory; ``model`` other than ``default`` replaces its
+    model), else built from the command's options ``fields``.
 
     Raises:
-        RepauditError: the run file cannot be read or replayed.
+        RepauditError: the run cannot be read or replayed (the reason as the replay finds it).
     """
     from repaudit.run.runner import RunConfig
 
     if base_run is not None:
-        from repaudit.audit.replay import config_from_record
-        from repaudit.run.records import read_record
+        from repaudit.audit.replay import load_replay_source
 
-        return config_from_record(read_record(base_run), data_dir, None if model == "default" else model, cache_dir)
+        return load_replay_source(base_run, data_dir, None if model == "default" else model, cache_dir,
+                                  need_docs=False).config
     return RunConfig(model=model, data_dir=data_dir, cache_dir=cache_dir, **fields)

@@ -28,16 +28,17 @@ from repaudit.cli.common import (
 
 
 def compare_command(
-    run_a: Annotated[Path, typer.Argument(help="Run A: a repaudit run, an lm-eval or lighteval results file, or "
-                                               "an output directory.")],
-    run_b: Annotated[Path, typer.Argument(help="Run B, likewise.")],
+    run_a: Annotated[Path, typer.Argument(metavar="RUN_A", help="Run A: a repaudit run, an lm-eval or lighteval "
+                                                               "results file, or an output directory.")],
+    run_b: Annotated[Path, typer.Argument(metavar="RUN_B", help="Run B, likewise.")],
     samples_a: Annotated[Optional[list[Path]], typer.Option(help="lm-eval samples_<task>_*.jsonl or lighteval "
                                                                  "details_*.parquet of A (default: found through "
                                                                  "the harness's output layout).")] = None,
     samples_b: Annotated[Optional[list[Path]], typer.Option(help="Samples or details of B.")] = None,
     pair_tasks: Annotated[Optional[list[str]], typer.Option(
-        help="B_TASK=A_TASK: compare B's task under A's name (one benchmark, two harness names); repeatable. "
-             "Without it, a one-task run is paired with a one-task run when their docs have the same content.")
+        help="B_TASK=A_TASK: compare B's task under A's name (one benchmark, two harness names); '*' matches any "
+             "text ('hendrycksTest-*=mmlu_*'); repeatable. lm-eval's own renames (0.3 to 0.4) are applied without "
+             "it, and a one-task run is paired with a one-task run when their docs have the same content.")
     ] = None,
     tokenizer: Annotated[Optional[str], typer.Option(
         help="The runs' tokenizer (a model folder, a hub id, or 'default'): counts the tokens of lm-eval "
@@ -47,6 +48,8 @@ def compare_command(
     top: Annotated[int, typer.Option(help="Flipped docs to show (all are in the JSON).")] = 10,
     tie_eps: Annotated[float, typer.Option(help="Near-tie: top-two log-likelihood gap at most this (nats).")] = 0.01,
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates.")] = 10_000,
+    adjust: Annotated[str, typer.Option(help="Multiplicity adjustment of the rows' p-values: holm (family-wise "
+                                             "error), bh (false discovery rate) or none.")] = "holm",
     attribute: Annotated[bool, typer.Option("--attribute", help="Also re-execute and attribute the delta to each "
                                                                 "factor (as repaudit attribute).")] = False,
     data_dir: Annotated[Optional[Path], typer.Option(help="With --attribute: local data the runs read.")] = None,
@@ -84,7 +87,7 @@ def compare_command(
                            "attribution": att.model_dump(mode="json")}, indent=1)
 
     with user_errors():
-        check_outputs(output, plot)
+        check_outputs(output, plot, fmt, as_json)
         from repaudit.run.protocol import looks_like_protocol
 
         if looks_like_protocol(run_a) or looks_like_protocol(run_b):
@@ -93,7 +96,7 @@ def compare_command(
         task_map = _task_map(pair_tasks or [])
         tok = _tokenizer(tokenizer, cache_dir) if tokenizer else None
         comparison = compare(load_run(run_a, samples_a, tok), load_run(run_b, samples_b, tok), tie_eps=tie_eps,
-                             n_boot=n_boot, task_map=task_map)
+                             n_boot=n_boot, task_map=task_map, adjust=adjust)
         att = (_attribute(run_a, run_b, data_dir, model, None, 2000, cache_dir, plot,
                           make_executor(executor, ray_address, workers)) if attribute else None)
         emit_report(report_format(fmt, output, as_json), output, rich_view,

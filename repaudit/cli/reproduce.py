@@ -34,8 +34,10 @@ def reproduce_command(
                                                        "acc,subject_macro, …); default: every metric.")] = None,
     target_kind: Annotated[str, typer.Option(help="raw, normalised (Open LLM Leaderboard v2 form) or auto "
                                                   "(try both and say which one matches).")] = "auto",
-    base_run: Annotated[Optional[Path], typer.Option("--base", help="Start from this repaudit run's configuration "
-                                                                    "(then the base options below are ignored).")
+    base_run: Annotated[Optional[Path], typer.Option("--base", help="Take the base configuration from this run: "
+                                                                    "anything compare reads (a repaudit run, an "
+                                                                    "lm-eval results file or output directory); "
+                                                                    "the base options are then ignored.")
                         ] = None,
     budget: Annotated[int, typer.Option(help="Evaluate at most this many configurations (in search order).")] = 40,
     moves: Annotated[Optional[str], typer.Option(
@@ -69,7 +71,7 @@ def reproduce_command(
     from repaudit.audit.reproduce import DEFAULT_MOVES, parse_target, reproduce
     from repaudit.report.protocol import render_reproduce_latex, render_reproduce_markdown, render_reproduce_rich
     with user_errors():
-        check_outputs(output)
+        check_outputs(output, None, fmt, as_json)
         value = parse_target(target)
         base = base_config(base_run, model, data_dir, cache_dir, task=task, limit=limit, num_fewshot=num_fewshot,
                            prompt_format=prompt_format, dtype=dtype, batch_size=batch_size,

@@ -58,9 +58,10 @@ def sweep_command(
                                              "task). Metric variants reuse the base's batches.")],
     values: Annotated[str, typer.Option(help="Comma-separated values, e.g. '1,4,16' (fewshot_order: seeds, "
                                              "'none' = sampler order).")],
-    base_run: Annotated[Optional[Path], typer.Option("--base", help="Take the base configuration from this "
-                                                                    "repaudit run file (then the base options below "
-                                                                    "are ignored).")] = None,
+    base_run: Annotated[Optional[Path], typer.Option("--base", help="Take the base configuration from this run: "
+                                                                    "anything compare reads (a repaudit run, an "
+                                                                    "lm-eval results file or output directory); "
+                                                                    "the base options are then ignored.")] = None,
     task: Annotated[str, typer.Option(help="Task of the base configuration.")] = "arc_easy",
     model: Annotated[str, typer.Option(help="'default', a local directory or a hub id.")] = "default",
     data_dir: Annotated[Optional[Path], typer.Option(help="Local data laid out as shared/data.")] = None,
@@ -97,7 +98,7 @@ def sweep_command(
     from repaudit.audit.sweep import parse_values, sweep
     from repaudit.report.audit import sweep_latex, sweep_markdown
     with user_errors():
-        check_outputs(output, plot)
+        check_outputs(output, plot, fmt, as_json)
         check_precision(precision, round_docs)
         vals = parse_values(factor, values)
         base = base_config(base_run, model, data_dir, cache_dir, task=task, split=split, limit=limit,

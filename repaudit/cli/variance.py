@@ -61,9 +61,10 @@ def variance_command(
         help="Other orders of the first seed's examples (default: --fewshot-seeds − 1).")] = None,
     formats: Annotated[str, typer.Option(help="Comma-separated prompt formats: lmeval, lettered, cloze.")
                        ] = "cloze,lettered",
-    base_run: Annotated[Optional[Path], typer.Option("--base", help="Take the base configuration from this "
-                                                                    "repaudit run file (then the base options are "
-                                                                    "ignored).")] = None,
+    base_run: Annotated[Optional[Path], typer.Option("--base", help="Take the base configuration from this run: "
+                                                                    "anything compare reads (a repaudit run, an "
+                                                                    "lm-eval results file or output directory); "
+                                                                    "the base options are then ignored.")] = None,
     model: Annotated[str, typer.Option(help="'default', a local directory or a hub id.")] = "default",
     data_dir: Annotated[Optional[Path], typer.Option(help="Local data laid out as shared/data.")] = None,
     split: Annotated[Optional[str], typer.Option(help="Evaluation split.")] = None,
@@ -99,7 +100,7 @@ def variance_command(
     from repaudit.audit.variance import variance, variance_grid
     from repaudit.report.variance import variance_latex, variance_markdown
     with user_errors():
-        check_outputs(output, plot)
+        check_outputs(output, plot, fmt, as_json)
         fmts = [f.strip() for f in formats.split(",") if f.strip()]
         from repaudit.tasks.fewshot import parse_fewshot_ids
 

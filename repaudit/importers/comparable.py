@@ -35,17 +35,33 @@ class DocOutcome:
     extracted: dict[str, str] | None = None
     generated_tokens: int | None = None
     finish: str | None = None
+    #: corpus-level metrics whose per-doc value is a ``(log-likelihood, words|bytes)`` pair (word_perplexity)
+    weighted: dict[str, tuple[float, float]] | None = None
 
 
 @dataclass
 class TaskOutcome:
-    """Reported aggregates (metric key -> (value, stderr)) and, if available, per-doc outcomes."""
+    """Reported aggregates (metric key -> (value, stderr)) and, if available, per-doc outcomes.
+
+    Attributes:
+        n_docs: docs evaluated (per-doc results, lm-eval's ``n-samples.effective``), ``None`` if not recorded.
+        n_original: docs in the split before ``--limit`` (lm-eval's ``n-samples.original``), if recorded.
+        is_group: an aggregate of other tasks (lm-eval ``group_subtasks`` with subtasks, or ``groups``).
+        higher_is_better: the file's own direction per metric key (lm-eval 0.4's ``higher_is_better``).
+        source_name: the task's name in its file when compare paired it under another name.
+        metric_names: metric key -> the file's own ``task metric`` where a rename changed it.
+    """
 
     task: str
     reported: dict[str, tuple[float, float | None]]
     docs: dict[int, DocOutcome] | None
     n_docs: int | None
     diagnostics: Diagnostics | None = None
+    n_original: int | None = None
+    is_group: bool = False
+    higher_is_better: dict[str, bool] = field(default_factory=dict)
+    source_name: str | None = None
+    metric_names: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -98,21 +114,27 @@ def from_record(record: RunRecord, path: Path) -> ComparableRun:
     return ComparableRun(path=str(path), source=f"repaudit {record.repaudit_version}", notes=notes,
                          factors={task: factors_from_fingerprint(fp)},
                          tasks={task: TaskOutcome(task=task, reported=reported, docs=docs, n_docs=len(docs),
-                                                  diagnostics=diag)})
+                                                  n_original=fp.data.n_docs_split, diagnostics=diag)})
 
 
 def check_per_doc_means(per_doc: Path, results: Path, scores: dict[str, tuple[float, float | None]],
                         docs: dict[int, DocOutcome], what: str) -> None:
     """Refuse per-doc outcomes (lm-eval samples, lighteval details) whose mean of a metric every doc
-    carries differs from the score the results file reports (by more than 1e-6).
+    carries differs from the score the results file reports (by more than 1e-6). Only metrics known to
+    aggregate as a mean are checked (:mod:`repaudit.importers.metric_kinds`; not perplexity).
 
     Raises:
         RepauditError: the per-doc file belongs to another run.
     """
+    from repaudit.importers.metric_kinds import metric_kind
+
     for key, (value, _) in scores.items():
+        if metric_kind(key, [value]).aggregation != "mean":  # perplexity: per-doc log-likelihoods, not a mean
+            continue
         vals = [d.metrics[key] for d in docs.values() if key in d.metrics]
         if len(vals) == len(docs) and vals and all(math.isfinite(v) for v in vals) and math.isfinite(value):
             mean = sum(vals) / len(vals)
-            if abs(mean - value) > 1e-6:
+            # a percentage may be reported over per-doc 0/1 values (×100 in the aggregate)
+            if abs(mean - value) > 1e-6 and abs(100 * mean - value) > 1e-4:
                 raise RepauditError(f"{what} '{per_doc}' does not belong to '{results}': its mean {key} "
                                     f"{mean:.6f} differs from the reported {value:.6f}")

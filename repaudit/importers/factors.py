@@ -23,6 +23,7 @@ class FactorGroup(str, Enum):
     hardware = "hardware"
     backend = "backend"
     dtype = "dtype"
+    quantisation = "quantisation"
     batch_size = "batch_size"
     padding = "padding"
     bos = "bos"
@@ -37,6 +38,7 @@ class FactorGroup(str, Enum):
     tokenizer = "tokenizer"
     data = "data"
     library_versions = "library_versions"
+    other = "other"
 
 
 Factors = dict[str, dict[str, Any]]
@@ -60,6 +62,9 @@ def factors_from_fingerprint(fp: Fingerprint) -> Factors:
     if fp.backend.engine:
         f["backend"]["engine"] = fp.backend.engine
     f["dtype"] = {"dtype": fp.backend.dtype}
+    # the weights as run: repaudit loads float weights (a GGUF is de-quantised on load); vLLM may quantise
+    quant = (fp.backend.engine or {}).get("quantization")
+    f["quantisation"] = {"method": str(quant) if quant else "none"}
     f["batch_size"] = {"batch_size": fp.backend.batch_size, "batch_sizes_used": fp.backend.batch_sizes_used}
     f["padding"] = {"padding_side": fp.backend.padding_side}
     # the resolved fact (did the ids sent start with BOS), not the request; older files: not recorded

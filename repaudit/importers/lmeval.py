@@ -93,6 +93,8 @@ def read_samples(path: Path, task: str) -> dict[int, DocOutcome]:
         names = s.metrics or [k for k in ("acc", "acc_norm", "exact_match") if k in extra]
         values = {(m if flt == "none" else f"{m},{flt}"): float(v) for m in names
                   if isinstance(v := extra.get(m), (int, float))}
+        weighted = {(m if flt == "none" else f"{m},{flt}"): (float(v[0]), float(v[1])) for m in names
+                    if _pair(v := extra.get(m))} or None
         lls = _loglikelihoods(s.filtered_resps)
         pred: Any = int(max(range(len(lls)), key=lambda i: (lls[i], -i))) if lls else None
         if lls is None and s.filtered_resps and isinstance(s.filtered_resps[0], str):
@@ -100,6 +102,8 @@ def read_samples(path: Path, task: str) -> dict[int, DocOutcome]:
         answer = s.filtered_resps[0] if lls is None and s.filtered_resps else None
         if s.doc_id in docs:  # another filter of the same doc
             docs[s.doc_id].metrics.update(values)
+            if weighted:
+                docs[s.doc_id].weighted = {**(docs[s.doc_id].weighted or {}), **weighted}
             if isinstance(answer, str) and docs[s.doc_id].extracted is not None:
                 docs[s.doc_id].extracted[flt] = answer
             continue
@@ -111,8 +115,15 @@ def read_samples(path: Path, task: str) -> dict[int, DocOutcome]:
                                     prediction=pred, loglikelihoods=lls,
                                     choices_hash=sha256_json(conts) if conts and lls is not None else None,
                                     generation=_generation(s.resps) if lls is None else None,
-                                    extracted={flt: answer} if isinstance(answer, str) else None)
+                                    extracted={flt: answer} if isinstance(answer, str) else None,
+                                    weighted=weighted)
     return docs
+
+
+def _pair(v: Any) -> bool:
+    """A per-doc ``[log-likelihood, words|bytes]`` pair (wikitext's word_perplexity, bits_per_byte)."""
+    return (isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                         and math.isfinite(x) for x in v))
 
 
 def _generation(resps: list[Any] | None) -> str | None:
@@ -194,13 +205,23 @@ def load_lmeval(results_path: Path, samples: list[Path] | None = None, raw: Any 
         docs = read_samples(sp, task) if sp else None
         if docs:
             check_per_doc_means(sp, results_path, scores, docs, "samples file")
-        n = len(docs) if docs else (res.n_samples or {}).get(task)
-        n = n if isinstance(n, int) else getattr(n, "effective", None)
+        counts = (res.n_samples or {}).get(task)
+        n = len(docs) if docs else getattr(counts, "effective", None)
         run.factors[task] = task_factors(res, task)
+        hib = {k: v for m, v in ((res.higher_is_better or {}).get(task) or {}).items() if isinstance(v, bool)
+               for k in scores if k.partition(",")[0] == m}
         run.tasks[task] = TaskOutcome(task=task, reported=scores, docs=docs, n_docs=n,
+                                      n_original=getattr(counts, "original", None), is_group=_is_group(res, task),
+                                      higher_is_better=hib,
                                       diagnostics=lmeval_diagnostics(docs, run.factors[task], tokenizer)
                                       if docs else None)
     return run
+
+
+def _is_group(res: LmevalResults, task: str) -> bool:
+    """A group row: it has subtasks (``group_subtasks``), is a ``groups`` entry, or is a placeholder row."""
+    return bool((res.group_subtasks or {}).get(task)) or task in (res.groups or {}) or \
+        res.results[task].get(" ") == " "
 
 
 

@@ -11,6 +11,8 @@ hardware                  ``pretty_env_info`` (free text: CPU model and flags, G
                           what the text does not state (or an error string) is *unknown*
 backend                   ``config.model``, ``config.device`` (may not say what ran)
 dtype                     ``config.model_dtype``, else ``model_args`` ``dtype``
+quantisation              ``model_args`` ``load_in_8bit``/``load_in_4bit``/``bnb_4bit_*``, ``gptq``, ``awq``,
+                          vLLM's ``quantization`` (none of them: ``none``; an API model: *unknown*)
 batch_size                ``config.batch_size`` (string, int or "auto"), ``config.batch_sizes``
 bos                       ``model_args`` ``add_bos_token`` (unset: the tokenizer's default, not recorded)
 prompt_format             ``configs.<task>.doc_to_text/doc_to_choice/doc_to_target/description``
@@ -24,6 +26,7 @@ model / tokenizer         ``model_args`` pretrained/revision and every other key
                           ``model_revision``, ``model_sha``, ``model_num_parameters``, ``tokenizer_{bos,eos,pad}_token``
 data                      ``versions``, ``validation_split``/``test_split``, ``config.limit``, ``n-samples``
 library_versions          ``lm_eval_version``, ``transformers_version``, torch/numpy/python from ``pretty_env_info``
+other                     every other recorded setting (``bootstrap_iters``, a fork's own keys, ``git_hash``)
 ========================  ===========================================================
 
 Python functions in task YAMLs are written as ``<function f at 0x…>``; the address is dropped so
@@ -40,8 +43,26 @@ from repaudit.importers.lmeval_schema import GenerationKwargs, LmevalResults, Ru
 from repaudit.run.environment import NUMERIC_CPU_FLAGS
 
 _FUNC_ADDR = re.compile(r"<function (\S+) at 0x[0-9a-fA-F]+>")
+#: model_args keys of weight quantisation (transformers/bitsandbytes, AutoGPTQ, AutoAWQ, vLLM)
+QUANT_ARGS = ("load_in_8bit", "load_in_4bit", "bnb_4bit_quant_type", "bnb_4bit_compute_dtype",
+              "bnb_4bit_use_double_quant", "gptq", "autogptq", "gptq_use_triton", "awq", "autoawq", "quantization",
+              "quantization_config", "quantize")
 #: model_args keys mapped to their own factor; every other key is compared under ``model.args``
-_MAPPED_ARGS = {"pretrained", "revision", "dtype", "trust_remote_code", "add_bos_token"}
+_MAPPED_ARGS = {"pretrained", "revision", "dtype", "trust_remote_code", "add_bos_token", *QUANT_ARGS}
+#: lm-eval model types that call a remote API: how the weights were stored is not knowable
+API_BACKENDS = ("openai", "anthropic", "local-completions", "local-chat-completions", "gguf", "ggml",
+                "textsynth", "goose", "forefront", "watsonx", "api")
+#: top-level keys and ``config`` keys that are not settings (volatile, structural, or read elsewhere)
+_NOT_SETTINGS = {"results", "versions", "configs", "config", "n-shot", "n-samples", "higher_is_better",
+                 "group_subtasks", "groups", "date", "start_time", "end_time", "total_evaluation_time_seconds",
+                 "pretty_env_info", "model_name_sanitized", "task_hashes", "samples", "model_args", "model",
+                 "batch_size", "batch_sizes", "device", "limit", "num_fewshot", "random_seed", "numpy_seed",
+                 "torch_seed", "fewshot_seed", "gen_kwargs", "model_dtype", "model_revision", "model_sha",
+                 "model_num_parameters", "transformers_version", "lm_eval_version", "git_hash", "upper_git_hash",
+                 "tokenizer_pad_token", "tokenizer_eos_token", "tokenizer_bos_token", "eot_token_id", "max_length",
+                 "model_name", "model_source", "system_instruction", "system_instruction_sha", "chat_template",
+                 "chat_template_sha", "fewshot_as_multiturn", "use_cache", "output_base_path", "output_path"}
+_TRUE = ("true", "1", "yes")
 #: what ``pretty_env_info`` says when it does not know
 _NOT_STATED = ("", "Could not collect", "N/A", "None", "No CUDA")
 
@@ -168,6 +189,61 @@ def _first(tokens: list | None) -> Any:
     return tokens[0] if tokens else UNKNOWN
 
 
+def quantisation(margs: dict[str, str] | None, backend: Any) -> dict[str, Any]:
+    """The ``quantisation`` factor from ``model_args``: ``method`` (``none``, ``bitsandbytes 8-bit``,
+    ``bitsandbytes 4-bit nf4``, ``GPTQ``, ``AWQ``, or vLLM's ``quantization`` value) and the raw
+    ``settings``. Unknown when model_args is not recorded or the model ran behind an API."""
+    if margs is None or not isinstance(backend, str) or any(k in backend for k in API_BACKENDS):
+        return {"method": UNKNOWN}
+    q = {k: margs[k] for k in QUANT_ARGS if k in margs}
+    on = (lambda k: str(q.get(k, "")).lower() in _TRUE)
+    if on("load_in_8bit"):
+        method = "bitsandbytes 8-bit"
+    elif on("load_in_4bit"):
+        method = "bitsandbytes 4-bit " + str(q.get("bnb_4bit_quant_type", "fp4"))
+    elif q.get("gptq") not in (None, "", "False", "false") or on("autogptq"):
+        method = "GPTQ"
+    elif q.get("awq") not in (None, "", "False", "false") or on("autoawq"):
+        method = "AWQ"
+    elif q.get("quantization") not in (None, "", "None", "none"):
+        method = str(q["quantization"])
+    else:
+        method = "none"
+    return {"method": method, "settings": q} if method != "none" else {"method": method}
+
+
+def other_settings(res: LmevalResults) -> dict[str, Any]:
+    """Recorded settings that map to no factor (``bootstrap_iters``, a fork's own keys such as a pruning
+    setting), top-level and in ``config``; volatile and structural keys are left out."""
+    out = {k: v for k, v in (res.model_extra or {}).items() if _setting(k)}
+    if res.config is not None:
+        out |= {f"config.{k}": v for k, v in (res.config.model_extra or {}).items() if _setting(k)}
+    for k in ("git_hash", "upper_git_hash"):  # the harness's own commit: a version, kept as a setting
+        if v := (res.model_extra or {}).get(k) or getattr(res, k, None):
+            out[f"lm_eval_{k}"] = v
+    return out
+
+
+def _setting(key: str) -> bool:
+    """A key that may be a setting: not structural or read elsewhere, and not a timing or date (volatile)."""
+    k = str(key).lower()
+    return key not in _NOT_SETTINGS and not any(w in k for w in ("time", "date", "duration", "elapsed"))
+
+
+#: ``--device`` not given: lm-eval's HFLM then takes CUDA when it is available, else the CPU
+DEFAULT_DEVICE = "default (cuda if available)"
+
+
+def _device(device: Any, hw: dict[str, Any]) -> Any:
+    """lm-eval's device as it ran: ``None`` means CUDA when the recorded environment has a GPU, else CPU;
+    without an environment, lm-eval's default (:data:`DEFAULT_DEVICE`)."""
+    if device:
+        return device
+    if isinstance(hw.get("gpus"), list):
+        return "cuda" if hw["gpus"] else "cpu"
+    return DEFAULT_DEVICE
+
+
 def task_factors(res: LmevalResults, task: str) -> Factors:
     """Factors of one task of an lm-eval results file (see the module docstring)."""
     settings = res.config
@@ -189,8 +265,9 @@ def task_factors(res: LmevalResults, task: str) -> Factors:
                  (("python", "random_seed"), ("numpy", "numpy_seed"), ("torch", "torch_seed"),
                   ("fewshot", "fewshot_seed"))}
     f["hardware"] = hw
-    f["backend"] = {"name": get("model") or UNKNOWN, "device": get("device") or UNKNOWN, "scoring_strategy": UNKNOWN}
+    f["backend"] = {"name": get("model") or UNKNOWN, "device": _device(get("device"), hw), "scoring_strategy": UNKNOWN}
     f["dtype"] = {"dtype": _dtype(settings, margs)}
+    f["quantisation"] = quantisation(margs, get("model"))
     sizes = get("batch_sizes")
     batch = get("batch_size")
     f["batch_size"] = {"batch_size": int_or(batch) if batch is not None else UNKNOWN,
@@ -215,8 +292,9 @@ def task_factors(res: LmevalResults, task: str) -> Factors:
                         "order_seed": None}  # lm-eval keeps its sampler's order
         eos = _first(res.tokenizer_eos_token)
         until = [str(u) for u in gen.get("until") or []] if is_gen else None
-        if is_gen and isinstance(eos, str) and until is not None and eos not in until:
+        if is_gen and isinstance(eos, str) and eos != UNKNOWN and until is not None and eos not in until:
             until.append(eos)  # lm-eval's HFLM.generate_until appends the EOS string
+        # an EOS the file does not record is unknown in its own field, never an element of the stop list
         f["stop"] = {"until": until, "eos_token": eos if is_gen else None}
         f["max_tokens"] = {"max_gen_toks": gen.get("max_gen_toks", 256) if is_gen else None,
                            "max_length": res.max_length if res.max_length is not None else UNKNOWN}
@@ -259,4 +337,7 @@ def task_factors(res: LmevalResults, task: str) -> Factors:
     if res.transformers_version:
         libs["transformers"] = res.transformers_version
     f["library_versions"] = libs
+    if res.task_hashes and res.task_hashes.get(task):
+        f["data"]["task_hash"] = res.task_hashes[task]  # lm-eval's hash of the task's requests (docs and prompts)
+    f["other"] = other_settings(res)
     return f

@@ -149,9 +149,10 @@ class LmevalResults(_Model):
     pretty_env_info: OptStr = None
     transformers_version: OptStr = None
     lm_eval_version: OptStr = None
-    tokenizer_pad_token: Annotated[list[str | None] | None, Lenient] = None
-    tokenizer_eos_token: Annotated[list[str | None] | None, Lenient] = None
-    tokenizer_bos_token: Annotated[list[str | None] | None, Lenient] = None
+    # ``[token, id]``: the id is a string ("128009") in most files, an int in lm-eval 0.4.3–0.4.4
+    tokenizer_pad_token: Annotated[list[str | int | None] | None, Lenient] = None
+    tokenizer_eos_token: Annotated[list[str | int | None] | None, Lenient] = None
+    tokenizer_bos_token: Annotated[list[str | int | None] | None, Lenient] = None
     max_length: OptCount = None
     model_name: OptStr = None
     model_source: OptStr = None
@@ -160,6 +161,12 @@ class LmevalResults(_Model):
     chat_template_sha: OptStr = None
     fewshot_as_multiturn: OptBool = None
     task_hashes: Annotated[dict[str, str] | None, Lenient] = None
+    #: task -> metric -> is higher better (lm-eval ≥ 0.4.3)
+    higher_is_better: Annotated[dict[str, Annotated[dict[str, bool | None], Lenient]] | None, Lenient] = None
+    #: group -> its subtasks (empty for a plain task)
+    group_subtasks: Annotated[dict[str, Annotated[list[str], Lenient]] | None, Lenient] = None
+    #: lm-eval 0.4.0–0.4.x: group aggregates (also rows of ``results``)
+    groups: Annotated[dict[str, Any] | None, Lenient] = None
 
 
 class SampleLine(_Model):

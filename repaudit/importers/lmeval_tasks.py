@@ -94,3 +94,9 @@ def load_task_config(path: Path, task: str | None) -> tuple[str, dict[str, Any]]
     if task not in configs or not isinstance(configs[task], dict):
         raise InputError(path, f"$.configs.{task}", f"is not recorded (tasks: {', '.join(sorted(configs)[:6])})")
     return task, clean(configs[task])
+
+
+def configs_recorded(path: Path) -> bool:
+    """Whether an lm-eval results file records task configurations (0.4 does, 0.3 does not)."""
+    obj = read_json(Path(path), what="results file")
+    return isinstance(obj, dict) and isinstance(obj.get("configs"), dict) and bool(obj["configs"])

@@ -188,7 +188,7 @@ def _config_rows(task: ConfigTask, split: str, root: DataRoot, revision: str | N
                                 f"found as is{' nor under ' + root.describe() if root.path else ''}: pass --data-dir "
                                 "with the folder that holds it")
         rows = config_data.read_files(task, split, paths)
-        location = ", ".join(str(p if root.path is None else p.relative_to(root.path)) for p in paths)
+        location = ", ".join(_shown(p, root.path) for p in paths)
         return rows, DataSource(kind=root.kind, origin=root.origin, location=location, split=split, revision=None,
                                 file_sha256=config_data.file_source(paths), content_sha256=content_sha256(rows),
                                 n_docs=len(rows))
@@ -203,6 +203,14 @@ def _config_rows(task: ConfigTask, split: str, root: DataRoot, revision: str | N
     return rows, DataSource(kind=root.kind, origin=root.origin, location=str(folder.relative_to(root.path)),
                             split=split, revision=None, file_sha256=config_data.file_source(arrow),
                             content_sha256=content_sha256(rows), n_docs=len(rows))
+
+
+def _shown(path: Path, root: Path | None) -> str:
+    """``path`` relative to the data root when it lies under it; as found otherwise (a recorded data file
+    found from the working directory lies outside ``--data-dir``)."""
+    if root is not None and path.resolve().is_relative_to(root.resolve()):
+        return str(path.resolve().relative_to(root.resolve()))
+    return str(path)
 
 
 def content_sha256(rows: list[dict[str, Any]]) -> str:

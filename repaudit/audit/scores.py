@@ -1,0 +1,328 @@
+"""One score row per task and metric: Δ = B − A in the metric's display unit, its interval, its p-value.
+
+Which test a row gets (every number in the metric's display unit, :mod:`repaudit.importers.metric_kinds`):
+
+* **paired** — both runs have per-doc values on the same docs: paired bootstrap interval of the mean
+  difference (clustered when every doc carries a cluster); p from the exact McNemar test for 0/1
+  metrics without clusters, else a z-test with the (clustered) analytic SE;
+* **paired, corpus-level** — perplexity, word/byte perplexity, bits per byte from per-doc
+  log-likelihoods: paired bootstrap of the corpus statistic itself; z-test with the bootstrap SE;
+* **unpaired** — a side without per-doc values but the same doc set: ``Δ ± z √(se_A² + se_B²)`` from the
+  recorded stderrs, clipped to the widest move the metric allows; conservative;
+* **no verdict** — fewer than :data:`~repaudit.audit.docsets.MIN_DOCS` docs, a stderr of 0, no stderr at
+  all, or per-doc values that do not average to the reported score.
+
+Verdicts are given afterwards on multiplicity-adjusted p-values (:func:`judge`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from repaudit.audit.docsets import MIN_DOCS
+from repaudit.audit.stats import (
+    benjamini_hochberg,
+    holm,
+    mcnemar_exact,
+    paired_bootstrap,
+    paired_bootstrap_ratio,
+    top2_margin,
+    unpaired_interval,
+    z_pvalue,
+)
+from repaudit.boundary import finite
+from repaudit.importers.comparable import TaskOutcome
+from repaudit.importers.metric_kinds import MetricKind, delta_range, metric_kind, moved, pair_kinds
+
+Verdict = Literal["within noise", "significant", "not comparable", "no verdict"]
+
+
+class ScoreRow(BaseModel):
+    """One task and metric of a comparison. Every value is in ``unit`` (``pts`` = percentage points for
+    proportions and percentages, else the metric's own unit); Δ = B − A.
+
+    ``a``/``b`` are the scores Δ is computed from (on the shared docs when paired); ``a_reported``/
+    ``b_reported`` are the files' own values (differ when only a subset of docs is shared).
+    ``method`` is ``paired_bootstrap``, ``paired_cluster_bootstrap``, ``paired_corpus_bootstrap``,
+    ``unpaired_stderr`` or ``none``; ``p_value`` the raw two-sided p, ``p_adjusted`` after the
+    multiplicity correction named in the comparison; ``moved`` is ``better``/``worse`` by the metric's
+    direction (``up``/``down`` when unknown) and set only for a significant row."""
+
+    model_config = ConfigDict(extra="forbid")
+    task: str
+    metric: str
+    is_group: bool = False
+    kind: str = "proportion"
+    unit: str = "pts"
+    direction: str = "higher"
+    a: float
+    b: float
+    delta: float
+    a_reported: float | None = None
+    b_reported: float | None = None
+    se: float | None
+    ci_low: float | None
+    ci_high: float | None
+    method: str
+    n_shared: int
+    n_a: int | None = None
+    n_b: int | None = None
+    subset: bool = False
+    n_clusters: int | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    mcnemar_p: float | None = None
+    right_to_wrong: int | None = None
+    wrong_to_right: int | None = None
+    near_tie_flips: int | None = None
+    verdict: Verdict
+    moved: str | None = None
+    note: str = ""
+    #: the files' own ``task metric`` where a rename paired them under this row's names
+    a_name: str | None = None
+    b_name: str | None = None
+
+
+class FlippedDoc(BaseModel):
+    """A doc whose correctness on ``metric`` differs between A and B."""
+
+    model_config = ConfigDict(extra="forbid")
+    task: str
+    metric: str
+    doc_id: int
+    direction: Literal["right_to_wrong", "wrong_to_right"]
+    target: str | None
+    a_prediction: object
+    b_prediction: object
+    a_margin: float | None
+    b_margin: float | None
+    near_tie: bool
+
+
+def _finite(x) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+def _row(task: str, metric: str, kind: MetricKind, va: float, vb: float, method: str, verdict: Verdict, note: str,
+         n: int = 0, **kw) -> ScoreRow:
+    return ScoreRow(task=task, metric=metric, kind=kind.kind, unit=kind.display_unit, direction=kind.direction,
+                    a=va, b=vb, delta=vb - va, method=method, n_shared=n, verdict=verdict, note=note,
+                    **{"se": None, "ci_low": None, "ci_high": None, **kw})
+
+
+def row_kind(metric: str, ta: TaskOutcome, tb: TaskOutcome) -> tuple[MetricKind, MetricKind, MetricKind | None, str]:
+    """Each side's kind and the kind the pair is compared under (``None`` with a reason when incompatible)."""
+    ka = metric_kind(metric, [ta.reported[metric][0]], ta.higher_is_better.get(metric))
+    kb = metric_kind(metric, [tb.reported[metric][0]], tb.higher_is_better.get(metric))
+    kind, why = pair_kinds(ka, kb)
+    return ka, kb, kind, why or ""
+
+
+def score_row(task: str, metric: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | None,
+              reason: str | None, tie_eps: float, n_boot: int, alpha: float, flips: list) -> ScoreRow:
+    """One score row before the multiplicity correction (:func:`judge` gives the verdict).
+
+    Args:
+        shared: doc ids both runs scored (``None`` when a side has no per-doc results).
+        reason: why the doc sets are not comparable, or ``None``.
+        flips: list the flipped docs are appended to (the task's first metric only).
+    """
+    ka, kb, kind, why = row_kind(metric, ta, tb)
+    ra, rb = ta.reported[metric][0] * ka.scale, tb.reported[metric][0] * kb.scale
+    extra = dict(a_reported=_finite(ra), b_reported=_finite(rb), is_group=ta.is_group or tb.is_group,
+                 n_a=len(ta.docs) if ta.docs else ta.n_docs, n_b=len(tb.docs) if tb.docs else tb.n_docs,
+                 a_name=ta.metric_names.get(metric) or _renamed(ta, metric),
+                 b_name=tb.metric_names.get(metric) or _renamed(tb, metric))
+    n = len(shared or [])
+    if kind is None:
+        return _row(task, metric, ka, ra, rb, "none", "not comparable", why, n, **extra)
+    row = _score_row(task, metric, ta, tb, shared, reason, tie_eps, n_boot, alpha, flips, ka, kb, kind, extra)
+    scales = {k: side.kind for k, side in (("A", ka), ("B", kb))}
+    if len(set(scales.values())) > 1:  # a proportion and a percentage: both shown in points
+        said = "; ".join(f"{k} reports it as a {v} ({'0–1' if v == 'proportion' else '0–100'})"
+                         for k, v in scales.items())
+        row.note = f"{said}: both shown in points" + (f"; {row.note}" if row.note else "")
+    if why:
+        row.note = f"{why}; {row.note}" if row.note else why
+    return row
+
+
+def _score_row(task, metric, ta, tb, shared, reason, tie_eps, n_boot, alpha, flips, ka, kb, kind, extra) -> ScoreRow:
+    (va, sa), (vb, sb) = ta.reported[metric], tb.reported[metric]
+    ra, rb = va * ka.scale, vb * kb.scale
+    n = len(shared or [])
+    if reason is not None:
+        return _row(task, metric, kind, ra, rb, "none", "not comparable", reason, n, **extra)
+    if not (finite(va) and finite(vb)):
+        return _row(task, metric, kind, ra, rb, "none", "no verdict", f"a reported value is not finite (A {va}, "
+                                                                       f"B {vb})", n, **extra)
+    if shared:
+        paired = _paired(task, metric, ta, tb, shared, ka, kb, kind, tie_eps, n_boot, alpha, flips, extra)
+        if paired is not None:
+            return paired
+        why = "per-doc values are not a mean of the reported score; compared unpaired"
+    elif shared is not None:
+        why = ""
+    else:
+        why = "unpaired (no per-doc values in " + ("both runs" if not ta.docs and not tb.docs else
+                                                   "A" if not ta.docs else "B") + "): wider than a paired interval"
+    return _unpaired(task, metric, kind, ra, rb, sa, sb, ka.scale, kb.scale, alpha, why, extra)
+
+
+def _renamed(t: TaskOutcome, metric: str) -> str | None:
+    return f"{t.source_name} {metric}" if t.source_name and t.source_name != t.task else None
+
+
+def _unpaired(task, metric, kind, ra, rb, sa, sb, scale_a, scale_b, alpha, why, extra) -> ScoreRow:
+    n = min((x for x in (extra["n_a"], extra["n_b"]) if x is not None), default=None)
+    if not (finite(sa) and finite(sb)):
+        return _row(task, metric, kind, ra, rb, "none", "no verdict", "neither per-doc values nor finite stderrs "
+                    "in both runs (a corpus-level metric has none)", **extra)
+    if sa == 0 or sb == 0:
+        return _row(task, metric, kind, ra, rb, "none", "no verdict",
+                    f"a recorded stderr of 0 ({'A' if sa == 0 else 'B'}) is not an estimate of noise", **extra)
+    if n is not None and n < MIN_DOCS:
+        return _row(task, metric, kind, ra, rb, "none", "no verdict",
+                    f"{n} docs: fewer than the floor of {MIN_DOCS} for a verdict", **extra)
+    se, lo, hi = unpaired_interval(ra, sa * scale_a, rb, sb * scale_b, alpha)
+    dlo, dhi = delta_range(kind)
+    return _row(task, metric, kind, ra, rb, "unpaired_stderr", "within noise", why, se=se,
+                ci_low=max(lo, dlo), ci_high=min(hi, dhi), p_value=z_pvalue(rb - ra, se), **extra)
+
+
+_RATIO = {"perplexity": lambda x: np.exp(-x), "weighted_perplexity": lambda x: np.exp(-x),
+          "bits_per_byte": lambda x: -x / math.log(2)}
+
+
+def _side_scale(t: TaskOutcome, metric: str, k: MetricKind, reported: float) -> float | None:
+    """The factor that turns this run's per-doc values into its reported score's display unit, or ``None``
+    when their mean over all of its docs is not the reported score (the metric is not a per-doc mean)."""
+    vals = [d.metrics[metric] for d in t.docs.values() if metric in d.metrics]
+    if len(vals) != len(t.docs) or not all(math.isfinite(v) for v in vals):
+        return k.scale if k.aggregation == "mean" else None
+    mean = sum(vals) / len(vals)
+    for s in dict.fromkeys((k.scale, 100.0, 1.0)):
+        if math.isclose(mean * s, reported * k.scale, rel_tol=1e-6, abs_tol=1e-6 * max(1.0, s)):
+            return s
+    return None
+
+
+def _paired(task, metric, ta, tb, shared, ka, kb, kind, tie_eps, n_boot, alpha, flips, extra) -> ScoreRow | None:
+    if kind.aggregation in _RATIO:
+        return _paired_corpus(task, metric, ta, tb, shared, kind, n_boot, alpha, extra)
+    if not all(metric in ta.docs[i].metrics and metric in tb.docs[i].metrics for i in shared):
+        return None
+    s_a = _side_scale(ta, metric, ka, ta.reported[metric][0])
+    s_b = _side_scale(tb, metric, kb, tb.reported[metric][0])
+    if s_a is None or s_b is None:
+        return None
+    xa = np.array([ta.docs[i].metrics[metric] for i in shared], dtype=np.float64)
+    xb = np.array([tb.docs[i].metrics[metric] for i in shared], dtype=np.float64)
+    bad = [i for i, x, y in zip(shared, xa, xb) if not (math.isfinite(x) and math.isfinite(y))]
+    if bad:
+        return _row(task, metric, kind, extra["a_reported"] or 0.0, extra["b_reported"] or 0.0, "none", "no verdict",
+                    f"{len(bad)} docs have a non-finite per-doc {metric} (e.g. doc {bad[0]})", len(shared), **extra)
+    subset = len(shared) < max(len(ta.docs), len(tb.docs))
+    if len(shared) < MIN_DOCS:
+        return _row(task, metric, kind, float(xa.mean() * s_a), float(xb.mean() * s_b), "none", "no verdict",
+                    f"{len(shared)} shared docs: fewer than the floor of {MIN_DOCS} for a verdict", len(shared),
+                    subset=subset, **extra)
+    cl = [ta.docs[i].cluster or tb.docs[i].cluster for i in shared]
+    clusters = np.array(cl) if all(c is not None for c in cl) else None  # partial labels would mix unlike units
+    res = paired_bootstrap(xa * s_a, xb * s_b, clusters, n_boot=n_boot, alpha=alpha)
+    binary = set(np.unique(np.concatenate([xa, xb]))) <= {0.0, 1.0}
+    row = ScoreRow(task=task, metric=metric, kind=kind.kind, unit=kind.display_unit, direction=kind.direction,
+                   a=float(xa.mean() * s_a), b=float(xb.mean() * s_b), delta=res.delta, se=res.se,
+                   ci_low=res.ci_low, ci_high=res.ci_high,
+                   method="paired_cluster_bootstrap" if clusters is not None else "paired_bootstrap",
+                   n_shared=len(shared), n_clusters=res.n_clusters, subset=subset, verdict="within noise",
+                   p_value=z_pvalue(res.delta, res.se),
+                   note="" if clusters is not None or not any(cl) else "only some docs carry a cluster: not clustered",
+                   **extra)
+    if binary:
+        p, r2w, w2r = mcnemar_exact(xa, xb)
+        row.mcnemar_p, row.right_to_wrong, row.wrong_to_right = p, r2w, w2r
+        if clusters is None:
+            row.p_value = p
+        row.near_tie_flips = _flips(task, metric, ta, tb, shared, xa, xb, tie_eps, flips)
+    return row
+
+
+def _flips(task, metric, ta, tb, shared, xa, xb, tie_eps, flips: list) -> int:
+    near = 0
+    for i, va, vb in zip(shared, xa, xb):
+        if va == vb:
+            continue
+        da, db = ta.docs[i], tb.docs[i]
+        ma, mb = top2_margin(da.loglikelihoods), top2_margin(db.loglikelihoods)
+        tie = any(m is not None and m <= tie_eps for m in (ma, mb))
+        near += tie
+        flips.append(FlippedDoc(task=task, metric=metric, doc_id=i,
+                                direction="right_to_wrong" if va > vb else "wrong_to_right",
+                                target=da.target if da.target is not None else db.target,
+                                a_prediction=da.prediction, b_prediction=db.prediction,
+                                a_margin=ma, b_margin=mb, near_tie=tie))
+    return near
+
+
+def _ratio_parts(t: TaskOutcome, metric: str, ids: list[int], aggregation: str):
+    """Per-doc (numerator, denominator) of a corpus statistic, or ``None`` if a doc lacks them."""
+    if aggregation == "perplexity":
+        vals = [t.docs[i].metrics.get(metric) for i in ids]
+        return None if None in vals else (np.array(vals, dtype=np.float64), np.ones(len(vals)))
+    pairs = [(t.docs[i].weighted or {}).get(metric) for i in ids]
+    if None in pairs:
+        return None
+    arr = np.array(pairs, dtype=np.float64)
+    return arr[:, 0], arr[:, 1]
+
+
+def _paired_corpus(task, metric, ta, tb, shared, kind, n_boot, alpha, extra) -> ScoreRow | None:
+    f = _RATIO[kind.aggregation]
+    parts_a, parts_b = _ratio_parts(ta, metric, shared, kind.aggregation), _ratio_parts(tb, metric, shared,
+                                                                                        kind.aggregation)
+    full_a, full_b = (_ratio_parts(t, metric, list(t.docs), kind.aggregation) for t in (ta, tb))
+    if None in (parts_a, parts_b, full_a, full_b) or not (np.all(parts_a[1] > 0) and np.all(parts_b[1] > 0)):
+        return None
+    for (num, den), t in ((full_a, ta), (full_b, tb)):  # the per-doc parts must rebuild the reported score
+        if not math.isclose(float(f(num.sum() / den.sum())), t.reported[metric][0], rel_tol=1e-5):
+            return None
+    subset = len(shared) < max(len(ta.docs), len(tb.docs))
+    if len(shared) < MIN_DOCS:
+        return _row(task, metric, kind, float(f(parts_a[0].sum() / parts_a[1].sum())),
+                    float(f(parts_b[0].sum() / parts_b[1].sum())), "none", "no verdict",
+                    f"{len(shared)} shared docs: fewer than the floor of {MIN_DOCS} for a verdict", len(shared),
+                    subset=subset, **extra)
+    res = paired_bootstrap_ratio(*parts_a, *parts_b, f, n_boot=n_boot, alpha=alpha)
+    return _row(task, metric, kind, float(f(parts_a[0].sum() / parts_a[1].sum())),
+                float(f(parts_b[0].sum() / parts_b[1].sum())), "paired_corpus_bootstrap", "within noise",
+                f"paired bootstrap of the corpus-level {kind.aggregation.replace('_', ' ')}", len(shared),
+                se=res.se, ci_low=res.ci_low, ci_high=res.ci_high, p_value=z_pvalue(res.delta, res.se),
+                subset=subset, **extra)
+
+
+def judge(rows: list[ScoreRow], alpha: float, adjust: str = "holm") -> None:
+    """Adjust the p-values of the tested rows for multiplicity and set each row's verdict, in place.
+
+    Task rows and group rows (aggregates of task rows) are two families, so a group never counts
+    twice with its own subtasks. ``adjust`` is ``holm`` (family-wise error; Holm 1979), ``bh``
+    (false discovery rate; Benjamini & Hochberg 1995) or ``none``. A row is *significant* when its
+    adjusted p is below ``alpha``; its ``moved`` says better/worse by the metric's direction.
+    """
+    for family in (False, True):
+        tested = [r for r in rows if r.is_group == family and r.method != "none" and r.p_value is not None
+                  and math.isfinite(r.p_value)]
+        ps = [r.p_value for r in tested]
+        adj = holm(ps) if adjust == "holm" else benjamini_hochberg(ps) if adjust == "bh" else ps
+        for r, p in zip(tested, adj):
+            r.p_adjusted = p
+            r.verdict = "significant" if p < alpha else "within noise"
+            r.moved = moved(r.delta, MetricKind(r.kind, r.unit, r.direction)) if r.verdict == "significant" else None
+        for r in rows:
+            if r.is_group == family and r.method != "none" and r not in tested:
+                r.verdict = "no verdict"
+                r.note = "; ".join(x for x in (r.note, "no p-value (the interval has no spread)") if x)

@@ -1,0 +1,121 @@
+r"""A comparison as a LaTeX fragment for a paper appendix: pure ASCII, fits the text width.
+
+Needs ``\usepackage{booktabs,longtable,array}`` (all in texlive-latex-base/recommended). Tables are
+``longtable`` with ``p{}`` columns whose widths sum to ``\linewidth``, so they break across pages and
+never run into the margin; names get break points after ``_ , - /`` and long unbroken values (hashes)
+every 12 characters. Every table has a caption naming the runs and a ``\label``
+(``tab:repaudit-compare-factors``, ``-scores``, ``-diagnostics``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from repaudit.audit.compare import Comparison
+from repaudit.escape import latex
+from repaudit.report.compare_text import (
+    SCORE_HEAD,
+    equivalence_notes,
+    factor_lines,
+    headline,
+    run_lines,
+    score_blocks,
+    scores_caption,
+    task_lines,
+    unknown_fields,
+)
+from repaudit.report.diagnostics import DIAG_HEAD, diagnostic_cells, mechanism_line
+
+_ZWSP = "\u200b"
+
+
+def _breaks(token: str) -> str:
+    token = re.sub(r"([_,/\-])", r"\1" + _ZWSP, token)
+    return re.sub(r"[^" + _ZWSP + r"]{12}(?=[^" + _ZWSP + r"])", lambda m: m.group() + _ZWSP, token)
+
+
+def brk(text: str, prose: bool = False) -> str:
+    """``text`` escaped for LaTeX, with line-break points after ``_ , - /`` and inside long unbroken runs:
+    in every word of a table cell, or (``prose``) only in words over 20 characters."""
+    s = re.sub(r"\S+", lambda m: _breaks(m.group()) if not prose or len(m.group()) > 20 else m.group(), str(text))
+    return latex(s).replace(r"\texttt{U+200B}", r"\allowbreak{}")
+
+
+#: a character of \footnotesize Computer Modern as a share of an article's \linewidth (≈ 4.4 pt of 345 pt),
+#: with a little to spare; and the padding of one column (2 × \tabcolsep = 6 pt)
+_CHAR, _PAD = 0.0135, 0.018
+
+
+def _widths(rows: list[list[str]], head: tuple[str, ...], flexible: tuple[int, ...]) -> list[float]:
+    """Column widths (shares of ``\\linewidth``, summing to 1): a fixed column as wide as its longest cell (numbers
+    never wrap), the ``flexible`` ones sharing what is left in proportion to their longest cell (they wrap)."""
+    longest = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(head)]
+    fixed = {i: _CHAR * n + _PAD for i, n in enumerate(longest) if i not in flexible}
+    left = max(1.0 - sum(fixed.values()), 0.12 * len(flexible))
+    total = sum(longest[i] for i in flexible) or 1
+    widths = [fixed.get(i, left * longest[i] / total) for i in range(len(head))]
+    scale = 1.0 / sum(widths)
+    return [w * scale for w in widths]
+
+
+def _col(frac: float, align: str = "l") -> str:
+    ragged = {"l": r"\raggedright", "r": r"\raggedleft"}[align]
+    return rf">{{{ragged}\arraybackslash}}p{{\dimexpr {frac:.2f}\linewidth-2\tabcolsep\relax}}"
+
+
+def _longtable(cols: list[tuple[float, str]], caption: str, label: str, head: list[str], body: list[str]) -> list[str]:
+    spec = "@{}" + "".join(_col(f, a) for f, a in cols) + "@{}"
+    header = " & ".join(head) + r" \\"
+    return [r"{\footnotesize\setlength{\tabcolsep}{3pt}", r"\begin{longtable}{" + spec + "}",
+            r"\caption{" + caption + r"}\label{" + label + r"}\\",
+            r"\toprule", header, r"\midrule", r"\endfirsthead",
+            r"\toprule", header, r"\midrule", r"\endhead",
+            r"\bottomrule", r"\endlastfoot", *body, r"\end{longtable}}", ""]
+
+
+def _par(text: str, bold: str = "") -> str:
+    return (r"{\raggedright\noindent " + (r"\textbf{" + latex(bold) + "} " if bold else "") + brk(text, prose=True)
+            + r"\par}")
+
+
+def render_latex(c: Comparison, top: int = 10) -> str:
+    """The headline as text, then factor, score and diagnostics tables, footnotes, mechanisms and notes."""
+    runs = f"run A ({c.a.get('name', '')}, {c.a['source']}) and run B ({c.b.get('name', '')}, {c.b['source']})"
+    head = headline(c)
+    lines = [r"% repaudit compare: " + latex(f"A = {c.a.get('name', '')}, B = {c.b.get('name', '')}"),
+             r"% needs \usepackage{booktabs,longtable,array}",
+             _par(head[0].removeprefix("Verdict: "), "Verdict."), *(_par(x) for x in head[1:]),
+             *(_par(x) for x in run_lines(c)), *(_par(w, "Warning:") for w in c.warnings), ""]
+    factors = [" & ".join(brk(x) for x in (f.scope or "all tasks", f.label, f.a, f.b)) + r" \\"
+               for f in factor_lines(c, 48)] or [r"\multicolumn{4}{@{}l}{(none recorded)} \\"]
+    lines += _longtable([(0.18, "l"), (0.22, "l"), (0.30, "l"), (0.30, "l")],
+                        "Factors that differ between " + brk(runs), "tab:repaudit-compare-factors",
+                        ["scope", "factor", "A", "B"], factors)
+    lines += [_par("Same, written differently: " + n) for n in equivalence_notes(c)]
+    lines += [_par("Tasks " + t) for t in task_lines(c)]
+    blocks, footnotes = score_blocks(c)
+    body = []
+    for b in blocks:
+        body.append(r"\multicolumn{8}{@{}p{\dimexpr\linewidth\relax}@{}}{\textbf{" + brk(b.task) + "}"
+                    + brk(b.info) + r"} \\")
+        body += [" & ".join([r"\quad " + brk(r[0])] + [latex(x) for x in r[1:-1]] + [brk(r[-1])]) + r" \\"
+                 for r in b.rows]  # numbers never break
+    if not body:
+        body = [r"\multicolumn{8}{@{}l}{" + latex("No score row: no metric is reported by both runs.") + r"} \\"]
+    cells = [["\u2003" + r[0]] + r[1:] for b in blocks for r in b.rows]
+    widths = _widths(cells, SCORE_HEAD, flexible=(0, 7))
+    lines += _longtable(list(zip(widths, ("l", "l", "r", "r", "r", "r", "r", "l"))),
+                        "Scores of " + brk(runs) + ". " + brk(scores_caption(c)), "tab:repaudit-compare-scores",
+                        [latex(h) for h in SCORE_HEAD], body)
+    lines += [r"{\footnotesize"] + [_par(f"[{i}] {n}") for i, n in enumerate(footnotes, 1)] + ["}", ""]
+    if c.diagnostics:
+        rows = [" & ".join(brk(x) for x in diagnostic_cells(r)) + r" \\" for r in c.diagnostics]
+        lines += _longtable([(0.16, "l"), (0.28, "l"), (0.28, "l"), (0.28, "l")],
+                            "Diagnostics of " + brk(runs), "tab:repaudit-compare-diagnostics",
+                            [latex(h) for h in DIAG_HEAD], rows)
+    lines += [_par(mechanism_line(m)) for m in c.mechanisms]
+    lines += [r"{\footnotesize"] + [_par(n, "Note.") for n in c.notes] + ["}"]
+    unknown = unknown_fields(c)
+    if unknown:
+        lines.append(_par(f"Not recorded by one run ({len(unknown)} fields): " + ", ".join(unknown)))
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,58 @@
+"""Human labels for repaudit's internal identifiers, so that a report pasted into a paper reads as prose.
+
+The JSON output keeps the identifiers; every text format shows these labels instead.
+"""
+
+from __future__ import annotations
+
+METHODS = {
+    "paired_bootstrap": "paired bootstrap over docs",
+    "paired_cluster_bootstrap": "paired cluster bootstrap (clusters resampled whole)",
+    "paired_corpus_bootstrap": "paired bootstrap of the corpus-level statistic",
+    "unpaired_stderr": "unpaired, from the recorded stderrs",
+    "none": "no test",
+}
+
+GROUPS = {
+    "seed": "seed", "hardware": "hardware", "backend": "backend", "dtype": "dtype", "quantisation": "quantisation",
+    "batch_size": "batch size", "padding": "padding", "bos": "BOS token", "prompt_format": "prompt format",
+    "fewshot": "few-shot", "chat_template": "chat template", "stop": "stop sequences", "max_tokens": "max tokens",
+    "sampling": "sampling", "metric_variant": "metric variant", "model": "model", "tokenizer": "tokenizer",
+    "data": "data", "library_versions": "library versions", "other": "other recorded settings",
+}
+
+DIAGNOSTICS = {
+    "fewshot_from_eval_split": "few-shot examples drawn from the evaluated split",
+    "fewshot_leaked": "leaked (docs among their own few-shot examples)",
+    "truncated": "truncated (generations cut at max_gen_toks)",
+    "context_truncated": "context truncated (prompts cut to the context window)",
+    "extraction_failed": "extraction failed (answers the filter could not extract)",
+    "empty": "empty answers",
+    "ties": "ties (choices with equal log-likelihoods; the first wins)",
+    "gen_tokens_mean": "generated tokens (mean)",
+    "gen_tokens_max": "generated tokens (max)",
+    "finish": "why generations ended",
+}
+
+#: verdict -> short word for tables (details in footnotes)
+VERDICT_WORDS = {"within noise": "noise", "not comparable": "n/c", "no verdict": "—"}
+
+ADJUST = {"holm": "Holm", "bh": "Benjamini–Hochberg", "none": "no adjustment"}
+
+
+def factor_label(group: str, field: str) -> str:
+    """``fewshot.num_fewshot`` → ``few-shot: num_fewshot``; a field named like its group stands alone."""
+    g = GROUPS.get(group, group)
+    return g if field in (group, g) else f"{g}: {field}"
+
+
+def diagnostic_label(name: str) -> str:
+    """``extraction_failed[strict-match]`` → ``answers the filter could not extract (strict-match)``."""
+    base, _, flt = name.partition("[")
+    label = DIAGNOSTICS.get(base, base)
+    return f"{label} ({flt.rstrip(']')})" if flt else label
+
+
+def verdict_word(verdict: str, moved: str | None) -> str:
+    """The one word a table shows: better/worse/up/down for a significant row, else noise, n/c or —."""
+    return moved if verdict == "significant" and moved else VERDICT_WORDS.get(verdict, verdict)
