@@ -292,3 +292,27 @@ def validate(model: type[BaseModel], obj: Any, path: Path, prefix: tuple = (), w
             dropped = "" if n == len(loc) else " " + json_path((*prefix, *loc[:n]))
             notes.append(f"{where}{json_path((*prefix, *loc))}: {describe(err)};{dropped} treated as not recorded")
     raise InputError(path, json_path(prefix), "too many invalid values", where)
+
+
+def read_yaml(path: Path, what: str, limits: Limits = LIMITS) -> Any:
+    """A YAML document (safe types only) after the same checks as JSON: size, UTF-8, no aliases (an alias
+    bomb expands exponentially), :func:`check_values`.
+
+    Raises:
+        InputError: unreadable, over a limit, not YAML, or using aliases.
+    """
+    import yaml
+
+    path = Path(path)
+    text = decode(read_bytes(path, limits, what), path)
+    try:
+        if any(isinstance(ev, yaml.AliasEvent) for ev in yaml.parse(text, Loader=yaml.SafeLoader)):
+            raise InputError(path, None, f"uses YAML aliases (*name), which a {what} may not")
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(path, None, f"is not valid YAML{f' (line {mark.line + 1})' if mark else ''}") from None
+    except RecursionError:
+        raise InputError(path, None, f"nesting is deeper than {limits.max_depth} levels") from None
+    check_values(data, path, limits)
+    return data

@@ -202,6 +202,12 @@ def test_backend_aliases_and_function_spellings_compare_equal_with_a_note(public
     text = next(f for f in c.factors if f.field == "doc_to_text")
     assert text.a == "<function doc_to_text>" and text.b.startswith("def doc_to_text(") and text.status == "same"
     assert "by name" in text.note
+    # --device not given in either file: B's environment shows GPUs, A's records none (lm-eval's default)
+    device = next(f for f in c.factors if f.group == "backend" and f.field == "device")
+    assert (device.b, device.status) == ("cuda", "same") and "did not set --device" in device.note
+    # a 0.3 fork's per-task n-shot list, in the order of its results
+    run = load_run(EXTRA / "stabjp__open-calm-1b_result.json")
+    assert [run.factors[t]["fewshot"]["num_fewshot"] for t in run.tasks] == [2, 3, 3, 3, 1, 0]
 
 
 def test_model_args_show_the_keys_that_differ(public):
@@ -285,3 +291,19 @@ def test_latex_of_a_multi_task_pair_compiles_inside_the_text_width(public, tmp_p
     assert res.returncode == 0, res.stdout[-2000:]
     log = (tmp_path / "doc.log").read_text(errors="replace")
     assert not re.findall(r"Overfull \\hbox \((\d+\.\d+)pt", log), re.findall(r"Overfull.*", log)[:5]
+
+
+def test_another_prompt_format_is_a_factor_not_other_docs(tiny_model, shared_data, tmp_path):
+    """Lettered prompts score " A" where lm-eval's score the answer text: the continuations differ, the docs
+    (doc_hash) do not — the rows are compared, and the format is named."""
+    from repaudit.run.records import write_record
+    from repaudit.run.runner import RunConfig, run
+
+    common = dict(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=24, batch_size=8,
+                  cache_dir=tmp_path)
+    write_record(run(RunConfig(**common)), tmp_path / "a.json")
+    write_record(run(RunConfig(prompt_format="lettered", **common)), tmp_path / "b.json")
+    c = compare(load_run(tmp_path / "a.json"), load_run(tmp_path / "b.json"), n_boot=200)
+    assert c.docs[0].doc_hash_equal == 24 and c.docs[0].choices_equal == 0
+    assert all(r.verdict in ("within noise", "significant") for r in c.scores)
+    assert ("prompt_format", "format") in {(f.group, f.field) for f in c.differing()}

@@ -212,7 +212,9 @@ def _not_comparable_reason(ag: DocAgreement) -> str | None:
         return f"no doc ids in common (A {ag.n_a} docs, B {ag.n_b} docs)"
     if ag.doc_hash_equal is not None and ag.doc_hash_equal < ag.n_shared:
         return f"doc content (doc_hash) differs on {ag.n_shared - ag.doc_hash_equal} of {ag.n_shared} shared docs"
-    if ag.choices_equal is not None and ag.choices_equal < ag.n_shared:
+    # the scored continuations stand in for the content only where no doc_hash is recorded: with equal
+    # doc hashes, other continuations are the prompt format's doing (" A" vs the answer text), a factor
+    if ag.doc_hash_equal is None and ag.choices_equal is not None and ag.choices_equal < ag.n_shared:
         return (f"the scored continuations (choices) differ on {ag.n_shared - ag.choices_equal} of {ag.n_shared} "
                 "shared docs: the same doc id names different docs")
     if ag.target_equal is not None and ag.target_equal < ag.n_shared:
@@ -271,6 +273,7 @@ def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: i
         if not common and (ta.reported or tb.reported):
             notes.append(_no_shared_metric(task, ta, tb, a.source, b.source))
         for metric in common:
+            # every 0/1 metric classifies its flips; the task's first metric lists them as docs
             row = score_row(task, metric, ta, tb, shared, reason, tie_eps, n_boot, alpha,
                             flips if metric == common[0] else [])
             if basis and row.method == "unpaired_stderr":

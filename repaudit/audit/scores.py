@@ -79,6 +79,9 @@ class ScoreRow(BaseModel):
     right_to_wrong: int | None = None
     wrong_to_right: int | None = None
     near_tie_flips: int | None = None
+    #: 0/1 metrics on paired docs: flipped doc ids by class — harmful (right → wrong), beneficial
+    #: (wrong → right), churn (a flip either way where a run's top two choices are within ``tie_eps``)
+    flip_ids: dict[str, list[int]] | None = None
     verdict: Verdict
     moved: str | None = None
     note: str = ""
@@ -248,25 +251,26 @@ def _paired(task, metric, ta, tb, shared, ka, kb, kind, tie_eps, n_boot, alpha, 
         row.mcnemar_p, row.right_to_wrong, row.wrong_to_right = p, r2w, w2r
         if clusters is None:
             row.p_value = p
-        row.near_tie_flips = _flips(task, metric, ta, tb, shared, xa, xb, tie_eps, flips)
+        row.flip_ids = _flips(task, metric, ta, tb, shared, xa, xb, tie_eps, flips)
+        row.near_tie_flips = len(row.flip_ids["churn"])
     return row
 
 
-def _flips(task, metric, ta, tb, shared, xa, xb, tie_eps, flips: list) -> int:
-    near = 0
+def _flips(task, metric, ta, tb, shared, xa, xb, tie_eps, flips: list) -> dict[str, list[int]]:
+    classes: dict[str, list[int]] = {"harmful": [], "beneficial": [], "churn": []}
     for i, va, vb in zip(shared, xa, xb):
         if va == vb:
             continue
         da, db = ta.docs[i], tb.docs[i]
         ma, mb = top2_margin(da.loglikelihoods), top2_margin(db.loglikelihoods)
         tie = any(m is not None and m <= tie_eps for m in (ma, mb))
-        near += tie
+        classes["churn" if tie else "harmful" if va > vb else "beneficial"].append(i)
         flips.append(FlippedDoc(task=task, metric=metric, doc_id=i,
                                 direction="right_to_wrong" if va > vb else "wrong_to_right",
                                 target=da.target if da.target is not None else db.target,
                                 a_prediction=da.prediction, b_prediction=db.prediction,
                                 a_margin=ma, b_margin=mb, near_tie=tie))
-    return near
+    return classes
 
 
 def _ratio_parts(t: TaskOutcome, metric: str, ids: list[int], aggregation: str):

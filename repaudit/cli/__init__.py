@@ -2,9 +2,10 @@
 
 One module per command; :mod:`repaudit.cli.common` holds what they share.
 
-Exit codes (every command): 0 success; 1 bad input or any other user error (one ``error:`` line on
-stderr); 2 a usage error — an unknown option, a bad option value, a missing argument (one ``error:``
-line); 130 interrupted (finished work is kept).
+Exit codes (every command but ``gate``): 0 success; 1 bad input or any other user error (one ``error:``
+line on stderr); 2 a usage error — an unknown option, a bad option value, a missing argument (one
+``error:`` line); 130 interrupted (finished work is kept). ``gate`` exits 0 GO, 1 NO-GO, 2 INCONCLUSIVE,
+64 usage error, 65 bad input, 74 an output that cannot be written.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typer.core import TyperGroup
 
 from repaudit.cli.attribute import attribute_command
 from repaudit.cli.compare import compare_command
+from repaudit.cli.gate import gate_command
 from repaudit.cli.reproduce import reproduce_command
 from repaudit.cli.run import run_command
 from repaudit.cli.sweep import sweep_command
@@ -48,7 +50,9 @@ class _Group(TyperGroup):
             hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
             message = " ".join(exc.format_message().split())
             err.print("[bold red]error:[/] " + rich_text(message + hint), highlight=False, soft_wrap=True)
-            sys.exit(getattr(exc, "exit_code", 1))
+            code = getattr(exc, "exit_code", 1)
+            # gate's 0-2 are decisions: its usage errors take sysexits' EX_USAGE
+            sys.exit(64 if code == USAGE_EXIT and ctx is not None and ctx.command_path.endswith(" gate") else code)
         if standalone_mode:
             sys.exit(rv if isinstance(rv, int) else 0)
         return rv
@@ -78,6 +82,7 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 app.command("run")(run_command)
 app.command("compare")(compare_command)
+app.command("gate")(gate_command)
 app.command("sweep")(sweep_command)
 app.command("attribute")(attribute_command)
 app.command("reproduce")(reproduce_command)

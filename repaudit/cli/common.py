@@ -21,21 +21,22 @@ err = Console(stderr=True)
 out = Console()
 
 
-def fail(message: str) -> None:
-    """Print ``error: <message>`` (the message shown literally, never as markup) and exit 1."""
+def fail(message: str, code: int = 1) -> None:
+    """Print ``error: <message>`` (the message shown literally, never as markup) and exit ``code``."""
     err.print("[bold red]error:[/] " + rich_text(message), highlight=False, soft_wrap=True)
-    raise typer.Exit(code=1)
+    raise typer.Exit(code=code)
 
 
 @contextmanager
-def user_errors():
-    """Turn a RepauditError into one error line and exit 1; Ctrl-C into a resume hint and exit 130."""
+def user_errors(code: int = 1, io_code: int = 1):
+    """Turn a RepauditError into one error line and exit ``code`` (an OSError: ``io_code``); Ctrl-C into a
+    resume hint and exit 130. ``gate`` passes the sysexits codes 65 and 74 (0–2 are its decisions)."""
     try:
         yield
     except RepauditError as exc:
-        fail(str(exc))
+        fail(str(exc), code)
     except OSError as exc:  # writing a report or plot: disk full, permissions changed meanwhile
-        fail(f"'{exc.filename or ''}' cannot be written ({exc.strerror or type(exc).__name__})")
+        fail(f"'{exc.filename or ''}' cannot be written ({exc.strerror or type(exc).__name__})", io_code)
     except KeyboardInterrupt:
         err.print("interrupted: finished batches are cached; run the same command again to resume")
         raise typer.Exit(code=130) from None

@@ -17,10 +17,9 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, model_validator
 
-from repaudit.boundary import LIMITS, InputError, check_values, decode, read_bytes, validate
+from repaudit.boundary import InputError, read_yaml, validate
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
 
@@ -180,18 +179,10 @@ def read_protocol(path: Path) -> Protocol:
         InputError: unreadable, over a limit, not YAML, or not a valid protocol (JSON path named).
     """
     path = Path(path)
-    text = decode(read_bytes(path, LIMITS, "protocol file"), path)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(path, None, f"is not valid YAML{f' (line {mark.line + 1})' if mark else ''}") from None
-    except RecursionError:
-        raise InputError(path, None, f"nesting is deeper than {LIMITS.max_depth} levels") from None
+    data = read_yaml(path, "protocol file")
     if not isinstance(data, dict) or "tasks" not in data or "sources" not in data:
         raise InputError(path, None, "is not a repaudit protocol (a YAML mapping with schema_version, sources, "
                                      "tasks)")
-    check_values(data, path)
     # the model validator's checks arrive as validation errors: validate() names their JSON path
     proto, _ = validate(Protocol, data, path, schema=f"protocol schema v{PROTOCOL_SCHEMA_VERSION}")
     return proto

@@ -1,0 +1,324 @@
+"""``repaudit gate``: a regression gate over a comparison — non-inferiority, equivalence (TOST) or
+superiority per task and metric, multiplicity control, and one decision: GO, NO-GO or INCONCLUSIVE.
+
+Each score row of :func:`repaudit.audit.compare.compare` that a policy row matches is *oriented* by the
+metric's direction (``d`` = Δ when higher is better, −Δ when lower is better; in points for proportions,
+the metric's own unit otherwise) and tested at level α with its (1 − 2α) interval (paired, clustered
+where docs carry clusters; unpaired from the recorded stderrs, and said, where a run has no per-doc
+values):
+
+* **non_inferiority** (margin m): PASS when ``lo > −m``; FAIL when ``hi < −m``;
+* **equivalence** (TOST, margin m; Schuirmann 1987): PASS when ``−m < lo`` and ``hi < m``; FAIL when the
+  interval lies entirely outside ``[−m, m]``;
+* **superiority** (gain g ≥ 0): PASS when ``lo > g``; FAIL when ``hi < g``;
+* otherwise INCONCLUSIVE, with the number of docs that would decide it at the observed d and spread.
+
+Each decision is the one-sided test of its claim (``p_pass`` for PASS, ``p_fail`` for FAIL; TOST takes
+the larger of its two one-sided p): for a 0/1 metric on paired docs without clusters, Tango's score test
+for a paired difference of proportions against the margin, and the interval that inverts it (Tango 1998;
+the Wald interval loses its level when flips are rare — ``bench/gate_simulation.py`` shows both); for
+everything else the Wald z with the row's standard error. With ``multiplicity`` (``holm``: Holm 1979, family-wise error;
+``bh``: Benjamini & Hochberg 1995, false discovery rate) the PASS claims of all gated rows are one
+family and the FAIL claims another; a claim is decided when its adjusted p < α, so with ``none`` the
+interval rule above holds exactly. Rows the comparison cannot judge (different doc sets, no noise
+estimate, no such metric) are INCONCLUSIVE with the reason.
+
+Overall: **NO-GO** if a critical row FAILs; **GO** if every critical row PASSes and no supporting row
+FAILs; otherwise **INCONCLUSIVE**. Advisory rows never decide.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from scipy import stats as sps
+
+from repaudit.audit.compare import Comparison, FactorRow, ScoreRow
+from repaudit.audit.mechanisms import Mechanism
+from repaudit.audit.stats import benjamini_hochberg, holm, paired_score_interval, paired_score_z
+from repaudit.boundary import InputError, read_yaml, validate
+from repaudit.errors import RepauditError
+
+Test = Literal["equivalence", "non_inferiority", "superiority"]
+Tier = Literal["critical", "supporting", "advisory"]
+Decision = Literal["PASS", "FAIL", "INCONCLUSIVE"]
+
+
+class PolicyRow(BaseModel):
+    """One rule: which task×metric rows (globs after compare's task pairing) get which test.
+
+    ``metric`` matches the key compare uses (``acc``, ``exact_match,strict-match``); ``margin`` is in the
+    metric's display unit (points for proportions and percentages). ``direction`` overrides the
+    metric's own (needed for a one-sided test of a metric whose direction is unknown)."""
+
+    model_config = ConfigDict(extra="forbid")
+    task: str = Field(min_length=1, max_length=500)
+    metric: str = Field("*", min_length=1, max_length=500)
+    test: Test
+    margin: float = Field(ge=0, le=1e9, allow_inf_nan=False)
+    tier: Tier = "critical"
+    direction: Literal["higher", "lower"] | None = None
+
+
+class Policy(BaseModel):
+    """A gate policy (YAML): α, the multiplicity adjustment and the rules, first match wins."""
+
+    model_config = ConfigDict(extra="forbid")
+    alpha: float = Field(0.05, gt=0, lt=0.5, allow_inf_nan=False)
+    multiplicity: Literal["holm", "bh", "none"] = "holm"
+    rows: list[PolicyRow] = Field(min_length=1, max_length=10_000)
+
+    @model_validator(mode="after")
+    def _one_critical(self) -> Policy:
+        if not any(r.tier == "critical" for r in self.rows):
+            raise ValueError("a policy needs at least one critical row (advisory rows never decide, and a gate "
+                             "of supporting rows alone could pass on nothing)")
+        return self
+
+
+def read_policy(path: Path) -> Policy:
+    """Read and validate a policy file (limits first, then the schema; an unknown key is an error).
+
+    Raises:
+        InputError: unreadable, not YAML, or not a valid policy (the JSON path is named).
+    """
+    data = read_yaml(Path(path), "policy file")
+    if not isinstance(data, dict):
+        raise InputError(path, None, "is not a gate policy (a YAML mapping with alpha, multiplicity, rows)")
+    policy, _ = validate(Policy, data, Path(path), schema="gate policy")
+    return policy
+
+
+def inline_policy(max_drop: float | None, margin: float | None, alpha: float = 0.05,
+                  multiplicity: str = "holm") -> Policy:
+    """``--max-drop PTS`` (non-inferiority) or ``--margin PTS`` (equivalence) on every row, all critical.
+
+    Raises:
+        RepauditError: neither or both given, or a negative or non-finite value.
+    """
+    if (max_drop is None) == (margin is None):
+        raise RepauditError("give a policy: --policy FILE, or one of --max-drop PTS (non-inferiority) and "
+                            "--margin PTS (equivalence) for every task and metric")
+    value = max_drop if max_drop is not None else margin
+    if not (math.isfinite(value) and value >= 0):
+        raise RepauditError(f"{'--max-drop' if max_drop is not None else '--margin'} must be a non-negative "
+                            f"number of points, got {value}")
+    test = "non_inferiority" if max_drop is not None else "equivalence"
+    return Policy(alpha=alpha, multiplicity=multiplicity, rows=[PolicyRow(task="*", test=test, margin=value)])
+
+
+class GateRow(BaseModel):
+    """One gated task×metric row: the oriented difference d (positive = better) in ``unit``, its (1 − 2α)
+    interval, the claim's raw and adjusted p, the decision and why."""
+
+    model_config = ConfigDict(extra="forbid")
+    task: str
+    metric: str
+    test: Test
+    tier: Tier
+    margin: float
+    unit: str
+    direction: str
+    d: float | None
+    ci_low: float | None
+    ci_high: float | None
+    se: float | None
+    method: str
+    #: ``score test (Tango 1998)`` for 0/1 metrics on paired docs, else ``z test``
+    test_used: str = ""
+    n_docs: int
+    p_pass: float | None = None
+    p_fail: float | None = None
+    p_raw: float | None = None
+    p_adjusted: float | None = None
+    decision: Decision
+    reason: str = ""
+    docs_to_decide: int | None = None
+    #: why (FAIL and INCONCLUSIVE rows): the factors that differ for this task, the likely mechanisms, and
+    #: the flipped docs — harmful (right → wrong), beneficial (wrong → right), churn (a near-tie flip)
+    factors: list[FactorRow] = []
+    mechanisms: list[Mechanism] = []
+    harmful: list[int] = []
+    beneficial: list[int] = []
+    churn: list[int] = []
+
+
+class GateResult(BaseModel):
+    """The gate's decision, its rows, and (for FAIL/INCONCLUSIVE rows) the comparison that explains them."""
+
+    model_config = ConfigDict(extra="forbid")
+    decision: Literal["GO", "NO-GO", "INCONCLUSIVE"]
+    summary: str
+    policy: Policy
+    rows: list[GateRow]
+    not_gated: list[str]
+    comparison: Comparison
+    #: ``--attribute``: the attribution of a failing row (an :class:`~repaudit.audit.attribution.AttributionReport`
+    #: as JSON), or why none was run
+    attribution: dict | None = None
+    notes: list[str] = []
+
+
+def _match(row: ScoreRow, rule: PolicyRow) -> bool:
+    """Globs over the task and the metric key (``acc``, ``exact_match,strict-match``); lm-eval's spelling of
+    the unfiltered key (``acc,none``) matches too."""
+    keys = (row.metric, f"{row.metric},none") if "," not in row.metric else (row.metric,)
+    return fnmatch.fnmatchcase(row.task, rule.task) and any(fnmatch.fnmatchcase(k, rule.metric) for k in keys)
+
+
+def _claims(test: Test, z_at) -> tuple[float, float]:
+    """One-sided p of the PASS claim and of the FAIL claim; ``z_at(δ0)`` is the test statistic of H0: d = δ0
+    (large when d lies above δ0)."""
+    sf, cdf = sps.norm.sf, sps.norm.cdf
+    if test in ("non_inferiority", "superiority"):  # PASS: d > δ0; FAIL: d < δ0
+        z = z_at(None)
+        return float(sf(z)), float(cdf(z))
+    lo, hi = z_at(-1), z_at(1)  # TOST: PASS when d > −m and d < m; FAIL when d < −m or d > m
+    return max(float(sf(lo)), float(cdf(hi))), min(float(cdf(lo)), float(sf(hi)))
+
+
+def _statistic(r: ScoreRow, test: Test, margin: float, sign: float, alpha: float):
+    """``(z_at, d, interval, how)``: the test statistic as a function of the margin's side (``None``: the
+    one-sided test's own δ0, ±1: −m / +m), the oriented difference and its (1 − 2α) interval.
+
+    0/1 metrics on paired docs without clusters use Tango's score test and its inverted interval (it keeps
+    its level when flips are rare); everything else the Wald z with the row's (clustered or unpaired) SE.
+    """
+    delta0 = {"non_inferiority": -margin, "superiority": margin}.get(test, margin)
+    if r.right_to_wrong is not None and r.n_clusters is None and r.n_shared and r.method == "paired_bootstrap":
+        b, c = (r.right_to_wrong, r.wrong_to_right) if sign > 0 else (r.wrong_to_right, r.right_to_wrong)
+        n = r.n_shared
+
+        def z_at(side):
+            d0 = delta0 if side is None else side * margin
+            return paired_score_z(b, c, n, max(-0.999999, min(0.999999, d0 / 100)))
+
+        lo, hi = paired_score_interval(b, c, n, alpha)
+        return z_at, 100 * (c - b) / n, (100 * lo, 100 * hi), "score test (Tango 1998)"
+    d = sign * r.delta
+    zq = float(sps.norm.ppf(1 - alpha))
+
+    def z_at(side):
+        return (d - (delta0 if side is None else side * margin)) / r.se
+
+    return z_at, d, (d - zq * r.se, d + zq * r.se), "z test"
+
+
+def docs_to_decide(test: Test, d: float, se: float, n: int, m: float, alpha: float) -> tuple[int | None, str]:
+    """Docs (same per-doc spread, same observed d) at which the row's interval would decide it, and which
+    way: ``n · (z·se / gap)²`` with the gap between d and the margin; ``None`` when d sits on the margin."""
+    z = float(sps.norm.ppf(1 - alpha))
+    gap = {"non_inferiority": abs(d + m), "superiority": abs(d - m)}.get(test, abs(m - abs(d)))
+    if not math.isfinite(se) or se <= 0:
+        return None, "no doc differs between the runs, so the spread to project from is 0"
+    if gap == 0:
+        return None, "d sits on the margin: no number of docs decides it"
+    need = math.ceil(n * (z * se / gap) ** 2)
+    way = {"non_inferiority": "PASS" if d > -m else "FAIL", "superiority": "PASS" if d > m else "FAIL"}.get(
+        test, "PASS" if abs(d) < m else "FAIL")
+    return need, way
+
+
+def _gate_row(r: ScoreRow, rule: PolicyRow, alpha: float) -> GateRow:
+    direction = rule.direction or r.direction
+    n_docs = r.n_shared if r.n_shared else min((x for x in (r.n_a, r.n_b) if x is not None), default=0)
+    base = dict(task=r.task, metric=r.metric, test=rule.test, tier=rule.tier, margin=rule.margin, unit=r.unit,
+                direction=direction, method=r.method, n_docs=n_docs)
+    binary = r.right_to_wrong is not None and r.n_clusters is None and r.method == "paired_bootstrap"
+    if r.verdict == "not comparable" or r.method == "none" or r.se is None or not math.isfinite(r.se) or (
+            r.se <= 0 and not binary):  # the score test of a 0/1 metric needs no spread (no flip is evidence too)
+        return GateRow(**base, d=None, ci_low=None, ci_high=None, se=None, decision="INCONCLUSIVE",
+                       reason=f"compare gives no test: {r.note or r.verdict}")
+    if direction not in ("higher", "lower") and rule.test != "equivalence":
+        return GateRow(**base, d=None, ci_low=None, ci_high=None, se=r.se, decision="INCONCLUSIVE",
+                       reason="the metric's direction is unknown: set direction: higher|lower in the policy row")
+    sign = -1.0 if direction == "lower" else 1.0
+    z_at, d, (lo, hi), how = _statistic(r, rule.test, rule.margin, sign, alpha)
+    p_pass, p_fail = _claims(rule.test, z_at)
+    note = "unpaired: a run has no per-doc values" if r.method == "unpaired_stderr" else ""
+    return GateRow(**base, d=d, ci_low=lo, ci_high=hi, se=r.se, p_pass=p_pass, p_fail=p_fail, test_used=how,
+                   decision="INCONCLUSIVE", reason=note)
+
+
+def gate(comparison: Comparison, policy: Policy) -> GateResult:
+    """Apply ``policy`` to a comparison: the first matching rule gates each score row (the others are listed
+    as not gated); a rule that matches no row is an INCONCLUSIVE row of its own tier. FAIL and
+    INCONCLUSIVE rows carry their explanation (:func:`explain`)."""
+    a = policy.alpha
+    rows: list[GateRow] = []
+    not_gated = []
+    for r in comparison.scores:
+        rule = next((x for x in policy.rows if _match(r, x)), None)
+        if rule is None:
+            not_gated.append(f"{r.task} {r.metric}")
+        else:
+            rows.append(_gate_row(r, rule, a))
+    for rule in policy.rows:  # a rule that gates nothing: a critical task is missing from the runs
+        if not any(_match(r, rule) for r in comparison.scores):
+            rows.append(GateRow(task=rule.task, metric=rule.metric, test=rule.test, tier=rule.tier,
+                                margin=rule.margin, unit="", direction="", d=None, ci_low=None, ci_high=None,
+                                se=None, method="none", n_docs=0, decision="INCONCLUSIVE",
+                                reason="no task×metric of the runs matches this policy row"))
+    _decide(rows, a, policy.multiplicity)
+    for row in rows:
+        if row.decision != "PASS":
+            explain(row, comparison)
+    decision = _overall(rows)
+    return GateResult(decision=decision, summary=_summary(decision, rows, policy), policy=policy, rows=rows,
+                      not_gated=not_gated, comparison=comparison)
+
+
+def _decide(rows: list[GateRow], alpha: float, multiplicity: str) -> None:
+    tested = [r for r in rows if r.p_pass is not None]
+    adjust = {"holm": holm, "bh": benjamini_hochberg}.get(multiplicity, lambda ps: list(ps))
+    adj_pass = adjust([r.p_pass for r in tested])
+    adj_fail = adjust([r.p_fail for r in tested])
+    for r, pp, pf in zip(tested, adj_pass, adj_fail):
+        if pp < alpha:
+            r.decision, r.p_raw, r.p_adjusted = "PASS", r.p_pass, pp
+        elif pf < alpha:
+            r.decision, r.p_raw, r.p_adjusted = "FAIL", r.p_fail, pf
+        else:
+            r.p_raw, r.p_adjusted = r.p_pass, pp
+            n, way = docs_to_decide(r.test, r.d, r.se, r.n_docs, r.margin, alpha)
+            r.docs_to_decide = n
+            alone = "PASS" if r.p_pass < alpha else "FAIL" if r.p_fail < alpha else None
+            why = (f"alone it would {alone} (p {min(r.p_pass, r.p_fail):.3g}), but not after the {multiplicity} "
+                   f"adjustment over {len(tested)} claims" if alone else
+                   f"the interval straddles the margin; about {n:,} docs would decide it ({way}, at the observed "
+                   f"difference and spread)" if n is not None else way)
+            r.reason = "; ".join(x for x in (r.reason, why) if x)
+
+
+def _overall(rows: list[GateRow]) -> Literal["GO", "NO-GO", "INCONCLUSIVE"]:
+    critical = [r for r in rows if r.tier == "critical"]
+    if any(r.decision == "FAIL" for r in critical):
+        return "NO-GO"
+    if critical and all(r.decision == "PASS" for r in critical) and not any(
+            r.decision == "FAIL" for r in rows if r.tier == "supporting"):
+        return "GO"
+    return "INCONCLUSIVE"
+
+
+def _summary(decision: str, rows: list[GateRow], policy: Policy) -> str:
+    def count(tier: str, what: str) -> int:
+        return sum(r.tier == tier and r.decision == what for r in rows)
+
+    parts = [f"{t}: {count(t, 'PASS')} pass, {count(t, 'FAIL')} fail, {count(t, 'INCONCLUSIVE')} inconclusive"
+             for t in ("critical", "supporting", "advisory") if any(r.tier == t for r in rows)]
+    return (f"{decision} — " + "; ".join(parts) + f" (α = {policy.alpha:g}, "
+            f"{ {'holm': 'Holm', 'bh': 'Benjamini–Hochberg', 'none': 'no'}[policy.multiplicity]} adjustment)")
+
+
+def explain(row: GateRow, c: Comparison) -> None:
+    """Fill ``row``'s why-fields from the comparison, in place: differing factors of its task (run-level ones
+    included), likely mechanisms of its task, and its flips split into harmful, beneficial and churn."""
+    row.factors = [f for f in c.differing() if f.task == row.task]
+    row.mechanisms = [m for m in c.mechanisms if m.task == row.task]
+    score = next((s for s in c.scores if s.task == row.task and s.metric == row.metric), None)
+    classes = (score.flip_ids if score else None) or {}
+    row.harmful, row.beneficial, row.churn = (classes.get(k, []) for k in ("harmful", "beneficial", "churn"))

@@ -1,0 +1,130 @@
+"""``repaudit gate``: GO / NO-GO / INCONCLUSIVE for a candidate run against a baseline, for CI.
+
+Exit codes: 0 GO, 1 NO-GO, 2 INCONCLUSIVE (1 with ``--strict``); 64 usage error, 65 bad input (a run
+or policy file; one ``error:`` line), 74 a report cannot be written, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from repaudit.cli.common import Format, FormatOption, JsonOption, OutputOption, check_outputs, emit_report, err
+from repaudit.escape import rich_text
+
+#: sysexits(3): bad input data and an output file that cannot be written
+EX_DATAERR, EX_IOERR = 65, 74
+EXIT = {"GO": 0, "NO-GO": 1, "INCONCLUSIVE": 2}
+
+
+def gate_command(
+    baseline: Annotated[Path, typer.Argument(metavar="BASELINE", help="The baseline run: anything compare reads.")],
+    candidate: Annotated[Path, typer.Argument(metavar="CANDIDATE", help="The candidate run, likewise.")],
+    policy: Annotated[Optional[Path], typer.Option(help="Policy YAML: alpha, multiplicity, rows of task/metric "
+                                                        "globs with test, margin and tier.")] = None,
+    max_drop: Annotated[Optional[float], typer.Option(
+        "--max-drop", metavar="PTS", help="One-line gate: non-inferiority with this margin on every task and "
+                                          "metric (points for proportions).")] = None,
+    margin: Annotated[Optional[float], typer.Option(
+        "--margin", metavar="PTS", help="One-line gate: equivalence (TOST) with this margin on every task and "
+                                        "metric.")] = None,
+    alpha: Annotated[float, typer.Option(help="With --max-drop/--margin: the level of each one-sided test.")] = 0.05,
+    multiplicity: Annotated[str, typer.Option(help="With --max-drop/--margin: holm, bh or none.")] = "holm",
+    strict: Annotated[bool, typer.Option("--strict", help="INCONCLUSIVE exits 1, like NO-GO.")] = False,
+    junit: Annotated[Optional[Path], typer.Option(help="Also write JUnit XML here (one testcase per row).")] = None,
+    samples_a: Annotated[Optional[list[Path]], typer.Option(help="lm-eval samples or lighteval details of the "
+                                                                 "baseline (default: found beside it).")] = None,
+    samples_b: Annotated[Optional[list[Path]], typer.Option(help="Samples or details of the candidate.")] = None,
+    pair_tasks: Annotated[Optional[list[str]], typer.Option(help="B_TASK=A_TASK, '*' allowed, as compare.")] = None,
+    n_boot: Annotated[int, typer.Option(help="Bootstrap replicates of the comparison.")] = 2000,
+    attribute: Annotated[bool, typer.Option("--attribute", help="Re-execute and attribute a failing row's delta "
+                                                                "to each factor (one-task replayable runs).")] = False,
+    data_dir: Annotated[Optional[Path], typer.Option(help="With --attribute: local data the runs read.")] = None,
+    model: Annotated[Optional[str], typer.Option(help="With --attribute: override the recorded model.")] = None,
+    cache_dir: Annotated[Optional[Path], typer.Option(help="With --attribute: model and batch cache.")] = None,
+    precision: Annotated[Optional[float], typer.Option(metavar="PTS", help="With --attribute: as attribute "
+                                                                           "--precision.")] = None,
+    fmt: FormatOption = Format.rich,
+    output: OutputOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Gate a candidate run against a baseline: non-inferiority, equivalence (TOST) or superiority per task and
+    metric, with multiplicity control; exit 0 GO, 1 NO-GO, 2 INCONCLUSIVE (64 usage, 65 bad input).
+
+    Markdown goes to $GITHUB_STEP_SUMMARY too when it is set.
+
+    Example: repaudit gate baseline/ candidate/ --margin 1 --junit gate.xml
+
+    Example: repaudit gate base.json cand.json --policy gate.yaml -o gate.md
+    """
+    from repaudit.cli.common import report_format, user_errors
+    from repaudit.report.gate import render_json, render_markdown, render_rich, write_junit
+
+    with user_errors(EX_DATAERR, EX_IOERR):
+        check_outputs(output, None, fmt, as_json)
+        chosen = report_format(fmt, output, as_json)
+        if chosen is Format.latex:
+            from repaudit.errors import RepauditError
+
+            raise RepauditError("gate writes terminal text, Markdown (.md), JSON (.json) and JUnit XML (--junit), "
+                                "not LaTeX")
+        if junit is not None:
+            from repaudit.run.records import check_writable
+
+            check_writable(junit, "JUnit")
+        result = _run_gate(baseline, candidate, policy, max_drop, margin, alpha, multiplicity, samples_a, samples_b,
+                           pair_tasks, n_boot)
+        if attribute:
+            _attribution(result, baseline, candidate, data_dir, model, cache_dir, precision)
+        emit_report(chosen, output, lambda c: render_rich(result, c), lambda: render_markdown(result),
+                    lambda: "", lambda: render_json(result))
+        if output is not None or chosen is not Format.rich:  # the decision reaches the log whatever the format
+            err.print(rich_text(f"gate: {result.summary}"), highlight=False, soft_wrap=True)
+        if junit is not None:
+            write_junit(result, junit)
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary:
+            with open(summary, "a", encoding="utf-8") as fh:
+                fh.write(render_markdown(result))
+    code = EXIT[result.decision]
+    raise typer.Exit(code=1 if strict and code == 2 else code)
+
+
+def _run_gate(baseline, candidate, policy_path, max_drop, margin, alpha, multiplicity, samples_a, samples_b,
+              pair_tasks, n_boot):
+    from repaudit.audit.compare import compare, load_run
+    from repaudit.audit.gate import gate, inline_policy, read_policy
+    from repaudit.cli.compare import _task_map
+    from repaudit.errors import RepauditError
+
+    if policy_path is not None and (max_drop is not None or margin is not None):
+        raise RepauditError("give --policy or --max-drop/--margin, not both")
+    policy = read_policy(policy_path) if policy_path is not None else inline_policy(max_drop, margin, alpha,
+                                                                                     multiplicity)
+    comparison = compare(load_run(baseline, samples_a), load_run(candidate, samples_b), n_boot=n_boot,
+                         alpha=policy.alpha, task_map=_task_map(pair_tasks or []), adjust=policy.multiplicity)
+    return gate(comparison, policy)
+
+
+def _attribution(result, baseline, candidate, data_dir, model, cache_dir, precision) -> None:
+    """Attribute the first failing row's delta where both runs are one-task replayable runs; else say why."""
+    from repaudit.audit.executor import LocalExecutor
+    from repaudit.cli.attribute import _attribute
+    from repaudit.errors import RepauditError
+
+    failing = [r for r in result.rows if r.decision != "PASS" and r.d is not None]
+    if not failing:
+        result.notes.append("--attribute: no failing or inconclusive row with a test to attribute")
+        return
+    row = failing[0]
+    try:
+        att = _attribute(baseline, candidate, data_dir, model, row.metric, 2000, cache_dir, None, LocalExecutor(),
+                         None if precision is None else precision / 100)
+    except RepauditError as exc:  # the gate's decision stands; the note says why nothing was attributed
+        result.notes.append(f"--attribute: {row.task} {row.metric} could not be re-executed: {exc}")
+        return
+    result.attribution = att.model_dump(mode="json")
+    result.notes.append(f"--attribute: {row.task} {row.metric} attributed (see 'attribution')")
