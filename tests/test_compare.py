@@ -136,7 +136,7 @@ def test_markdown_renders_as_tables(lmeval_runs):
     c = compare(load_run(_results(lmeval_runs, "s2")), load_run(_results(lmeval_runs, "s3")), n_boot=200)
     html = MarkdownIt("commonmark").enable("table").render(render_markdown(c))
     assert html.count("<table>") == 4  # factors, scores, diagnostics, flipped docs
-    assert "<td>dtype</td>" in html and "<td>batch size</td>" in html
+    assert "<td>dtype</td>" in html and "<td>batch_size</td>" in html
     assert "\\_" not in render_markdown(c)  # no stray escapes in identifiers such as batch_size
 
 

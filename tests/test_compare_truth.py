@@ -221,7 +221,7 @@ def test_load_in_8bit_is_a_quantisation_factor():
     c = _cmp(EXTRA, "jlmfin__rinna-3.6b-ppo_8bit_result.json", "jlmfin__rinna-3.6b-ppo_fullbit_result.json")
     q = next(f for f in c.factors if f.group == "quantisation" and f.field == "method")
     assert (q.a, q.b, q.status) == ("bitsandbytes 8-bit", "none", "differs")
-    assert "quantisation" in c.summary.differing and "quantisation: method: bitsandbytes 8-bit" in render_markdown(c)
+    assert "quantisation" in c.summary.differing and "quantization: bitsandbytes 8-bit" in render_markdown(c)
     assert "load_in_8bit" not in json.dumps([f.a for f in c.factors if f.field == "args"])  # not twice
 
 

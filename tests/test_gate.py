@@ -115,7 +115,7 @@ def test_no_go_names_the_prompt_format(default_model_available, shared_data, tmp
     assert data["decision"] == "NO-GO" and acc["decision"] == "FAIL" and acc["ci_high"] < -1
     assert ("prompt_format", "format") in {(f["group"], f["field"]) for f in acc["factors"]}
     res = _gate([str(a), str(b), "--max-drop", "1"])
-    assert res.stdout.startswith("gate: NO-GO") and "prompt format: format: lmeval → lettered" in res.stdout
+    assert res.stdout.startswith("gate: NO-GO") and "prompt_format: lmeval → lettered" in res.stdout
 
 
 def test_junit_xml_and_the_step_summary(lmeval_runs, tmp_path):

@@ -49,6 +49,8 @@ class FactorRow(BaseModel):
     b: Any
     status: Status
     note: str = ""
+    #: the registry's name of the factor this field records (:mod:`repaudit.run.factors`), if it is one
+    factor: str | None = None
 
 
 class DocAgreement(BaseModel):
@@ -177,6 +179,9 @@ def diff_factors(task: str, fa: dict, fb: dict) -> list[FactorRow]:
     lists; 1 and 1.0 are equal). A field one run does not record, or records as :data:`UNKNOWN`,
     is *unknown*; two spellings of one setting are *same* with a note (:func:`_equivalent`).
     """
+    from repaudit.run.factors import by_compare
+
+    names = by_compare()
     rows = []
     for group in FactorGroup:
         ga, gb = fa.get(group.value, {}), fb.get(group.value, {})
@@ -191,7 +196,8 @@ def diff_factors(task: str, fa: dict, fb: dict) -> list[FactorRow]:
                 status = "same"
             else:
                 status = "differs"
-            rows.append(FactorRow(task=task, group=group.value, field=name, a=va, b=vb, status=status, note=note))
+            rows.append(FactorRow(task=task, group=group.value, field=name, a=va, b=vb, status=status, note=note,
+                                  factor=names.get((group.value, name))))
     return rows
 
 

@@ -21,28 +21,6 @@ from repaudit.run.protocol import Protocol
 
 Status = Literal["conforms", "deviates", "unknown"]
 
-#: protocol factor -> (factor group, field) of the run's factors
-_LOOKUP: dict[str, tuple[str, str]] = {
-    "split": ("data", "split"),
-    "limit": ("data", "limit"),
-    "num_fewshot": ("fewshot", "num_fewshot"),
-    "fewshot_split": ("fewshot", "split"),
-    "fewshot_selection": ("fewshot", "sampler"),
-    "fewshot_seed": ("seed", "fewshot"),
-    "chat_template": ("chat_template", "applied"),
-    "system_prompt": ("chat_template", "system_prompt"),
-    "dtype": ("dtype", "dtype"),
-    "batch_size": ("batch_size", "batch_size"),
-    "max_gen_toks": ("max_tokens", "max_gen_toks"),
-    "max_length": ("max_tokens", "max_length"),
-    "until": ("stop", "until"),
-    "add_bos_token": ("bos", "bos_first"),
-    "acc_norm": ("metric_variant", "acc_norm"),
-    "score": ("metric_variant", "score"),
-    "random_baseline": ("metric_variant", "random_baseline"),
-}
-
-
 class ConformanceRow(BaseModel):
     """One fixed factor of one task: the protocol's value and source, the run's value, the status."""
 
@@ -123,7 +101,9 @@ def _run_value(factor: str, value: Any, factors: dict, reported: dict, source: s
         if got == UNKNOWN:
             return got, "unknown", ""
         return got, ("conforms" if _same(got, value) else "deviates"), ""
-    group, field = _LOOKUP[factor]
+    from repaudit.run.factors import get
+
+    group, field = get(factor).compare  # where compare shows the factor (the registry's path)
     got = factors.get(group, {}).get(field, UNKNOWN)
     if factor == "score" and got == UNKNOWN and source.startswith(("lm-eval", "lighteval")):
         got = "raw"  # both harnesses print raw scores

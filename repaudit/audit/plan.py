@@ -63,7 +63,8 @@ class DryRun(BaseModel):
 
 def _calibrate(backend, requests, err: Console) -> float | None:
     """Tokens/s of scoring a few requests now (uncached); None when nothing was computed."""
-    backend.configure(backend.batch_size, backend.padding_side, backend.scoring_strategy)  # reset counters
+    backend.configure(backend.batch_size, backend.padding_side, backend.scoring_strategy,
+                      backend.encoder.add_bos_token)  # reset counters
     t = time.perf_counter()
     backend.loglikelihood(requests[:_CALIBRATION_REQUESTS], None)
     s = time.perf_counter() - t
@@ -100,8 +101,7 @@ def plan_grid(command: str, configs: list[tuple[str, RunConfig]], err: Console |
             cache_dir = cfg.cache_dir or default_cache_dir()
             resolved = resolve_model(cfg.model, cfg.revision, cache_dir)
             docset = load_docs(task, cfg, err)
-            backend = pool.get(resolved, cfg)
-            backend.encoder.add_bos_token = cfg.add_bos_token
+            backend = pool.get(resolved, cfg)  # configured for cfg, BOS included
             rendered = render_requests(task, cfg, docset, backend,
                                        generation_settings(task, cfg, backend.info.eos_token))
             requests = [r for rd in rendered for r in rd.all_requests]

@@ -16,53 +16,12 @@ from repaudit.run.records import RunRecord
 from repaudit.run.runner import RunConfig
 
 
-def _answer_match(r: RunRecord) -> tuple:
-    m = r.fingerprint.metric
-    if m.answer_match is None:  # not a generate_until run, or an older file: the task's own matching
-        return "exact", None, None, None
-    o = m.options.get("exact_match") or {}
-    regexes = o.get("regexes_to_ignore")
-    return (m.answer_match, o.get("ignore_case"), o.get("ignore_punctuation"),
-            None if regexes is None else list(regexes))
+def replayable() -> dict[str, tuple[tuple[str, ...], Any]]:
+    """Replayable factor -> (RunConfig fields it sets, reader of the values used from a fingerprint): a view of
+    :mod:`repaudit.run.factors`."""
+    from repaudit.run.factors import replayable as _replayable
 
-
-#: replayable factor -> (RunConfig fields it sets, how to read them from a record)
-REPLAYABLE: dict[str, tuple[tuple[str, ...], Any]] = {
-    "backend": (("backend",), lambda r: (r.fingerprint.backend.name,)),
-    "dtype": (("dtype",), lambda r: (r.fingerprint.backend.dtype,)),
-    "batch_size": (("batch_size",), lambda r: (r.fingerprint.backend.batch_size,)),
-    "padding_side": (("padding_side",), lambda r: (r.fingerprint.backend.padding_side,)),
-    # the resolved value: a run that got BOS from its tokenizer's default replays as add_bos_token=True
-    "add_bos_token": (("add_bos_token",), lambda r: (r.fingerprint.backend.bos_first
-                                                      if isinstance(r.fingerprint.backend.bos_first, bool)
-                                                      else r.fingerprint.backend.add_bos_token,)),
-    "scoring_strategy": (("scoring_strategy",), lambda r: (r.fingerprint.backend.scoring_strategy,)),
-    # scoring only: replaying it reuses every batch of the other configurations (pmi adds its unconditional ones)
-    "acc_norm": (("acc_norm",), lambda r: (r.fingerprint.metric.acc_norm_normalisation or "char_length",)),
-    # generate_until, scoring only: the matching rule and lm-eval's exact_match options as resolved
-    "answer_match": (("answer_match", "ignore_case", "ignore_punctuation", "regexes_to_ignore"), _answer_match),
-    # a task built from a recorded lm-eval configuration carries its templates in task_config
-    "prompt_format": (("prompt_format", "task_config"), lambda r: (r.fingerprint.prompt.format,
-                                                                   r.fingerprint.task_config)),
-    "num_fewshot": (("num_fewshot",), lambda r: (r.fingerprint.fewshot.num_fewshot,)),
-    "fewshot_seed": (("fewshot_seed",), lambda r: (r.fingerprint.seeds.fewshot,)),
-    "fewshot_order": (("fewshot_order_seed",), lambda r: (r.fingerprint.fewshot.order_seed,)),
-    "chat_template": (("chat_template", "system_prompt"),
-                      lambda r: (r.fingerprint.prompt.chat_template, r.fingerprint.prompt.system_prompt)),
-    "fewshot_as_multiturn": (("fewshot_as_multiturn",), lambda r: (bool(r.fingerprint.prompt.fewshot_as_multiturn),)),
-    # lettered prompts; other formats (and older files) replay the defaults, which they do not use
-    "label_style": (("label_style",), lambda r: (r.fingerprint.prompt.label_style or "A.",)),
-    "choice_separator": (("choice_separator",), lambda r: (
-        "\n" if r.fingerprint.prompt.choice_separator is None else r.fingerprint.prompt.choice_separator,)),
-    # an override replays as set; None = the task's own
-    "description": (("description",), lambda r: (r.fingerprint.prompt.description
-                                                  if r.fingerprint.prompt.description_override else None,)),
-    "generation": (("until", "max_gen_toks", "do_sample", "temperature", "top_p", "top_k"),
-                   lambda r: (None, None, False, 0.0, 1.0, 0) if r.fingerprint.generation is None else (
-                       list(r.fingerprint.generation.until), r.fingerprint.generation.max_gen_toks,
-                       r.fingerprint.generation.do_sample, r.fingerprint.generation.temperature,
-                       r.fingerprint.generation.top_p, r.fingerprint.generation.top_k)),
-}
+    return {name: (f.fields, f.fingerprint) for name, f in _replayable().items()}
 
 
 def config_from_record(rec: RunRecord, data_dir: Path | None, model: str | None = None,
@@ -79,13 +38,9 @@ def config_from_record(rec: RunRecord, data_dir: Path | None, model: str | None 
         revision=fp.model.revision if fp.model.source == "hub" else None, data_dir=data_dir,
         split=fp.data.split, limit=fp.data.limit,
         doc_ids=[d.doc_id for d in rec.docs] if fp.data.doc_ids_sha256 is not None else None,
-        trust_remote_code=fp.model.trust_remote_code,
-        seed=fp.seeds.python, numpy_seed=fp.seeds.numpy, torch_seed=fp.seeds.torch, device=fp.backend.device,
-        stop_at_eos=bool(fp.generation and fp.generation.eos_token in fp.generation.until), cache_dir=cache_dir)
-    for fields, read in REPLAYABLE.values():
-        cfg.update(zip(fields, read(rec)))
-    if cfg.get("until") is not None and fp.generation and fp.generation.eos_token in cfg["until"]:
-        cfg["until"] = [u for u in cfg["until"] if u != fp.generation.eos_token]  # re-added by stop_at_eos
+        trust_remote_code=fp.model.trust_remote_code, device=fp.backend.device, cache_dir=cache_dir)
+    for fields, read in replayable().values():  # every factor as the run used it (registry readers)
+        cfg.update(zip(fields, read(fp)))
     return RunConfig(**cfg)
 
 
@@ -231,7 +186,7 @@ def replay_values(cfg: RunConfig, factor: str) -> tuple:
     from repaudit.tasks.lmeval_config import NOT_TEMPLATE
 
     values = []
-    for f in REPLAYABLE[factor][0]:
+    for f in replayable()[factor][0]:
         v = getattr(cfg, f)
         if f == "task_config" and v is not None:
             v = {k: x for k, x in v.items() if k not in NOT_TEMPLATE}
@@ -243,7 +198,7 @@ def differing_factors(a: ReplaySource, b: ReplaySource) -> tuple[list[str], list
     """``(replayable factors that differ, non-replayable parts that differ, parts one run does not record)``."""
     from repaudit.audit.compare import diff_factors
 
-    replay = [name for name in REPLAYABLE if replay_values(a.config, name) != replay_values(b.config, name)]
+    replay = [name for name in replayable() if replay_values(a.config, name) != replay_values(b.config, name)]
     rows = diff_factors(a.task, a.factors, b.factors)
     fixed, unknown = [], []
     for group, words in NOT_REPLAYABLE.items():
@@ -259,7 +214,8 @@ def differing_factors(a: ReplaySource, b: ReplaySource) -> tuple[list[str], list
 def hybrid(cfg_a: RunConfig, cfg_b: RunConfig, factors: list[str], subset: frozenset[int]) -> RunConfig:
     """A's configuration with B's values for the factors whose indices are in ``subset``."""
     update = {}
+    fields = replayable()
     for i in subset:
-        for f in REPLAYABLE[factors[i]][0]:
+        for f in fields[factors[i]][0]:
             update[f] = getattr(cfg_b, f)
     return cfg_a.model_copy(update=update)

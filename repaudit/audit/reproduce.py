@@ -23,16 +23,17 @@ from pydantic import BaseModel
 from repaudit.errors import RepauditError
 from repaudit.importers.comparable import metric_key
 from repaudit.run.config import RunConfig
+from repaudit.run.factors import get as get_factor
+from repaudit.run.factors import moves as registry_moves
 from repaudit.run.metrics import NORMALISED_SUFFIX
 from repaudit.run.normalise import leaderboard_normalise
 from repaudit.run.protocol import apply_protocol, available, read_protocol
 
 Z95 = 1.959963984540054
 
-#: one-factor moves repaudit tries by default (``--moves`` picks others, e.g. dtype, batch_size)
-DEFAULT_MOVES = ("num_fewshot", "prompt_format", "chat_template", "fewshot_seed", "fewshot_order", "add_bos_token")
-ALL_MOVES = (*DEFAULT_MOVES, "dtype", "batch_size", "padding_side")
-_FIELD = {"fewshot_order": "fewshot_order_seed"}
+#: one-factor moves tried by default, and every move ``--moves`` may name (views of :mod:`repaudit.run.factors`)
+DEFAULT_MOVES = registry_moves(default_only=True)
+ALL_MOVES = registry_moves()
 
 
 class Candidate(BaseModel):
@@ -94,26 +95,23 @@ def parse_target(text: str | float) -> float:
 
 
 def _move_values(move: str, base: RunConfig, task) -> list[Any]:
-    shots = base.num_fewshot if base.num_fewshot is not None else task.default_num_fewshot
-    if move == "num_fewshot":
-        return [n for n in (0, 5, 10, 25) if n != shots]
-    if move == "prompt_format":
-        return [f for f in task.formats if f != base.prompt_format]
-    if move == "chat_template":
-        return [not base.chat_template]
-    if move == "fewshot_seed":
-        return [base.fewshot_seed + 1]
-    if move == "fewshot_order":
-        return [1] if base.fewshot_order_seed is None else [None]
-    if move == "add_bos_token":
-        return [v for v in (True, False) if v != base.add_bos_token]
-    if move == "dtype":
-        return [d for d in ("bfloat16", "float16", "float32") if d != base.dtype]
-    if move == "batch_size":
-        return [b for b in (1, 32) if b != base.batch_size]
-    if move == "padding_side":
-        return ["left" if base.padding_side == "right" else "right"]
-    raise RepauditError(f"unknown move '{move}': choose from {', '.join(ALL_MOVES)}")
+    """The values ``move`` tries from ``base`` (the factor's own ``moves`` in the registry).
+
+    Raises:
+        RepauditError: a factor reproduce cannot move (with the reason).
+    """
+    try:
+        f = get_factor(move)
+    except KeyError:
+        raise RepauditError(f"unknown move '{move}': choose from {', '.join(ALL_MOVES)}") from None
+    if not f.supports("reproduce"):
+        raise RepauditError(f"reproduce does not move {move}: {f.why_not.get('reproduce', 'not a move')} "
+                            f"(moves: {', '.join(ALL_MOVES)})")
+    return f.moves(base, task)
+
+
+def _field(move: str) -> str:
+    return get_factor(move).fields[0]
 
 
 def _key(cfg: RunConfig, task) -> str:
@@ -148,12 +146,12 @@ def candidates(base: RunConfig, moves: tuple[str, ...] = DEFAULT_MOVES) -> list[
     singles: list[tuple[str, Any]] = [(m, v) for m in moves for v in _move_values(m, base, task)]
     for m, v in singles:
         out.append(Candidate(label=f"{m}={v}", kind="one-factor", changes={m: v},
-                             config=base.model_copy(update={_FIELD.get(m, m): v})))
+                             config=base.model_copy(update={_field(m): v})))
     for (m1, v1), (m2, v2) in itertools.combinations(singles, 2):
         if m1 == m2:
             continue
         out.append(Candidate(label=f"{m1}={v1}, {m2}={v2}", kind="two-factor", changes={m1: v1, m2: v2},
-                             config=base.model_copy(update={_FIELD.get(m1, m1): v1, _FIELD.get(m2, m2): v2})))
+                             config=base.model_copy(update={_field(m1): v1, _field(m2): v2})))
     seen, unique = set(), []
     for c in out:
         k = _key(c.config, task)

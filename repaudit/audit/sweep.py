@@ -11,7 +11,6 @@ deviation.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -24,57 +23,19 @@ from repaudit.run.records import RunRecord
 from repaudit.run.runner import RunConfig
 
 
-def unescape(text: str) -> str:
-    r"""A command-line value with ``\n``, ``\t`` and ``\\`` escapes turned into the characters (non-ASCII kept)."""
-    if "\\" not in text:
-        return text
-    return text.encode("latin-1", "backslashreplace").decode("unicode_escape")
+def _factor(factor: str):
+    """The sweepable factor ``factor`` (:func:`repaudit.run.factors.sweepable`).
 
+    Raises:
+        RepauditError: not a factor sweep can vary (the sweepable ones are named).
+    """
+    from repaudit.run.factors import sweepable
 
-def _flag(s: str) -> bool:
-    return s.lower() in ("1", "true", "on", "yes")
-
-
-def _optional_flag(s: str) -> bool | None:
-    """``task`` = the task's own setting (None); true / false."""
-    return None if s.lower() in ("task", "default") else _flag(s)
-
-
-#: factor name -> (RunConfig field, parser of one --values item)
-SWEEPABLE: dict[str, tuple[str, Callable[[str], Any]]] = {
-    "backend": ("backend", str),
-    "batch_size": ("batch_size", int),
-    "dtype": ("dtype", str),
-    "padding_side": ("padding_side", str),
-    # "default" = the tokenizer's own behaviour; true / false = BOS forced on / off
-    "add_bos_token": ("add_bos_token", lambda s: None if s.lower() == "default" else s.lower() in ("1", "true", "on",
-                                                                                                  "yes")),
-    "scoring_strategy": ("scoring_strategy", str),
-    # scoring only (char_length, token_length, byte_length): the sweep's values reuse the base's batches
-    "acc_norm": ("acc_norm", str),
-    "prompt_format": ("prompt_format", str),
-    "num_fewshot": ("num_fewshot", int),
-    "fewshot_seed": ("fewshot_seed", int),
-    # values are seeds of a per-doc permutation of the selected examples ("none" = sampler order)
-    "fewshot_order": ("fewshot_order_seed", lambda s: None if s.lower() == "none" else int(s)),
-    "max_gen_toks": ("max_gen_toks", int),
-    # one stop list per value, sequences separated by "|" ("none" = no stop sequence but EOS)
-    "until": ("until", lambda s: [] if s.lower() == "none" else [unescape(x) for x in s.split("|")]),
-    "chat_template": ("chat_template", _flag),
-    "fewshot_as_multiturn": ("fewshot_as_multiturn", _flag),
-    "system_prompt": ("system_prompt", str),
-    # lettered prompts: A. (A) A) A: none; the text between question and choices (escapes: \n)
-    "label_style": ("label_style", str),
-    "choice_separator": ("choice_separator", unescape),
-    # "task" = the task's own description, "none" = no description, else the text (escapes: \n)
-    "description": ("description", lambda s: None if s == "task" else "" if s == "none" else unescape(s)),
-    # generate_until, scoring only: exact, quasi_exact, prefix, suffix; lm-eval's exact_match options
-    "answer_match": ("answer_match", str),
-    "ignore_case": ("ignore_case", _optional_flag),
-    "ignore_punctuation": ("ignore_punctuation", _optional_flag),
-    "regexes_to_ignore": ("regexes_to_ignore", lambda s: None if s == "task" else [] if s == "none"
-                          else s.split("|")),
-}
+    found = sweepable().get(factor)
+    if found is None:
+        raise RepauditError(f"unknown factor '{factor}': sweepable factors are {', '.join(sweepable())} "
+                            "(repaudit factors lists why the others are not)")
+    return found
 
 
 class SweepPoint(BaseModel):
@@ -118,9 +79,7 @@ def parse_values(factor: str, text: str) -> list[Any]:
     Raises:
         RepauditError: unknown factor or a value that does not parse.
     """
-    if factor not in SWEEPABLE:
-        raise RepauditError(f"unknown factor '{factor}': sweepable factors are {', '.join(SWEEPABLE)}")
-    _, parse = SWEEPABLE[factor]
+    parse = _factor(factor).parse
     try:
         return [parse(v.strip()) for v in text.split(",") if v.strip()]
     except ValueError:
@@ -163,13 +122,11 @@ def sweep_grid(base: RunConfig, factor: str, values: list[Any], noise_seeds: int
     """
     from repaudit.run.runner import check_config
 
-    if factor not in SWEEPABLE:
-        raise RepauditError(f"unknown factor '{factor}': sweepable factors are {', '.join(SWEEPABLE)}")
+    field = _factor(factor).fields[0]
     task = check_config(base)
     nshot = len(base.fewshot_ids) if base.fewshot_ids is not None else (
         base.num_fewshot if base.num_fewshot is not None else task.default_num_fewshot)
     floor, _ = floor_configs(base, nshot, noise_seeds)
-    field = SWEEPABLE[factor][0]
     out = [("base", base)] + [(f"noise floor: fewshot_seed={c.fewshot_seed}" if nshot else "noise floor: uncached "
                                "repeat", c) for c in floor]
     for value in values:
@@ -196,8 +153,7 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
     Raises:
         RepauditError: unknown factor, no values, or a metric the task does not report.
     """
-    if factor not in SWEEPABLE:
-        raise RepauditError(f"unknown factor '{factor}': sweepable factors are {', '.join(SWEEPABLE)}")
+    field = _factor(factor).fields[0]
     if not values:
         raise RepauditError("--values is empty: give at least one value")
     from repaudit.audit.executor import as_executor
@@ -205,7 +161,6 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
     if not 1 <= noise_seeds <= 100:
         raise RepauditError(f"--noise-seeds must be between 1 and 100, got {noise_seeds}")
     executor = as_executor(executor)
-    field = SWEEPABLE[factor][0]
     from repaudit.run.runner import check_config
 
     for value in values:  # every configuration is checked before the first one runs
@@ -249,11 +204,21 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
         _, seq = run_rounds(available, precision, precision_seed, round_docs, run_round)
     metric = st["metric"]
     base_rec, floor_recs = st["recs"][0], st["recs"][1:1 + len(st["floor"])]
-    value_recs = st["recs"][1 + len(st["floor"]):]
     xb = _metric_values(base_rec, metric)
     floor_scores = [float(xb.mean())] + [float(_metric_values(r, metric).mean()) for r in floor_recs]
     floor_sd = float(np.std(floor_scores, ddof=1)) if len(floor_scores) > 1 else 0.0
+    points = _points(factor, values, base_rec, st["recs"][1 + len(st["floor"]):], metric, floor_sd, seq)
+    return SweepResult(task=base.task, metric=metric, factor=factor, base_value=getattr(base, field),
+                       base_score=float(xb.mean()), noise_floor_sd=floor_sd, noise_floor_method=st["method"],
+                       noise_floor_scores=floor_scores, points=points, sequential=seq,
+                       computed_batches=st["computed"], cached_batches=st["cached"])
 
+
+def _points(factor: str, values: list[Any], base_rec, value_recs: list, metric: str, floor_sd: float,
+            seq) -> list[SweepPoint]:
+    """One :class:`SweepPoint` per value: paired Δ against the base (bootstrap, or the sequential
+    design's repeated interval when ``seq`` is given) and a verdict against 2× the floor's sd."""
+    xb = _metric_values(base_rec, metric)
     points = []
     for j, (value, rec) in enumerate(zip(values, value_recs)):
         xv = _metric_values(rec, metric)
@@ -268,7 +233,4 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
         points.append(SweepPoint(value=value, score=float(xv.mean()), delta=res.delta, ci_low=lo,
                                  ci_high=hi, flip_rate=float(np.mean(xv != xb)), n=len(xv),
                                  fingerprint_digest=rec.fingerprint_digest, verdict=verdict))
-    return SweepResult(task=base.task, metric=metric, factor=factor, base_value=getattr(base, field),
-                       base_score=float(xb.mean()), noise_floor_sd=floor_sd, noise_floor_method=st["method"],
-                       noise_floor_scores=floor_scores, points=points, sequential=seq,
-                       computed_batches=st["computed"], cached_batches=st["cached"])
+    return points

@@ -20,22 +20,29 @@ def check_backend(name: str) -> None:
         raise RepauditError(f"unknown backend '{name}': choose one of {', '.join(BACKENDS)}")
 
 
-def load_backend(name: str, model, *, dtype: str, batch_size: int, padding_side: str, device: str,
-                 trust_remote_code: bool, scoring_strategy: str, seed: int = 0):
-    """Load ``model`` (a :class:`~repaudit.backends.model_source.ResolvedModel`) in backend ``name``.
+def load_backend(name: str, model, *, dtype: str, device: str, trust_remote_code: bool, seed: int = 0,
+                 engine: dict | None = None, batch_size: int = 8, padding_side: str = "right",
+                 scoring_strategy: str = "full_sequence"):
+    """Load ``model`` (a :class:`~repaudit.backends.model_source.ResolvedModel`) in backend ``name``; the
+    per-run settings (batch size, padding, scoring strategy, BOS) are set afterwards by ``configure``.
 
-    ``seed`` seeds vLLM's engine (the transformers backend is seeded by the runner).
+    ``seed`` seeds vLLM's engine (the transformers backend is seeded by the runner); ``engine`` holds the
+    serving settings that differ from their defaults (``tensor_parallel_size``, ``attention_backend``, …);
+    ``batch_size``, ``padding_side`` and ``scoring_strategy`` are the first configuration's (the runner's
+    ``configure`` sets each run's).
 
     Raises:
-        RepauditError: unknown backend, a backend that is not installed, or weights it cannot load.
+        RepauditError: unknown backend, a backend that is not installed, a serving setting it does not
+            take, or weights it cannot load.
     """
     check_backend(name)
     if name == "vllm":
         from repaudit.backends.vllm import VLLMBackend
 
-        return VLLMBackend(model, dtype=dtype, batch_size=batch_size, padding_side=padding_side, device=device,
-                           trust_remote_code=trust_remote_code, scoring_strategy=scoring_strategy, seed=seed)
+        return VLLMBackend(model, dtype=dtype, device=device, trust_remote_code=trust_remote_code, seed=seed,
+                           engine=engine or {}, batch_size=batch_size, padding_side=padding_side,
+                           scoring_strategy=scoring_strategy)
     from repaudit.backends.hf import HFBackend
 
-    return HFBackend(model, dtype=dtype, batch_size=batch_size, padding_side=padding_side, device=device,
-                     trust_remote_code=trust_remote_code, scoring_strategy=scoring_strategy)
+    return HFBackend(model, dtype=dtype, device=device, trust_remote_code=trust_remote_code, engine=engine or {},
+                     batch_size=batch_size, padding_side=padding_side, scoring_strategy=scoring_strategy)

@@ -39,6 +39,26 @@ def _max_length(model, tokenizer) -> int:
     return 2048
 
 
+#: transformers' attention implementations (``attn_implementation``)
+ATTN_IMPLEMENTATIONS = ("eager", "sdpa", "flash_attention_2")
+
+
+def _attn_implementation(engine: dict) -> str | None:
+    """The attention implementation asked for, or None; any other serving setting is refused (vLLM's).
+
+    Raises:
+        RepauditError: a serving setting transformers does not take.
+    """
+    other = sorted(k for k in engine if k != "attention_backend")
+    if other:
+        raise RepauditError(f"--{other[0].replace('_', '-')} is a setting of the vllm backend, not of transformers")
+    attn = engine.get("attention_backend")
+    if attn is not None and attn not in ATTN_IMPLEMENTATIONS:
+        raise RepauditError(f"transformers' attention implementation is one of {', '.join(ATTN_IMPLEMENTATIONS)}; "
+                            f"'{attn}' is a vLLM backend name")
+    return attn
+
+
 def _check_settings(batch_size: int, padding_side: str, scoring_strategy: str) -> None:
     if padding_side not in PADDING_SIDES:
         raise RepauditError(f"unknown padding side '{padding_side}': choose right or left")
@@ -83,7 +103,7 @@ class HFBackend:
 
     def __init__(self, model: ResolvedModel, dtype: str = "float32", batch_size: int = 8,
                  padding_side: str = "right", device: str = "cpu", trust_remote_code: bool = False,
-                 scoring_strategy: str = "full_sequence"):
+                 scoring_strategy: str = "full_sequence", engine: dict | None = None):
         import torch
         import transformers
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -94,18 +114,20 @@ class HFBackend:
         if dtype not in DTYPES:
             raise RepauditError(f"unknown dtype '{dtype}': choose one of {', '.join(DTYPES)}")
         _check_settings(batch_size, padding_side, scoring_strategy)
+        attn = _attn_implementation(engine or {})
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(model.path, trust_remote_code=trust_remote_code)
             self.model = AutoModelForCausalLM.from_pretrained(
-                model.path, dtype=getattr(torch, dtype), trust_remote_code=trust_remote_code).to(device).eval()
+                model.path, dtype=getattr(torch, dtype), trust_remote_code=trust_remote_code,
+                **({"attn_implementation": attn} if attn else {})).to(device).eval()
         except (OSError, ValueError) as exc:
             raise RepauditError(f"model '{model.name}' at '{model.path}' could not be loaded by transformers "
                                 f"({str(exc).splitlines()[0]})") from None
         self.torch = torch
         self.resolved = model
         self.device = device
-        self.configure(batch_size, padding_side, scoring_strategy)
         self.encoder = RequestEncoder(self.tokenizer)
+        self.configure(batch_size, padding_side, scoring_strategy)
         self.info = BackendInfo(
             name="hf", device=device, dtype=str(self.model.dtype).removeprefix("torch."),
             max_length=_max_length(self.model, self.tokenizer), **tokenizer_identity(self.tokenizer),
@@ -114,8 +136,11 @@ class HFBackend:
             engine={"attn_implementation": str(getattr(self.model.config, "_attn_implementation", "unknown"))},
         )
 
-    def configure(self, batch_size: int, padding_side: str, scoring_strategy: str) -> None:
-        """Set the settings that need no reload, and reset the per-run counters.
+    def configure(self, batch_size: int, padding_side: str, scoring_strategy: str,
+                  add_bos_token: bool | None = None) -> None:
+        """Set the settings that need no reload, and reset the per-run counters — the one path every per-run
+        backend setting takes (BOS included: the request encoder's and its counts of requests that start
+        with BOS).
 
         Lets one loaded model serve many configurations of an attribution grid or a sweep.
 
@@ -123,6 +148,8 @@ class HFBackend:
             RepauditError: an invalid batch size, padding side or scoring strategy.
         """
         _check_settings(batch_size, padding_side, scoring_strategy)
+        self.encoder.add_bos_token = add_bos_token
+        self.encoder.bos_first.clear()
         self.batch_size = batch_size
         self.padding_side = padding_side
         self.scoring_strategy = scoring_strategy

@@ -54,6 +54,38 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+#: serving settings vLLM reads from environment variables rather than from ``LLM`` arguments
+_ENV_SETTINGS = {"attention_backend": "VLLM_ATTENTION_BACKEND", "batch_invariant": "VLLM_BATCH_INVARIANT"}
+
+
+def _engine_args(engine: dict) -> dict:
+    """vLLM ``LLM`` arguments of the serving settings given (environment variables for the kernel choices
+    vLLM reads from the environment).
+
+    Raises:
+        RepauditError: parallel sizes this machine has no GPUs for.
+    """
+    args = {k: v for k, v in engine.items() if k not in _ENV_SETTINGS}  # the rest are LLM arguments by name
+    gpus = _gpu_count()
+    need = args.get("tensor_parallel_size", 1) * args.get("pipeline_parallel_size", 1)
+    if need > max(gpus, 1):
+        raise RepauditError(f"tensor × pipeline parallel size {need} needs {need} GPUs; {gpus} are visible here "
+                            "(recorded and compared; re-executed only where they exist)")
+    for key, var in _ENV_SETTINGS.items():
+        if engine.get(key):
+            os.environ[var] = "1" if engine[key] is True else str(engine[key])
+    return args
+
+
+def _gpu_count() -> int:
+    try:
+        import torch
+
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:
+        return 0
+
+
 class VLLMBackend:
     """A causal LM served by vLLM's offline ``LLM`` engine.
 
@@ -67,7 +99,7 @@ class VLLMBackend:
 
     def __init__(self, model: ResolvedModel, dtype: str = "float32", batch_size: int = 8,
                  padding_side: str = "right", device: str = "cpu", trust_remote_code: bool = False,
-                 scoring_strategy: str = "full_sequence", seed: int = 0):
+                 scoring_strategy: str = "full_sequence", seed: int = 0, engine: dict | None = None):
         if dtype not in DTYPES:
             raise RepauditError(f"unknown dtype '{dtype}': choose one of {', '.join(DTYPES)}")
         _check_settings(batch_size, padding_side, scoring_strategy)
@@ -95,7 +127,8 @@ class VLLMBackend:
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(model.path, trust_remote_code=trust_remote_code)
             self.llm = LLM(model=str(model.path), tokenizer=str(model.path), dtype=dtype, seed=seed,
-                           trust_remote_code=trust_remote_code, enforce_eager=True, disable_log_stats=True)
+                           trust_remote_code=trust_remote_code, enforce_eager=True, disable_log_stats=True,
+                           **_engine_args(engine or {}))
         except Exception as exc:
             raise RepauditError(f"model '{model.name}' at '{model.path}' could not be loaded by vLLM "
                                 f"({_first_line(exc)})") from None
@@ -118,7 +151,11 @@ class VLLMBackend:
             "kv_cache_dtype": str(vcfg.cache_config.cache_dtype),
             "seed": seed,
             "batch_invariant": bool(getattr(vllm_envs, "VLLM_BATCH_INVARIANT", False)),
+            "tensor_parallel_size": int(vcfg.parallel_config.tensor_parallel_size),
+            "pipeline_parallel_size": int(vcfg.parallel_config.pipeline_parallel_size),
         }
+        if vcfg.model_config.quantization:
+            self.engine["quantization"] = str(vcfg.model_config.quantization)
         hf_config = vcfg.model_config.hf_config
         self.info = BackendInfo(
             name="vllm", device=self.device, dtype=str(vcfg.model_config.dtype).removeprefix("torch."),
@@ -154,12 +191,15 @@ class VLLMBackend:
         except Exception:
             return 0
 
-    def configure(self, batch_size: int, padding_side: str, scoring_strategy: str) -> None:
-        """Set the per-run settings (prompts per ``generate`` call) and reset the counters.
+    def configure(self, batch_size: int, padding_side: str, scoring_strategy: str,
+                  add_bos_token: bool | None = None) -> None:
+        """Set the per-run settings (prompts per ``generate`` call, BOS) and reset the counters.
 
         ``padding_side`` and ``scoring_strategy`` are validated but do not change vLLM's path.
         """
         _check_settings(batch_size, padding_side, scoring_strategy)
+        self.encoder.add_bos_token = add_bos_token
+        self.encoder.bos_first.clear()
         self.batch_size = batch_size
         self.padding_side = padding_side
         self.scoring_strategy = scoring_strategy

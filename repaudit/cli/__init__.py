@@ -18,6 +18,7 @@ from typer.core import TyperGroup
 
 from repaudit.cli.attribute import attribute_command
 from repaudit.cli.compare import compare_command
+from repaudit.cli.factors import factors_command
 from repaudit.cli.gate import gate_command
 from repaudit.cli.reproduce import reproduce_command
 from repaudit.cli.run import run_command
@@ -87,6 +88,7 @@ app.command("sweep")(sweep_command)
 app.command("attribute")(attribute_command)
 app.command("reproduce")(reproduce_command)
 app.command("variance")(variance_command)
+app.command("factors")(factors_command)
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -25,8 +25,17 @@ from repaudit.cli.common import (
     report_format,
     user_errors,
 )
+from repaudit.cli.options import factor_settings, with_factor_options
 
 
+def _moves_help() -> str:
+    from repaudit.run.factors import moves
+
+    return (f"Comma-separated one-factor moves (default: {', '.join(moves(default_only=True))}; also: "
+            f"{', '.join(m for m in moves() if m not in moves(default_only=True))}).")
+
+
+@with_factor_options()
 def reproduce_command(
     target: Annotated[str, typer.Option(help="The reported score: 41.3 (percent) or 0.413.")],
     task: Annotated[str, typer.Option(help="Task the number was reported on.")] = "arc_easy",
@@ -40,18 +49,9 @@ def reproduce_command(
                                                                     "the base options are then ignored.")
                         ] = None,
     budget: Annotated[int, typer.Option(help="Evaluate at most this many configurations (in search order).")] = 40,
-    moves: Annotated[Optional[str], typer.Option(
-        help="Comma-separated one-factor moves (default: num_fewshot, prompt_format, chat_template, fewshot_seed, "
-             "fewshot_order, add_bos_token; also: dtype, batch_size, padding_side).")] = None,
+    moves: Annotated[Optional[str], typer.Option(help=_moves_help())] = None,
     model: Annotated[str, typer.Option(help="'default', a local directory or a hub id.")] = "default",
     data_dir: Annotated[Optional[Path], typer.Option(help="Local data laid out as shared/data.")] = None,
-    limit: Annotated[Optional[int], typer.Option(help="First N docs only (also caps protocols' own limits).")
-                     ] = None,
-    num_fewshot: Annotated[Optional[int], typer.Option(help="n-shot of the base.")] = None,
-    prompt_format: Annotated[str, typer.Option("--prompt-format", help="Prompt format of the base.")] = "lmeval",
-    dtype: Annotated[str, typer.Option(help="dtype of the base.")] = "float32",
-    batch_size: Annotated[int, typer.Option(help="Batch size of the base.")] = 8,
-    scoring_strategy: Annotated[str, typer.Option(help="Scoring strategy of the base.")] = "full_sequence",
     cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
     top: Annotated[int, typer.Option(help="Rows to show (all are in the JSON).")] = 15,
     fmt: FormatOption = Format.rich,
@@ -61,6 +61,7 @@ def reproduce_command(
     ray_address: RayAddressOption = None,
     workers: WorkersOption = None,
     as_json: JsonOption = False,
+    **factors: Any,
 ) -> None:
     """Which settings of this model reproduce a reported number? Protocols first, then one- and two-factor moves.
 
@@ -73,11 +74,10 @@ def reproduce_command(
     with user_errors():
         check_outputs(output, None, fmt, as_json)
         value = parse_target(target)
-        base = base_config(base_run, model, data_dir, cache_dir, task=task, limit=limit, num_fewshot=num_fewshot,
-                           prompt_format=prompt_format, dtype=dtype, batch_size=batch_size,
-                           scoring_strategy=scoring_strategy)
-        if base_run is not None and limit is not None:
-            base = base.model_copy(update={"limit": limit})
+        settings = factor_settings(factors)
+        base = base_config(base_run, model, data_dir, cache_dir, task=task, **settings)
+        if base_run is not None and settings.get("limit") is not None:  # the user's cost cap applies to a base run too
+            base = base.model_copy(update={"limit": settings["limit"]})
         chosen = tuple(m.strip() for m in moves.split(",") if m.strip()) if moves else DEFAULT_MOVES
         if dry_run:
             from repaudit.audit.plan import plan_grid

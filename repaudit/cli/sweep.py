@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -32,6 +32,7 @@ from repaudit.cli.common import (
     report_format,
     user_errors,
 )
+from repaudit.cli.options import factor_settings, with_factor_options
 from repaudit.escape import rich_text
 
 
@@ -47,17 +48,19 @@ def _sweep_rich(result, console: Console) -> None:
     console.print(rich_text(sweep_floor(result)))
 
 
+def _factor_help() -> str:
+    from repaudit.run.factors import sweepable
+
+    return ("Factor to vary: " + ", ".join(sweepable()) + ". Scoring-only factors (acc_norm, answer_match, the "
+            "exact_match options, score_normalisation) reuse the base's batches; repaudit factors says why the "
+            "others are not sweepable.")
+
+
+@with_factor_options()
 def sweep_command(
-    factor: Annotated[str, typer.Option(help="Factor to vary: backend, batch_size, dtype, padding_side, "
-                                             "add_bos_token (true/false/default), scoring_strategy, acc_norm, "
-                                             "prompt_format, label_style, choice_separator, description (task, "
-                                             "none or text), num_fewshot, fewshot_seed, fewshot_order, "
-                                             "max_gen_toks, until (stop lists: a|b per value, none), chat_template, "
-                                             "fewshot_as_multiturn, system_prompt, answer_match, ignore_case, "
-                                             "ignore_punctuation (task/true/false), regexes_to_ignore (a|b, none, "
-                                             "task). Metric variants reuse the base's batches.")],
+    factor: Annotated[str, typer.Option(help=_factor_help())],
     values: Annotated[str, typer.Option(help="Comma-separated values, e.g. '1,4,16' (fewshot_order: seeds, "
-                                             "'none' = sampler order).")],
+                                             "'none' = sampler order; until: a|b per value).")],
     base_run: Annotated[Optional[Path], typer.Option("--base", help="Take the base configuration from this run: "
                                                                     "anything compare reads (a repaudit run, an "
                                                                     "lm-eval results file or output directory); "
@@ -65,14 +68,6 @@ def sweep_command(
     task: Annotated[str, typer.Option(help="Task of the base configuration.")] = "arc_easy",
     model: Annotated[str, typer.Option(help="'default', a local directory or a hub id.")] = "default",
     data_dir: Annotated[Optional[Path], typer.Option(help="Local data laid out as shared/data.")] = None,
-    split: Annotated[Optional[str], typer.Option(help="Evaluation split.")] = None,
-    limit: Annotated[Optional[int], typer.Option(help="First N docs only.")] = None,
-    num_fewshot: Annotated[Optional[int], typer.Option(help="n-shot of the base.")] = None,
-    prompt_format: Annotated[str, typer.Option("--prompt-format", help="Prompt format of the base.")] = "lmeval",
-    backend: Annotated[str, typer.Option(help="Backend of the base: hf or vllm.")] = "hf",
-    dtype: Annotated[str, typer.Option(help="dtype of the base.")] = "float32",
-    batch_size: Annotated[int, typer.Option(help="Batch size of the base.")] = 8,
-    scoring_strategy: Annotated[str, typer.Option(help="Scoring strategy of the base.")] = "full_sequence",
     metric: Annotated[Optional[str], typer.Option(help="Metric to judge (default: the task's first).")] = None,
     noise_seeds: Annotated[int, typer.Option(help="Extra few-shot seeds for the noise floor (n-shot bases).")] = 3,
     cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
@@ -88,8 +83,10 @@ def sweep_command(
     ray_address: RayAddressOption = None,
     workers: WorkersOption = None,
     as_json: JsonOption = False,
+    **factors: Any,
 ) -> None:
-    """Vary one factor, hold the rest, and measure its effect against the noise floor.
+    """Vary one factor, hold the rest, and measure its effect against the noise floor. The base is the run
+    given with --base, or the factor options (every factor is one; see repaudit factors).
 
     Example: repaudit sweep --factor batch_size --values 1,4,16 --dtype bfloat16 --data-dir ../shared/data --limit 200
 
@@ -101,9 +98,7 @@ def sweep_command(
         check_outputs(output, plot, fmt, as_json)
         check_precision(precision, round_docs)
         vals = parse_values(factor, values)
-        base = base_config(base_run, model, data_dir, cache_dir, task=task, split=split, limit=limit,
-                           num_fewshot=num_fewshot, prompt_format=prompt_format, backend=backend, dtype=dtype,
-                           batch_size=batch_size, scoring_strategy=scoring_strategy)
+        base = base_config(base_run, model, data_dir, cache_dir, task=task, **factor_settings(factors))
         if dry_run:
             from repaudit.audit.plan import plan_grid
             from repaudit.audit.sweep import sweep_grid

@@ -4,7 +4,7 @@ prompt format, and the smallest difference a comparison on it can detect."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -29,6 +29,7 @@ from repaudit.cli.common import (
     report_format,
     user_errors,
 )
+from repaudit.cli.options import factor_settings, with_factor_options
 from repaudit.errors import RepauditError
 from repaudit.escape import rich_text
 
@@ -52,6 +53,7 @@ def _variance_rich(r, console: Console) -> None:
     console.print(rich_text(variance_summary(r)), soft_wrap=True)
 
 
+@with_factor_options()
 def variance_command(
     task: Annotated[str, typer.Option(help="Task.")] = "arc_easy",
     num_fewshot: Annotated[int, typer.Option(help="n-shot (> 0: the few-shot draw is what varies).")] = 3,
@@ -67,15 +69,7 @@ def variance_command(
                                                                     "the base options are then ignored.")] = None,
     model: Annotated[str, typer.Option(help="'default', a local directory or a hub id.")] = "default",
     data_dir: Annotated[Optional[Path], typer.Option(help="Local data laid out as shared/data.")] = None,
-    split: Annotated[Optional[str], typer.Option(help="Evaluation split.")] = None,
-    limit: Annotated[Optional[int], typer.Option(help="First N docs only.")] = None,
     doc_ids: Annotated[Optional[str], typer.Option(help="Only these doc ids, e.g. '0,7,42'.")] = None,
-    backend: Annotated[str, typer.Option(help="hf or vllm.")] = "hf",
-    dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
-    batch_size: Annotated[int, typer.Option(help="Batch size.")] = 8,
-    scoring_strategy: Annotated[str, typer.Option(help="full_sequence or shared_prefix.")] = "full_sequence",
-    acc_norm: Annotated[str, typer.Option(help="acc_norm normalisation (see run).")] = "char_length",
-    chat_template: Annotated[bool, typer.Option(help="Wrap prompts in the model's chat template.")] = False,
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates of the intervals over docs.")] = 2000,
     cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
     fmt: FormatOption = Format.rich,
@@ -88,6 +82,7 @@ def variance_command(
     ray_address: RayAddressOption = None,
     workers: WorkersOption = None,
     as_json: JsonOption = False,
+    **factors: Any,
 ) -> None:
     """Measure a benchmark's noise: bootstrap intervals over docs, spread over few-shot seeds and orders and
     over prompt formats, continuous counterparts with their signal-to-noise, and the minimum detectable
@@ -104,11 +99,9 @@ def variance_command(
         fmts = [f.strip() for f in formats.split(",") if f.strip()]
         from repaudit.tasks.fewshot import parse_fewshot_ids
 
-        base = base_config(base_run, model, data_dir, cache_dir, task=task, split=split, limit=limit,
+        base = base_config(base_run, model, data_dir, cache_dir, task=task,
                            doc_ids=parse_fewshot_ids(doc_ids, "--doc-ids") if doc_ids else None,
-                           num_fewshot=num_fewshot, fewshot_seed=fewshot_seed, backend=backend, dtype=dtype,
-                           batch_size=batch_size, scoring_strategy=scoring_strategy, acc_norm=acc_norm,
-                           chat_template=chat_template)
+                           num_fewshot=num_fewshot, fewshot_seed=fewshot_seed, **factor_settings(factors))
         if dry_run:
             from repaudit.audit.plan import plan_grid
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
+from repaudit.run.factors import serving_unset
 from repaudit.run.fingerprint import Fingerprint
 
 #: The value of a factor that the run's file does not record.
@@ -24,6 +25,7 @@ class FactorGroup(str, Enum):
     backend = "backend"
     dtype = "dtype"
     quantisation = "quantisation"
+    serving = "serving"
     batch_size = "batch_size"
     padding = "padding"
     bos = "bos"
@@ -42,6 +44,10 @@ class FactorGroup(str, Enum):
 
 
 Factors = dict[str, dict[str, Any]]
+
+#: serving settings of the ``serving`` group and their value where a run does not set them (one GPU,
+#: engine defaults); ``attention_backend`` is read from the engine facts, whichever backend ran
+SERVING_UNSET: dict[str, Any] = {k: v for k, v in serving_unset(group="serving").items() if k != "attention_backend"}
 
 
 def empty_factors() -> Factors:
@@ -91,6 +97,14 @@ def factors_from_fingerprint(fp: Fingerprint) -> Factors:
     f["max_tokens"] = {"max_gen_toks": g.max_gen_toks if g else None, "max_length": fp.backend.max_length}
     f["sampling"] = ({"do_sample": g.do_sample, "temperature": g.temperature, "top_p": g.top_p, "top_k": g.top_k}
                      if g else {"do_sample": None})
+    if g is not None and g.do_sample:  # the seed decides sampled generations only
+        f["sampling"]["seed"] = g.seed if g.seed is not None else fp.seeds.torch
+    engine = fp.backend.engine or {}
+    # serving settings as the engine ran them; transformers has only its attention implementation (the
+    # vLLM-only ones do not apply); a vLLM run that did not record one ran its engine's default: unknown
+    vllm = fp.backend.name == "vllm"
+    f["serving"] = {k: engine.get(k, UNKNOWN if vllm else unset) for k, unset in SERVING_UNSET.items()}
+    f["serving"]["attention_backend"] = engine.get("attention_backend", engine.get("attn_implementation"))
     f["metric_variant"] = {"metrics": fp.metric.metrics, "acc_norm": fp.metric.acc_norm_normalisation,
                            "filters": fp.metric.filters, "score": fp.metric.score_normalisation}
     if fp.metric.answer_match is not None:  # generate_until: matching rule and lm-eval's exact_match options

@@ -11,6 +11,8 @@ seed                      doc shuffling and few-shot draws use ``random.Random(4
 hardware                  not recorded
 backend                   the ``model_config`` class, told by its fields (``gpu_memory_utilization`` → vllm,
                           ``model_parallel``/``continuous_batching`` → hf); ``device``
+quantisation / serving    ``model_config``'s vLLM engine fields (``tensor_parallel_size``, ``quantization``, …) and
+                          ``model_loading_kwargs`` (``load_in_8bit``, ``attn_implementation``), as lm-eval's model_args
 bos                       ``model_config.add_special_tokens`` False (True: the tokenizer's default, not recorded)
 dtype / batch_size        ``model_config.dtype`` (≤0.7: ``config_general.model_dtype``), ``batch_size``
 prompt_format             ``prompt_function``; lighteval's fixed delimiters (" " before a few-shot answer,
@@ -85,6 +87,26 @@ def _backend(mc: ModelConfig | None) -> Any:
     return UNKNOWN
 
 
+def _serving(mc: ModelConfig | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``quantisation`` and ``serving`` factors from the model config's engine fields (lighteval's
+    ``VLLMModelConfig`` names them as vLLM does; its transformers config has ``model_loading_kwargs``),
+    read as lm-eval's ``model_args`` are; unknown for an endpoint or a config the file does not record."""
+    from repaudit.importers.lmeval_factors import quantisation, serving
+
+    backend = _backend(mc)
+    if mc is None or backend not in ("vllm", "hf"):
+        return quantisation(None, backend), serving(None, backend)
+    args = {k: str(v) for k, v in {**(mc.model_loading_kwargs or {}), **(mc.model_extra or {})}.items()}
+    return quantisation(args, backend), serving(args, backend)
+
+
+def _model_args(mc: ModelConfig) -> dict[str, Any]:
+    """``model_loading_kwargs`` less what the quantisation and serving factors already show."""
+    from repaudit.importers.lmeval_factors import QUANT_ARGS, SERVING_ARGS
+
+    return {k: v for k, v in (mc.model_loading_kwargs or {}).items() if k not in QUANT_ARGS and k not in SERVING_ARGS}
+
+
 def _or_unknown(v: Any) -> Any:
     return UNKNOWN if v is None else v
 
@@ -123,6 +145,7 @@ def task_factors(res: LightevalResults, key: str, docs: dict[int, DocOutcome] | 
     f["dtype"] = {"dtype": _or_unknown(dtype)}
     f["batch_size"] = {"batch_size": _or_unknown(mc.batch_size if mc else None), "batch_sizes_used": UNKNOWN}
     f["padding"] = {"padding_side": UNKNOWN}
+    f["quantisation"], f["serving"] = _serving(mc)
     # add_special_tokens=False: no BOS; True (the default): whatever the tokenizer adds, not recorded
     f["bos"] = {"bos_first": False if mc is not None and mc.add_special_tokens is False else UNKNOWN}
     f["prompt_format"] = {"prompt_function": _or_unknown(tc.prompt_function if tc else None),
@@ -162,7 +185,7 @@ def task_factors(res: LightevalResults, key: str, docs: dict[int, DocOutcome] | 
     f["model"] = {"name": _or_unknown((mc.model_name if mc else None) or cg.model_name),
                   "revision": _or_unknown(mc.revision if mc else None), "sha": _or_unknown(cg.model_sha or None),
                   "weights_sha256": UNKNOWN, "num_parameters": UNKNOWN,
-                  "args": dict(mc.model_loading_kwargs or {}) if mc else UNKNOWN,
+                  "args": _model_args(mc) if mc else UNKNOWN,
                   "trust_remote_code": _or_unknown(mc.trust_remote_code if mc else None)}
     sha = cg.lighteval_sha
     f["library_versions"] = {"lighteval_sha": sha} if sha and sha != "?" else {}

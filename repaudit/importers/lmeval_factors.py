@@ -13,6 +13,8 @@ backend                   ``config.model``, ``config.device`` (may not say what 
 dtype                     ``config.model_dtype``, else ``model_args`` ``dtype``
 quantisation              ``model_args`` ``load_in_8bit``/``load_in_4bit``/``bnb_4bit_*``, ``gptq``, ``awq``,
                           vLLM's ``quantization`` (none of them: ``none``; an API model: *unknown*)
+serving                   ``model_args`` ``tensor_parallel_size``, ``pipeline_parallel_size``,
+                          ``enable_prefix_caching``, ``kv_cache_dtype``, ``attn_implementation``
 batch_size                ``config.batch_size`` (string, int or "auto"), ``config.batch_sizes``
 bos                       ``model_args`` ``add_bos_token`` (unset: the tokenizer's default, not recorded)
 prompt_format             ``configs.<task>.doc_to_text/doc_to_choice/doc_to_target/description``
@@ -41,14 +43,17 @@ from typing import Any
 from repaudit.importers.factors import UNKNOWN, Factors, empty_factors
 from repaudit.importers.lmeval_schema import GenerationKwargs, LmevalResults, RunSettings, TaskConfig
 from repaudit.run.environment import NUMERIC_CPU_FLAGS
+from repaudit.run.factors import serving_model_args
 
 _FUNC_ADDR = re.compile(r"<function (\S+) at 0x[0-9a-fA-F]+>")
 #: model_args keys of weight quantisation (transformers/bitsandbytes, AutoGPTQ, AutoAWQ, vLLM)
 QUANT_ARGS = ("load_in_8bit", "load_in_4bit", "bnb_4bit_quant_type", "bnb_4bit_compute_dtype",
               "bnb_4bit_use_double_quant", "gptq", "autogptq", "gptq_use_triton", "awq", "autoawq", "quantization",
               "quantization_config", "quantize")
+#: model_args keys of serving settings (vLLM's engine arguments; transformers' attention implementation)
+SERVING_ARGS = {**{k: k for k in serving_model_args()}, "attn_implementation": "attention_backend"}
 #: model_args keys mapped to their own factor; every other key is compared under ``model.args``
-_MAPPED_ARGS = {"pretrained", "revision", "dtype", "trust_remote_code", "add_bos_token", *QUANT_ARGS}
+_MAPPED_ARGS = {"pretrained", "revision", "dtype", "trust_remote_code", "add_bos_token", *QUANT_ARGS, *SERVING_ARGS}
 #: lm-eval model types that call a remote API: how the weights were stored is not knowable
 API_BACKENDS = ("openai", "anthropic", "local-completions", "local-chat-completions", "gguf", "ggml",
                 "textsynth", "goose", "forefront", "watsonx", "api")
@@ -212,6 +217,36 @@ def quantisation(margs: dict[str, str] | None, backend: Any) -> dict[str, Any]:
     return {"method": method, "settings": q} if method != "none" else {"method": method}
 
 
+def serving(margs: dict[str, str] | None, backend: Any) -> dict[str, Any]:
+    """The ``serving`` factor from ``model_args``: what is set there, and the engine's default elsewhere — for
+    the transformers backend the vLLM-only settings do not apply (their unset value); its attention
+    implementation and a vLLM run's batch-invariant mode (an environment variable) are not recorded."""
+    from repaudit.importers.factors import SERVING_UNSET
+
+    if margs is None or not isinstance(backend, str) or any(k in backend for k in API_BACKENDS):
+        return {k: UNKNOWN for k in (*SERVING_UNSET, "attention_backend")}
+    out: dict[str, Any] = dict(SERVING_UNSET)
+    out["attention_backend"] = UNKNOWN
+    if "vllm" in backend:
+        out["batch_invariant"] = UNKNOWN
+    for key, factor in SERVING_ARGS.items():
+        if key in margs:
+            out[factor] = _serving_value(factor, margs[key])
+        elif "vllm" in backend and SERVING_UNSET.get(factor, 0) is None:
+            out[factor] = UNKNOWN  # not passed: vLLM's own default, which depends on its version and device
+    return out
+
+
+def _serving_value(factor: str, raw: Any) -> Any:
+    """A ``model_args`` value parsed as the registry parses the option; kept as written if it does not parse."""
+    from repaudit.run.factors import get
+
+    try:
+        return get(factor).parse(str(raw))
+    except (ValueError, TypeError):
+        return raw
+
+
 def other_settings(res: LmevalResults) -> dict[str, Any]:
     """Recorded settings that map to no factor (``bootstrap_iters``, a fork's own keys such as a pruning
     setting), top-level and in ``config``; volatile and structural keys are left out."""
@@ -255,7 +290,6 @@ def task_factors(res: LmevalResults, task: str) -> Factors:
         gen.update(gen_kwargs(settings.gen_kwargs))  # --gen_kwargs on the command line overrides the task's
     if isinstance(gen.get("until"), str):
         gen["until"] = [gen["until"]]
-    is_gen = bool(cfg) and cfg.output_type in ("generate_until", "greedy_until")
     n_shot = num_fewshot(res, task, cfg)
     ns = (res.n_samples or {}).get(task)
     n_docs = ns.effective if ns and ns.effective is not None else UNKNOWN
@@ -268,6 +302,7 @@ def task_factors(res: LmevalResults, task: str) -> Factors:
     f["backend"] = {"name": get("model") or UNKNOWN, "device": _device(get("device"), hw), "scoring_strategy": UNKNOWN}
     f["dtype"] = {"dtype": _dtype(settings, margs)}
     f["quantisation"] = quantisation(margs, get("model"))
+    f["serving"] = serving(margs, get("model"))
     sizes = get("batch_sizes")
     batch = get("batch_size")
     f["batch_size"] = {"batch_size": int_or(batch) if batch is not None else UNKNOWN,
@@ -276,7 +311,25 @@ def task_factors(res: LmevalResults, task: str) -> Factors:
     # model_args add_bos_token only asks the tokenizer (it may ignore it); unset = its default: not recorded
     bos_arg = (margs or {}).get("add_bos_token")
     f["bos"] = {"bos_first": {"true": True, "false": False}.get(str(bos_arg).lower(), UNKNOWN)}
+    f.update(_protocol_factors(res, task, cfg, gen, n_shot, n_docs, get))
+    if "chat_template" in res.model_fields_set:
+        f["chat_template"] = {"applied": bool(res.chat_template), "chat_template_sha256": res.chat_template_sha or None,
+                              "system_prompt": res.system_instruction}
+        if "fewshot_as_multiturn" in res.model_fields_set:  # null = the flag was not passed
+            f["chat_template"]["fewshot_as_multiturn"] = bool(res.fewshot_as_multiturn)
+    f.update(_model_factors(res, margs, env_libs, get))
+    if res.task_hashes and res.task_hashes.get(task):
+        f["data"]["task_hash"] = res.task_hashes[task]  # lm-eval's hash of the task's requests (docs and prompts)
+    f["other"] = other_settings(res)
+    return f
+
+
+def _protocol_factors(res: LmevalResults, task: str, cfg, gen: dict, n_shot, n_docs, get) -> dict:
+    """The data, few-shot, prompt, stop, max-token, sampling and metric groups of one task; a file
+    without the task's config (0.3) records only its data and n-shot."""
+    f: dict = {}
     zero = n_shot == 0
+    is_gen = bool(cfg) and cfg.output_type in ("generate_until", "greedy_until")
     if cfg is not None:
         raw = clean(cfg.model_dump())
         f["prompt_format"] = {k: raw.get(k) for k in ("doc_to_text", "doc_to_choice", "doc_to_target", "description",
@@ -311,13 +364,14 @@ def task_factors(res: LmevalResults, task: str) -> Factors:
                      "content_sha256": UNKNOWN, "limit": int_or(get("limit")), "n_docs": n_docs}
     else:
         f["data"] = {"task": task, "task_version": _version(res, task),
-                     "limit": int_or(get("limit")) if settings else UNKNOWN, "n_docs": n_docs}
+                     "limit": int_or(get("limit")) if res.config else UNKNOWN, "n_docs": n_docs}
         f["fewshot"] = {"num_fewshot": n_shot, "ids_sha256": "none" if zero else UNKNOWN, "order_seed": None}
-    if "chat_template" in res.model_fields_set:
-        f["chat_template"] = {"applied": bool(res.chat_template), "chat_template_sha256": res.chat_template_sha or None,
-                              "system_prompt": res.system_instruction}
-        if "fewshot_as_multiturn" in res.model_fields_set:  # null = the flag was not passed
-            f["chat_template"]["fewshot_as_multiturn"] = bool(res.fewshot_as_multiturn)
+    return f
+
+
+def _model_factors(res: LmevalResults, margs: dict | None, env_libs: dict, get) -> dict:
+    """The model, tokenizer and library-version groups of a results file."""
+    f: dict = {}
     sha = get("model_sha")
     f["model"] = {"name": (margs or {}).get("pretrained") or res.model_name or UNKNOWN,
                   "revision": (margs or {}).get("revision") or get("model_revision") or UNKNOWN,
@@ -337,7 +391,4 @@ def task_factors(res: LmevalResults, task: str) -> Factors:
     if res.transformers_version:
         libs["transformers"] = res.transformers_version
     f["library_versions"] = libs
-    if res.task_hashes and res.task_hashes.get(task):
-        f["data"]["task_hash"] = res.task_hashes[task]  # lm-eval's hash of the task's requests (docs and prompts)
-    f["other"] = other_settings(res)
     return f

@@ -19,6 +19,7 @@ GROUPS = {
     "fewshot": "few-shot", "chat_template": "chat template", "stop": "stop sequences", "max_tokens": "max tokens",
     "sampling": "sampling", "metric_variant": "metric variant", "model": "model", "tokenizer": "tokenizer",
     "data": "data", "library_versions": "library versions", "other": "other recorded settings",
+    "serving": "serving",
 }
 
 DIAGNOSTICS = {
@@ -41,7 +42,13 @@ ADJUST = {"holm": "Holm", "bh": "Benjamini–Hochberg", "none": "no adjustment"}
 
 
 def factor_label(group: str, field: str) -> str:
-    """``fewshot.num_fewshot`` → ``few-shot: num_fewshot``; a field named like its group stands alone."""
+    """The factor's own name where the field is one (``fewshot.num_fewshot`` → ``num_fewshot``, the name used
+    on the command line, in sweeps and protocols); otherwise ``group: field`` (``model: args``)."""
+    from repaudit.run.factors import by_compare
+
+    name = by_compare().get((group, field))
+    if name is not None:
+        return name
     g = GROUPS.get(group, group)
     return g if field in (group, g) else f"{g}: {field}"
 

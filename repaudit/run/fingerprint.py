@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from repaudit.hashing import sha256_json
 from repaudit.run.environment import GitState, Hardware, Software
@@ -21,6 +21,12 @@ FINGERPRINT_SCHEMA_VERSION = 2
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+
+def later() -> Any:
+    """A field added after schema 2 shipped: ``None`` by default, and left out of the digest while ``None`` so
+    that older run files keep their digest (:meth:`Fingerprint.canonical`)."""
+    return Field(None, json_schema_extra={"later": True})
 
 
 class Seeds(_Strict):
@@ -87,12 +93,12 @@ class PromptConfig(_Strict):
     chat_template: bool
     chat_template_sha256: str | None
     system_prompt: str | None
-    label_style: str | None = None
-    choice_separator: str | None = None
-    description: str | None = None
-    description_sha256: str | None = None
-    description_override: bool | None = None
-    fewshot_as_multiturn: bool | None = None
+    label_style: str | None = later()
+    choice_separator: str | None = later()
+    description: str | None = later()
+    description_sha256: str | None = later()
+    description_override: bool | None = later()
+    fewshot_as_multiturn: bool | None = later()
 
 
 class FewshotConfig(_Strict):
@@ -120,6 +126,8 @@ class GenerationConfig(_Strict):
     temperature: float
     top_p: float
     top_k: int
+    #: the seed of sampled generations (set only when sampling was on)
+    seed: int | None = later()
 
 
 class MetricConfig(_Strict):
@@ -138,7 +146,7 @@ class MetricConfig(_Strict):
     #: the metric a followed protocol reports (``acc_norm``), else None
     reported: str | None = None
     #: generate_until: how answers are matched (``exact``, ``quasi_exact``, ``prefix``, ``suffix``)
-    answer_match: str | None = None
+    answer_match: str | None = later()
 
 
 class DataIdentity(_Strict):
@@ -165,14 +173,7 @@ class DataIdentity(_Strict):
     n_docs: int
     docs_sha256: str
     #: sha256 of the evaluated doc ids when only a subset ran (a round of ``--precision``); else None
-    doc_ids_sha256: str | None = None
-
-
-#: (group, field) added after schema 2 shipped: absent from the canonical form when None
-_LATER_FIELDS = (("data", "doc_ids_sha256"), ("prompt", "label_style"), ("prompt", "choice_separator"),
-                 ("prompt", "description"), ("prompt", "description_sha256"),
-                 ("prompt", "description_override"),
-                 ("prompt", "fewshot_as_multiturn"), ("metric", "answer_match"))
+    doc_ids_sha256: str | None = later()
 
 
 class Fingerprint(_Strict):
@@ -200,10 +201,14 @@ class Fingerprint(_Strict):
         d = self.model_dump(mode="json")
         if d.get("protocol") is None:  # runs without a protocol keep the digest they had before it existed
             d.pop("protocol", None)
-        # likewise runs of all docs, and fields added later while unset
-        for group, key in _LATER_FIELDS:
-            if d[group].get(key) is None:
-                d[group].pop(key, None)
+        # likewise fields added after schema 2 shipped (marked with later()), while unset
+        for group, part in d.items():
+            sub = getattr(self, group, None)
+            if not isinstance(part, dict) or not isinstance(sub, BaseModel):
+                continue
+            for key, info in type(sub).model_fields.items():
+                if (info.json_schema_extra or {}).get("later") and part.get(key) is None:
+                    part.pop(key, None)
         return d
 
     def digest(self) -> str:

@@ -8,23 +8,36 @@ from repaudit.backends.model_source import ResolvedModel
 from repaudit.run.config import RunConfig
 
 
+def engine_options(cfg: RunConfig) -> dict[str, Any]:
+    """The serving settings of ``cfg`` that differ from their defaults (what the backend is loaded with)."""
+    from repaudit.run.factors import serving_unset
+
+    return {k: getattr(cfg, k) for k, unset in serving_unset().items() if getattr(cfg, k) != unset}
+
+
+def configure(backend, cfg: RunConfig):
+    """The one path per-run settings reach a loaded backend: batch size, padding, scoring strategy, BOS."""
+    backend.configure(cfg.batch_size, cfg.padding_side, cfg.scoring_strategy, cfg.add_bos_token)
+    return backend
+
+
 def load(resolved: ResolvedModel, cfg: RunConfig):
-    """Load ``resolved`` in the backend, dtype and device of ``cfg``.
+    """Load ``resolved`` in the backend, dtype, device and serving settings of ``cfg``, configured for it.
 
     Raises:
         RepauditError: unknown or missing backend, weights it cannot load.
     """
     from repaudit.backends import load_backend
 
-    return load_backend(cfg.backend, resolved, dtype=cfg.dtype, batch_size=cfg.batch_size,
-                        padding_side=cfg.padding_side, device=cfg.device, trust_remote_code=cfg.trust_remote_code,
-                        scoring_strategy=cfg.scoring_strategy, seed=cfg.torch_seed)
+    return configure(load_backend(cfg.backend, resolved, dtype=cfg.dtype, device=cfg.device,
+                                  trust_remote_code=cfg.trust_remote_code, seed=cfg.torch_seed,
+                                  engine=engine_options(cfg)), cfg)
 
 
 class BackendPool:
     """Loaded backends, reused when backend, weights, dtype, device and remote-code setting match.
 
-    Batch size, padding side and scoring strategy are set per run (:meth:`HFBackend.configure`), so
+    Batch size, padding side, scoring strategy and BOS are set per run (:func:`configure`), so
     a grid reloads the model once per dtype instead of once per configuration. At most two models
     stay loaded (grids are ordered by backend and dtype).
     """
@@ -34,11 +47,10 @@ class BackendPool:
 
     def get(self, resolved: ResolvedModel, cfg: RunConfig):
         """A backend for ``cfg``, loading it on first use."""
-        key = (cfg.backend, resolved.path, resolved.weights_sha256, cfg.dtype, cfg.device, cfg.trust_remote_code)
+        key = (cfg.backend, resolved.path, resolved.weights_sha256, cfg.dtype, cfg.device, cfg.trust_remote_code,
+               tuple(sorted(engine_options(cfg).items())))
         if key not in self._loaded:
             if len(self._loaded) >= 2:
                 self._loaded.pop(next(iter(self._loaded)))
             self._loaded[key] = load(resolved, cfg)
-        backend = self._loaded[key]
-        backend.configure(cfg.batch_size, cfg.padding_side, cfg.scoring_strategy)
-        return backend
+        return configure(self._loaded[key], cfg)

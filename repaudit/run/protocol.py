@@ -23,34 +23,13 @@ from repaudit.boundary import InputError, read_yaml, validate
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
 
-#: factor -> (RunConfig field or None when repaudit cannot set it, type of its value)
-FACTORS: dict[str, tuple[str | None, Any]] = {
-    "split": ("split", str),
-    "num_fewshot": ("num_fewshot", int),
-    "fewshot_split": ("fewshot_split", str),
-    "fewshot_seed": ("fewshot_seed", int),
-    "prompt_format": ("prompt_format", str),
-    "chat_template": ("chat_template", bool),
-    "system_prompt": ("system_prompt", str),
-    "dtype": ("dtype", str),
-    "batch_size": ("batch_size", int | Literal["auto"]),
-    "max_gen_toks": ("max_gen_toks", int),
-    "until": ("until", list[str]),
-    "limit": ("limit", int),
-    "add_bos_token": ("add_bos_token", bool),
-    "score": ("score_normalisation", Literal["raw", "leaderboard_normalised"]),
-    "fewshot_as_multiturn": ("fewshot_as_multiturn", bool),
-    # what acc_norm normalises by (``bytes``/``tokens`` are the protocol files' older names)
-    "acc_norm": ("acc_norm", Literal["char_length", "byte_length", "token_length", "pmi", "bytes", "tokens"]),
-    # scoring choices: recorded and checked, computed from the same inference
-    "metric": (None, str),
-    "aggregation": (None, Literal["micro", "subject_macro"]),
-    "random_baseline": (None, float),
-    # stated by protocols, not settable in repaudit (yet): recorded, checked where a run records them
-    "fewshot_selection": (None, str),
-    "formulation": (None, str),
-    "max_length": (None, int),
-}
+
+def _factors() -> dict:
+    """Factors a protocol may state, by name and older name (a view of :mod:`repaudit.run.factors`)."""
+    from repaudit.run.factors import protocol_factors
+
+    return protocol_factors()
+
 
 PROTOCOL_SCHEMA_VERSION = 1
 
@@ -107,18 +86,19 @@ class Protocol(_Strict):
         blocks = [("defaults", self.defaults, self.unspecified),
                   *((f"tasks.{k}", t.settings, t.unspecified) for k, t in self.tasks.items())]
         for where, settings, unspecified in blocks:
+            known = _factors()
             for key, s in settings.items():
-                if key not in FACTORS:
-                    raise ValueError(f"{where}.{key}: unknown factor (known: {', '.join(FACTORS)})")
+                if key not in known:
+                    raise ValueError(f"{where}.{key}: unknown factor (known: {', '.join(known)})")
                 if s.source not in self.sources:
                     raise ValueError(f"{where}.{key}: source '{s.source}' is not in sources")
                 try:
-                    s.value = TypeAdapter(FACTORS[key][1]).validate_python(s.value, strict=True)
+                    s.value = TypeAdapter(known[key].protocol).validate_python(s.value, strict=True)
                 except ValidationError as exc:
                     raise ValueError(f"{where}.{key}: value {s.value!r} is not a valid {key} "
                                      f"({exc.errors(include_url=False)[0]['msg']})") from None
             for key in unspecified:
-                if key not in FACTORS and key not in ("backend",):
+                if key not in known:
                     raise ValueError(f"{where}.unspecified: unknown factor '{key}'")
         for key, t in self.tasks.items():
             if t.repaudit_task == "__key__":
@@ -236,16 +216,17 @@ def apply_protocol(proto: Protocol, task: str, explicit: dict[str, Any]) -> tupl
         raise RepauditError(f"protocol {proto.name} needs task '{key}', which repaudit does not have")
     fields: dict[str, Any] = {"task": target}
     rec = ProtocolRecord(name=proto.name, sha256=proto.sha256())
+    known = _factors()
     for factor, s in settings.items():
-        field = FACTORS[factor][0]
-        if factor == "acc_norm":  # a scoring choice conformance checks, and now settable too
-            rec.scoring[factor] = s.value
-            s = s.model_copy(update={"value": {"bytes": "byte_length", "tokens": "token_length"}.get(s.value, s.value)})
+        f = known[factor]
+        field = f.fields[0] if f.fields else None
+        if f.stage == "scoring" and factor not in ("score", "score_normalisation"):
+            rec.scoring[factor] = s.value  # a scoring choice conformance checks (and sets, where settable)
+        if s.value in f.protocol_values:  # an older spelling of the value (acc_norm: bytes, tokens)
+            s = s.model_copy(update={"value": f.protocol_values[s.value]})
         if field is None:
-            if factor in ("metric", "random_baseline", "aggregation", "acc_norm"):
-                rec.scoring[factor] = s.value
-            else:
-                rec.not_applied[factor] = f"{s.value!r}: not settable in repaudit"
+            if f.stage != "scoring":
+                rec.not_applied[factor] = f"{s.value!r}: not settable in repaudit ({f.why_not.get('option', '')})"
             continue
         if factor == "batch_size" and s.value == "auto":
             rec.not_applied[factor] = "'auto': repaudit takes a fixed batch size"
