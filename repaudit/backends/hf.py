@@ -133,7 +133,8 @@ class HFBackend:
             max_length=_max_length(self.model, self.tokenizer), **tokenizer_identity(self.tokenizer),
             num_parameters=sum(p.numel() for p in self.model.parameters()),
             architecture=type(self.model).__name__,
-            engine={"attn_implementation": str(getattr(self.model.config, "_attn_implementation", "unknown"))},
+            engine={"attn_implementation": str(getattr(self.model.config, "_attn_implementation", "unknown")),
+                    **({"requested": dict(sorted(engine.items()))} if engine else {})},
         )
 
     def configure(self, batch_size: int, padding_side: str, scoring_strategy: str,

@@ -156,6 +156,8 @@ class VLLMBackend:
         }
         if vcfg.model_config.quantization:
             self.engine["quantization"] = str(vcfg.model_config.quantization)
+        if engine:  # what the run asked for, beside what the engine chose: a replay asks for the same
+            self.engine["requested"] = dict(sorted(engine.items()))
         hf_config = vcfg.model_config.hf_config
         self.info = BackendInfo(
             name="vllm", device=self.device, dtype=str(vcfg.model_config.dtype).removeprefix("torch."),

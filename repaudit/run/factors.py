@@ -127,14 +127,20 @@ _NOT_HERE = "a setting of the machine, not of the run: recorded and compared, ne
 _SERVING = "vLLM engine setting"
 
 
+def _requested(fp: Fingerprint) -> dict[str, Any]:
+    return (fp.backend.engine or {}).get("requested") or {}
+
+
 def _serving(name: str, doc: str, parse, values=None, unset: Any = None, compare: tuple | None = None,
              how: Literal["engine", "env", "both"] = "engine") -> Factor:
-    """A vLLM engine setting: recorded in the engine facts (``unset`` where a run has none, e.g. transformers);
-    settable and replayable — a value this machine cannot run (two GPUs) stops the run with one line."""
+    """A vLLM engine setting. ``compare`` shows the value the engine used (its facts in the fingerprint);
+    a replay asks for what the run asked for (``engine.requested``; ``unset`` where it asked for nothing, so
+    that the engine picks its default again and a transformers/vLLM pair differs in ``backend`` alone). A
+    value this machine cannot run (two GPUs) stops the run with one line."""
     why = {"protocol": "published protocols do not state serving settings",
            "reproduce": "a serving setting moves numerics, not the protocol a number was reported under"}
     return Factor(name, f"{doc} ({_SERVING})",
-                  (name,), parse, values, lambda fp, n=name, u=unset: ((fp.backend.engine or {}).get(n, u),),
+                  (name,), parse, values, lambda fp, n=name, u=unset: (_requested(fp).get(n, u),),
                   compare or ("serving", name), why_not=why, serving=how, unset=unset)
 
 
