@@ -160,14 +160,14 @@ def test_serving_settings_are_read_from_lmeval_model_args_and_lighteval_model_co
     src = ROOT / "tests/fixtures/lmeval/lm-evaluation-harness__llama-7B_gsm8k_8-shot.json"
     data = json.loads(src.read_text())
     data["config"].update(model="vllm", model_args="pretrained=m,tensor_parallel_size=2,kv_cache_dtype=fp8,"
-                                                   "quantization=awq,enable_prefix_caching=False")
+                                                   "quantization=awq,enable_prefix_caching=False,max_num_seqs=64")
     (tmp_path / "lm.json").write_text(json.dumps(data))
     run = load_run(tmp_path / "lm.json")
     f = next(iter(run.factors.values()))
     assert f["serving"]["tensor_parallel_size"] == 2 and f["serving"]["kv_cache_dtype"] == "fp8"
     assert f["serving"]["enable_prefix_caching"] is False and f["quantisation"]["method"] == "awq"
     assert f["serving"]["pipeline_parallel_size"] == 1 and f["serving"]["batch_invariant"] == "<not recorded>"
-    assert "tensor_parallel_size" not in f["model"]["args"]
+    assert f["serving"]["max_num_seqs"] == 64 and "tensor_parallel_size" not in f["model"]["args"]
 
     import shutil
 
@@ -178,8 +178,16 @@ def test_serving_settings_are_read_from_lmeval_model_args_and_lighteval_model_co
     mc = data["config_general"]["model_config"]
     for key in ("model_parallel", "compile", "continuous_batching"):
         mc.pop(key)
-    mc.update(gpu_memory_utilization=0.9, tensor_parallel_size=4, quantization="gptq", enable_prefix_caching=True)
+    mc.update(gpu_memory_utilization=0.9, tensor_parallel_size=4, quantization="gptq", enable_prefix_caching=True,
+              max_num_seqs=128)
     res.write_text(json.dumps(data))
     f = next(iter(load_run(light).factors.values()))
     assert f["backend"]["name"] == "vllm" and f["serving"]["tensor_parallel_size"] == 4
     assert f["serving"]["enable_prefix_caching"] is True and f["quantisation"]["method"] == "gptq"
+    assert f["serving"]["max_num_seqs"] == 128
+
+
+def test_a_vllm_setting_on_the_transformers_backend_is_one_error_line(tmp_path):
+    res = CliRunner().invoke(app, ["run", "--task", "arc_easy", "--max-num-seqs", "4", "-o", str(tmp_path / "r.json")])
+    assert res.exit_code == 1 and not (tmp_path / "r.json").exists()
+    assert res.output.strip() == "error: --max-num-seqs is a setting of the vllm backend; this run uses hf"

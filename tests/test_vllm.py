@@ -115,3 +115,19 @@ def test_run_and_attribute_over_backend(tiny_model, shared_data, tmp_path):
     assert rep.forward_configurations == 2  # A and B are in the store already; two hybrids are new
     assert sum(rep.phi) == pytest.approx(rep.reexecuted_delta, abs=1e-12)
     assert rep.fidelity_a == rep.fidelity_b == 1.0
+
+
+@needs_vllm
+def test_a_serving_setting_reaches_the_engine_and_is_recorded_as_asked_and_as_used(tiny_model, shared_data, tmp_path):
+    """max_num_seqs (a factor added after the registry: two package files) goes to vLLM's LLM by name; the
+    fingerprint keeps what was asked (replay) beside what the engine used (compare)."""
+    from repaudit.audit.replay import config_from_record
+    from repaudit.importers.factors import factors_from_fingerprint
+    from repaudit.run.runner import RunConfig, run
+
+    rec = run(RunConfig(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=4, backend="vllm",
+                        max_num_seqs=3, cache_dir=tmp_path / "c"))
+    engine = rec.fingerprint.backend.engine
+    assert engine["max_num_seqs"] == 3 and engine["requested"] == {"max_num_seqs": 3}
+    assert factors_from_fingerprint(rec.fingerprint)["serving"]["max_num_seqs"] == 3
+    assert config_from_record(rec, shared_data, str(tiny_model), tmp_path / "c").max_num_seqs == 3

@@ -137,6 +137,9 @@ class RunConfig(BaseModel):
     """vLLM: batch-invariant kernels."""
     quantization: str | None = None
     """vLLM: weight quantisation method; None = none."""
+    max_num_seqs: int | None = None
+    """vLLM: sequences scheduled in one engine step (its batch size, which moves numerics as ``batch_size``
+    does on transformers); None = the engine's default (recorded as used)."""
     cache_dir: Path | None = None
     """Model and batch cache; None = :func:`default_cache_dir`."""
     use_batch_cache: bool = True
@@ -196,6 +199,7 @@ def check_ranges(cfg: RunConfig) -> None:
     _between("top_k", cfg.top_k, 0, 10**7)
     _between("tensor_parallel_size", cfg.tensor_parallel_size, 1, 4096)
     _between("pipeline_parallel_size", cfg.pipeline_parallel_size, 1, 4096)
+    _between("max_num_seqs", cfg.max_num_seqs, 1, MAX_BATCH)
     for name, ids in (("doc_ids", cfg.doc_ids), ("fewshot_ids", cfg.fewshot_ids)):
         if ids is None:
             continue

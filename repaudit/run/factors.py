@@ -190,6 +190,7 @@ FACTORS: tuple[Factor, ...] = (
     _serving("kv_cache_dtype", "dtype the KV cache is stored in", str, KV_CACHE_DTYPES, unset="auto"),
     _serving("batch_invariant", "vLLM's batch-invariant kernels (results independent of batch composition)", flag,
              unset=False, how="env"),
+    _serving("max_num_seqs", "sequences scheduled in one engine step (vLLM's batch size)", int),
     _serving("quantization", "weight quantisation method the engine applies", _none_or(str), QUANTIZATIONS,
              compare=("quantisation", "method")),
     # ---------------------------------------------------------------- prompt
