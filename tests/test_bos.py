@@ -43,7 +43,8 @@ def test_bos_is_a_recorded_factor_of_run(tiny_model, shared_data, tmp_path):
 @pytest.mark.integration
 def test_bos_on_off_with_the_default_model_is_attributed(default_model_available, shared_data, tmp_path):
     """ARC-Easy, 120 docs, default model: BOS forced on vs the tokenizer's default (off); attribute
-    replays both and gives the whole delta to add_bos_token, residual 0."""
+    replays both and gives the whole delta to add_bos_token, residual 0 (shared_prefix scoring: the BOS
+    reaches the prompt the same way on both numerical paths, at a quarter of the test's time)."""
     from repaudit.audit.attribution import run_attribution
     from repaudit.audit.executor import LocalExecutor
     from repaudit.audit.replay import load_replay_source
@@ -51,7 +52,7 @@ def test_bos_on_off_with_the_default_model_is_attributed(default_model_available
     paths = []
     for flag in (None, True):
         rec = run(RunConfig(task="arc_easy", data_dir=shared_data, limit=120, add_bos_token=flag,
-                            cache_dir=tmp_path / "cache"))
+                            scoring_strategy="shared_prefix", cache_dir=tmp_path / "cache"))
         paths.append(tmp_path / f"bos_{flag}.json")
         write_record(rec, paths[-1])
     a, b = (load_replay_source(p, shared_data, None, tmp_path / "cache") for p in paths)

@@ -23,7 +23,8 @@ def test_float32_batch_size_sweep_is_within_the_noise_floor(tiny_model, shared_d
     assert res.noise_floor_method.startswith("spread across a repeated uncached run")
     assert res.noise_floor_sd == 0.0  # float32 on CPU is deterministic
     for p in res.points:
-        assert p.flip_rate == 0.0 and p.delta == 0.0 and p.verdict == "within noise floor"
+        # 10 docs: the deltas are measured, a verdict is not given (compare's floor of 20 docs)
+        assert p.flip_rate == 0.0 and p.delta == 0.0 and p.verdict == "no verdict: 10 docs (fewer than 20)"
     assert len({p.fingerprint_digest for p in res.points}) == 2  # batch size is recorded
 
 

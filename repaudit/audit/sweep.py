@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from repaudit.audit.docsets import MIN_DOCS
 from repaudit.audit.sequential import SequentialReport
 from repaudit.audit.stats import paired_bootstrap
 from repaudit.errors import RepauditError
@@ -217,7 +218,8 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
 def _points(factor: str, values: list[Any], base_rec, value_recs: list, metric: str, floor_sd: float,
             seq) -> list[SweepPoint]:
     """One :class:`SweepPoint` per value: paired Δ against the base (bootstrap, or the sequential
-    design's repeated interval when ``seq`` is given) and a verdict against 2× the floor's sd."""
+    design's repeated interval when ``seq`` is given) and a verdict against 2× the floor's sd (none below
+    :data:`repaudit.audit.docsets.MIN_DOCS` docs)."""
     xb = _metric_values(base_rec, metric)
     points = []
     for j, (value, rec) in enumerate(zip(values, value_recs)):
@@ -230,6 +232,8 @@ def _points(factor: str, values: list[Any], base_rec, value_recs: list, metric: 
             lo, hi = res.delta - seq.half_widths[j], res.delta + seq.half_widths[j]
         excludes = lo > 0 or hi < 0
         verdict = "exceeds noise floor" if excludes and abs(res.delta) > 2 * floor_sd else "within noise floor"
+        if len(xv) < MIN_DOCS:  # as in compare: an interval over a handful of docs supports no verdict
+            verdict = f"no verdict: {len(xv)} docs (fewer than {MIN_DOCS})"
         points.append(SweepPoint(value=value, score=float(xv.mean()), delta=res.delta, ci_low=lo,
                                  ci_high=hi, flip_rate=float(np.mean(xv != xb)), n=len(xv),
                                  fingerprint_digest=rec.fingerprint_digest, verdict=verdict))

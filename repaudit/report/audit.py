@@ -69,10 +69,10 @@ def attribution_markdown(r: AttributionReport) -> str:
     """Markdown: factor table (Shapley values), interaction table, summary."""
     out = [f"### Attribution of the {md(r.metric)} delta on {md(r.task)} (points)", "",
            "| factor | Shapley value | 95 % CI |", "|---|---:|---:|"]
-    out += [f"| {md(a)} | {b} | {c} |" for a, b, c in attribution_rows(r)]
+    out += [f"| {md(a, block=False)} | {b} | {c} |" for a, b, c in attribution_rows(r)]
     if r.interactions:
         out += ["", "| interaction | index | 95 % CI |", "|---|---:|---:|"]
-        out += [f"| {md(' × '.join(i['pair']))} | {_pts(i['value'])} | {_ci(*i['ci'])} |"
+        out += [f"| {md(' × '.join(i['pair']), block=False)} | {_pts(i['value'])} | {_ci(*i['ci'])} |"
                 for i in r.interactions]
     out += ["", attribution_summary(r, md), "",
             ("Shapley values over all hybrid configurations (HyperSHAP, Wever et al. 2025); intervals from a "
@@ -117,7 +117,7 @@ def sweep_markdown(s: SweepResult) -> str:
     """Markdown: one row per value, then the noise floor."""
     out = [f"### Sweep of {md(s.factor)} on {md(s.task)} ({md(s.metric)}, points)", "",
            "| " + " | ".join(_SWEEP_HEAD) + " |", "|---|---:|---:|---:|---:|---|"]
-    out += ["| " + " | ".join([md(row[0]), *row[1:]]) + " |" for row in sweep_rows(s)]
+    out += ["| " + " | ".join([md(row[0], block=False), *row[1:]]) + " |" for row in sweep_rows(s)]
     out += ["", sweep_floor(s), "",
             ("Δ against the base with a " + ("paired bootstrap interval over docs" if s.sequential is None else
                                              "repeated confidence interval") + "; an effect exceeds the noise floor "
