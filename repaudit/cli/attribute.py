@@ -111,7 +111,7 @@ def attribute_command(
     from repaudit.report.audit import attribution_latex, attribution_markdown
 
     with user_errors():
-        check_outputs(output, plot, fmt, as_json)
+        check_outputs(output, plot, fmt, as_json, csv=not dry_run)
         check_precision(precision, round_docs)
         if dry_run:
             from repaudit.audit.attribution import attribution_grid
@@ -129,6 +129,8 @@ def attribute_command(
         result = _attribute(run_a, run_b, data_dir, model, metric, n_boot, cache_dir, plot,
                             make_executor(executor, ray_address, workers),
                             None if precision is None else precision / 100, precision_seed, round_docs, task_config)
-        emit_report(report_format(fmt, output, as_json), output, lambda c: _attribution_rich(result, c),
+        from repaudit.report.frames import attribution_frame, to_csv
+
+        emit_report(report_format(fmt, output, as_json, csv=True), output, lambda c: _attribution_rich(result, c),
                     lambda: attribution_markdown(result), lambda: attribution_latex(result),
-                    lambda: result.model_dump_json(indent=1))
+                    lambda: result.model_dump_json(indent=1), lambda: to_csv(attribution_frame(result)))

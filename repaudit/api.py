@@ -1,0 +1,83 @@
+"""repaudit from Python: load any run the CLI reads, compare two, attribute a delta; results as DataFrames.
+
+The functions return the same objects the CLI renders (terminal, Markdown, LaTeX, JSON, CSV), and
+:mod:`repaudit.report.frames` turns them into pandas DataFrames::
+
+    from repaudit import api
+
+    a, b = api.load("results_A.json"), api.load("out_B/")       # lm-eval, lighteval or repaudit runs
+    c = api.compare(a, b)
+    print(c.summary.worse, "rows moved worse")
+    api.scores(c)            # DataFrame: task, metric, unit, a, b, delta, ci_low, ci_high, verdict, ...
+    api.flips(c)             # DataFrame: the docs whose 0/1 outcome changed, with margins in nats
+    api.paired_docs(a, b)    # DataFrame: every shared (task, doc, metric) with both values
+
+Every file is read through the same boundary as the CLI: bad input raises
+:class:`repaudit.errors.RepauditError` with the one-line message the CLI prints after ``error:``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from repaudit.report.frames import attribution_frame as attribution
+from repaudit.report.frames import docs_frame as docs
+from repaudit.report.frames import factors_frame as factors
+from repaudit.report.frames import flips_frame as flips
+from repaudit.report.frames import paired_docs_frame as paired_docs
+from repaudit.report.frames import scores_frame as scores
+
+if TYPE_CHECKING:
+    from repaudit.audit.attribution import AttributionReport
+    from repaudit.audit.compare import Comparison
+    from repaudit.importers.comparable import ComparableRun
+
+__all__ = ["load", "compare", "attribute", "docs", "paired_docs", "scores", "flips", "factors", "attribution"]
+
+
+def load(path: str | Path, samples: list[str | Path] | None = None) -> ComparableRun:
+    """A run as ``compare`` reads it: a repaudit run file, an lm-eval results file or output directory
+    (0.3–0.4.x; ``samples`` adds ``--log_samples`` files kept elsewhere), or a lighteval output.
+
+    Raises:
+        RepauditError: unreadable, oversized, malformed or foreign input (the message names the file and
+            the JSON path).
+    """
+    from repaudit.importers.detect import load_run
+
+    return load_run(Path(path), [Path(s) for s in samples] if samples else None)
+
+
+def compare(a: ComparableRun | str | Path, b: ComparableRun | str | Path, *, alpha: float = 0.05,
+            adjust: str = "holm", tie_eps: float = 0.01, n_boot: int = 10_000,
+            task_map: dict[str, str] | None = None) -> Comparison:
+    """``repaudit compare A B``: factors, doc sets, scores with paired intervals and adjusted verdicts
+    (Δ = B − A in each metric's unit), flips, diagnostics. ``a``/``b``: runs from :func:`load`, or paths.
+
+    Raises:
+        RepauditError: no task in common, or an option out of range.
+    """
+    from repaudit.audit.compare import compare as _compare
+
+    ra = a if not isinstance(a, (str, Path)) else load(a)
+    rb = b if not isinstance(b, (str, Path)) else load(b)
+    return _compare(ra, rb, tie_eps=tie_eps, n_boot=n_boot, alpha=alpha, task_map=task_map, adjust=adjust)
+
+
+def attribute(a: str | Path, b: str | Path, *, data_dir: str | Path | None = None, model: str | None = None,
+              metric: str | None = None, n_boot: int = 2000, cache_dir: str | Path | None = None) -> AttributionReport:
+    """``repaudit attribute A B``: re-run every configuration between two one-task runs with per-doc results
+    and attribute the score delta to each differing factor (Shapley values, in metric units 0–1, with
+    bootstrap intervals; :func:`attribution` gives them in points). Runs inference: minutes on a CPU.
+
+    Raises:
+        RepauditError: a run that cannot be replayed (the reason in one line), or no differing factor.
+    """
+    from repaudit.audit.attribution import run_attribution
+    from repaudit.audit.executor import LocalExecutor
+    from repaudit.audit.replay import load_replay_source
+
+    opt = (lambda p: Path(p) if p is not None else None)
+    src = [load_replay_source(Path(r), opt(data_dir), model, opt(cache_dir)) for r in (a, b)]
+    return run_attribution(*src, LocalExecutor(), metric=metric, n_boot=n_boot)
