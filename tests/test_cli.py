@@ -84,7 +84,7 @@ def test_every_command_has_help_with_an_example_and_a_readme_section():
 
 
 @pytest.mark.parametrize("args", [
-    ["compare", "a.json", "b.json", "--format", "html"],
+    ["compare", "a.json", "b.json", "--format", "pdf"],
     ["compare", "a.json", "b.json", "--tasks", "x"],
     ["compare", "a.json"],
     ["run", "--batch-size", "auto"],
@@ -124,7 +124,7 @@ def test_help_at_80_columns_shows_every_option_whole():
 
 @pytest.mark.parametrize("suffix,fmt,needle", [
     (".pdf", None, "cannot write a report as '.pdf'"),
-    (".html", None, "cannot write a report as '.html'"),
+    (".docx", None, "cannot write a report as '.docx'"),
     (".md", "latex", "--format latex does not match"),
     (".json", "markdown", "--format markdown does not match"),
 ])

@@ -64,13 +64,17 @@ class Format(str, Enum):
     markdown = "markdown"
     latex = "latex"
     json = "json"
+    csv = "csv"
+    html = "html"
 
 
-FormatOption = Annotated[Format, typer.Option("--format", help="Report format: rich (terminal), markdown, latex "
-                                                               "or json.")]
+FormatOption = Annotated[Format, typer.Option("--format", help="Report format: rich (terminal), markdown, latex, "
+                                                               "json, csv (compare: the score table; attribute: "
+                                                               "the Shapley values) or html (compare: one "
+                                                               "self-contained page with a per-doc browser).")]
 OutputOption = Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the report here; the suffix picks "
-                                                      "the format (.json, .md, .tex, .txt) and must agree with "
-                                                      "--format.")]
+                                                      "the format (.json, .md, .tex, .txt, .csv, .html) and must agree "
+                                                      "with --format.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
 ExecutorOption = Annotated[str, typer.Option("--executor", help="Where configurations run: local (this process) "
                                                                 "or ray (one Ray task per configuration).")]
@@ -89,18 +93,19 @@ def make_executor(name: str, ray_address: Optional[str], workers: Optional[int])
 
 
 def check_outputs(output: Optional[Path], plot: Optional[Path] = None, fmt: Optional[Format] = None,
-                  as_json: bool = False) -> None:
+                  as_json: bool = False, csv: bool = False, html: bool = False) -> None:
     """The report file and the plot's PNG/PDF can be written, and the report's suffix names a format that
     agrees with ``--format``; checked before any work.
 
     Raises:
         RepauditError: a path that cannot be written (see :func:`repaudit.run.records.check_writable`), an
-            unknown suffix, or a suffix and ``--format`` that disagree.
+            unknown suffix, a suffix and ``--format`` that disagree, or CSV from a command without a table
+            for it (``csv``: the command has one), or HTML from a command without an HTML report (``html``).
     """
     from repaudit.run.records import check_writable
 
+    report_format(fmt or Format.rich, output, as_json, csv, html)
     if output is not None:
-        report_format(fmt or Format.rich, output, as_json)
         check_writable(output, "output")
     if plot is not None:
         for suffix in (".png", ".pdf"):
@@ -109,17 +114,30 @@ def check_outputs(output: Optional[Path], plot: Optional[Path] = None, fmt: Opti
 
 #: report file suffix -> the format written into it (.txt: the terminal view as plain text)
 SUFFIXES = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".tex": "latex", ".latex": "latex",
-            ".txt": "rich", ".text": "rich", ".log": "rich"}
+            ".txt": "rich", ".text": "rich", ".log": "rich", ".csv": "csv", ".html": "html", ".htm": "html"}
 
 
-def report_format(fmt: Format, output: Optional[Path], as_json: bool) -> Format:
+def report_format(fmt: Format, output: Optional[Path], as_json: bool, csv: bool = False,
+                  html: bool = False) -> Format:
     """The format to write: ``--json`` or ``--format``, else the suffix of ``-o`` (``.json``, ``.md``, ``.tex``,
     ``.txt``); a file without a suffix gets ``--format``.
 
     Raises:
-        RepauditError: a suffix repaudit cannot write (``.pdf``, ``.html``, ``.csv``), or one that names another
-            format than ``--format``/``--json`` (``--format latex -o x.md``).
+        RepauditError: a suffix repaudit cannot write (``.pdf``), one that names another format than
+            ``--format``/``--json`` (``--format latex -o x.md``), CSV where the command has no table for it
+            (``csv`` False), or HTML where it has no HTML report (``html`` False).
     """
+    chosen = _chosen_format(fmt, output, as_json)
+    if chosen is Format.csv and not csv:
+        raise RepauditError("CSV is written by compare (its score table) and attribute (its Shapley values); this "
+                            "command's report is rich, markdown, latex or json")
+    if chosen is Format.html and not html:
+        raise RepauditError("HTML is written by compare (with its per-doc browser); this command's report is rich, "
+                            "markdown, latex or json" + (" or csv" if csv else ""))
+    return chosen
+
+
+def _chosen_format(fmt: Format, output: Optional[Path], as_json: bool) -> Format:
     asked = Format.json if as_json else fmt
     if output is None or not output.suffix:
         return asked
@@ -133,9 +151,10 @@ def report_format(fmt: Format, output: Optional[Path], as_json: bool) -> Format:
     return Format(by_suffix)
 
 
-def emit_report(fmt: Format, output: Optional[Path], rich_view, markdown, latex, json_text) -> None:
+def emit_report(fmt: Format, output: Optional[Path], rich_view, markdown, latex, json_text, csv=None,
+                html=None) -> None:
     """Print or write a report in ``fmt``: ``rich_view(console)`` for the terminal (plain text into
-    ``output``), or the zero-argument ``markdown``/``latex``/``json_text`` renderers."""
+    ``output``), or the zero-argument ``markdown``/``latex``/``json_text``/``csv``/``html`` renderers."""
     from repaudit.run.records import write_atomic
 
     if fmt is Format.rich:
@@ -146,7 +165,8 @@ def emit_report(fmt: Format, output: Optional[Path], rich_view, markdown, latex,
             rich_view(console)
             write_atomic(output, console.export_text())
         return
-    text = {Format.json: json_text, Format.markdown: markdown, Format.latex: latex}[fmt]()
+    text = {Format.json: json_text, Format.markdown: markdown, Format.latex: latex, Format.csv: csv,
+            Format.html: html}[fmt]()
     if output is not None:
         write_atomic(output, text)
     else:

@@ -45,6 +45,13 @@ def compare_command(
              "generations, so truncation at max_gen_toks can be told.")] = None,
     fmt: FormatOption = Format.rich,
     output: OutputOption = None,
+    docs_csv: Annotated[Optional[Path], typer.Option(
+        "--docs-csv", help="Also write every doc both runs scored, one row per task, doc and metric (A, B, Δ, "
+                           "flipped, same doc/prompt hash), as CSV to this file.")] = None,
+    doc_text: Annotated[bool, typer.Option("--doc-text/--no-doc-text", help="HTML: show each doc's prompts, choices "
+                                                                           "and generations (default), or only ids, "
+                                                                           "outcomes and numbers (a report to share "
+                                                                           "without the benchmark's text).")] = True,
     top: Annotated[int, typer.Option(help="Flipped docs to show (all are in the JSON).")] = 10,
     tie_eps: Annotated[float, typer.Option(help="Near-tie: top-two log-likelihood gap at most this (nats).")] = 0.01,
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates.")] = 10_000,
@@ -52,10 +59,12 @@ def compare_command(
                                              "error), bh (false discovery rate) or none.")] = "holm",
     attribute: Annotated[bool, typer.Option("--attribute", help="Also re-execute and attribute the delta to each "
                                                                 "factor (as repaudit attribute).")] = False,
-    data_dir: Annotated[Optional[Path], typer.Option(help="With --attribute: local data the runs read.")] = None,
-    model: Annotated[Optional[str], typer.Option(help="With --attribute: override the recorded model location.")
-                     ] = None,
-    cache_dir: Annotated[Optional[Path], typer.Option(help="With --attribute: model and batch cache.")] = None,
+    data_dir: Annotated[Optional[Path], typer.Option(help="With --attribute, or HTML of repaudit runs (their prompts "
+                                                          "are rebuilt): local data the runs read.")] = None,
+    model: Annotated[Optional[str], typer.Option(help="With --attribute: override the recorded model location "
+                                                      "(HTML: where the chat template's tokenizer is).")] = None,
+    cache_dir: Annotated[Optional[Path], typer.Option(help="With --attribute or HTML: model and batch cache.")
+                         ] = None,
     plot: Annotated[Optional[Path], typer.Option(help="With --attribute: waterfall to PATH.png and PATH.pdf.")] = None,
     executor: ExecutorOption = "local",
     ray_address: RayAddressOption = None,
@@ -70,10 +79,15 @@ def compare_command(
     Example: repaudit compare run.json ../shared/lmeval_runs/s1 --format markdown -o compare.md
 
     Example: repaudit compare run.json fingerprints/lmeval_0.4_defaults.yaml
+
+    Example: repaudit compare a.json b.json -o scores.csv --docs-csv docs.csv
+
+    Example: repaudit compare a.json b.json -o report.html
     """
     from repaudit.audit.compare import compare, load_run
     from repaudit.report.audit import attribution_latex, attribution_markdown
     from repaudit.report.compare import render_json, render_latex, render_markdown, render_rich
+    from repaudit.report.frames import paired_docs_frame, scores_frame, to_csv
 
     def rich_view(console: Console) -> None:
         render_rich(comparison, console, top)
@@ -87,7 +101,8 @@ def compare_command(
                            "attribution": att.model_dump(mode="json")}, indent=1)
 
     with user_errors():
-        check_outputs(output, plot, fmt, as_json)
+        check_outputs(output, plot, fmt, as_json, csv=not attribute, html=not attribute)
+        _check_docs_csv(docs_csv)
         from repaudit.run.protocol import looks_like_protocol
 
         if looks_like_protocol(run_a) or looks_like_protocol(run_b):
@@ -95,14 +110,56 @@ def compare_command(
             return
         task_map = _task_map(pair_tasks or [])
         tok = _tokenizer(tokenizer, cache_dir) if tokenizer else None
-        comparison = compare(load_run(run_a, samples_a, tok), load_run(run_b, samples_b, tok), tie_eps=tie_eps,
-                             n_boot=n_boot, task_map=task_map, adjust=adjust)
+        ra, rb = load_run(run_a, samples_a, tok), load_run(run_b, samples_b, tok)
+        comparison = compare(ra, rb, tie_eps=tie_eps, n_boot=n_boot, task_map=task_map, adjust=adjust)
         att = (_attribute(run_a, run_b, data_dir, model, None, 2000, cache_dir, plot,
                           make_executor(executor, ray_address, workers)) if attribute else None)
-        emit_report(report_format(fmt, output, as_json), output, rich_view,
+        emit_report(report_format(fmt, output, as_json, csv=not attribute, html=not attribute), output, rich_view,
                     lambda: render_markdown(comparison, top) + ("\n" + attribution_markdown(att) if att else ""),
                     lambda: render_latex(comparison, top) + ("\n" + attribution_latex(att) if att else ""),
-                    as_json_text)
+                    as_json_text, lambda: to_csv(scores_frame(comparison)),
+                    lambda: _html(comparison, (run_a, ra), (run_b, rb), task_map, data_dir, model, cache_dir,
+                                  doc_text))
+        if docs_csv is not None:
+            from repaudit.run.records import write_atomic
+
+            write_atomic(docs_csv, to_csv(paired_docs_frame(ra, rb, task_map)))
+
+
+def _html(c, side_a, side_b, task_map, data_dir, model, cache_dir, doc_text: bool = True) -> str:
+    """The HTML report with its per-doc browser; a repaudit run's prompts are rebuilt and hash-checked
+    (:mod:`repaudit.audit.doctext`), a harness file's are taken from the file."""
+    from repaudit.report.docview import browser_data
+    from repaudit.report.html import render_compare_html
+
+    notes, rebuilt = [], []
+    for name, (path, run) in (("A", side_a), ("B", side_b)):
+        texts = None
+        if doc_text and run.source.startswith("repaudit") and Path(path).is_file():
+            from repaudit.audit.doctext import rebuild_prompts
+            from repaudit.run.records import read_record
+
+            got = rebuild_prompts(read_record(Path(path)), data_dir, model, cache_dir)
+            texts = got.texts
+            notes.append(f"Prompts of {name} rebuilt from its fingerprint and the data, each checked against the "
+                         f"prompt_hash the run recorded: {len(got.texts)} shown"
+                         + (f"; {got.note}" if got.note else ""))
+        rebuilt.append(texts)
+    if not doc_text:
+        notes.append("Written with --no-doc-text: prompts, choices, generations and answer texts are left out.")
+    return render_compare_html(c, browser_data(c, side_a[1], side_b[1], task_map, *rebuilt, text=doc_text), notes)
+
+
+def _check_docs_csv(path: Optional[Path]) -> None:
+    """``--docs-csv`` names a writable ``.csv`` file (checked before any work)."""
+    if path is None:
+        return
+    from repaudit.errors import RepauditError
+    from repaudit.run.records import check_writable
+
+    if path.suffix.lower() != ".csv":
+        raise RepauditError(f"--docs-csv '{path}': the file must end in .csv")
+    check_writable(path, "--docs-csv")
 
 
 def _conformance(run_a: Path, run_b: Path, samples, fmt, output, as_json: bool) -> None:

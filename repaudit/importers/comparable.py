@@ -37,6 +37,10 @@ class DocOutcome:
     finish: str | None = None
     #: corpus-level metrics whose per-doc value is a ``(log-likelihood, words|bytes)`` pair (word_perplexity)
     weighted: dict[str, tuple[float, float]] | None = None
+    #: the text the file holds (for the per-doc browser): the first request's context (the prompt) and the
+    #: scored continuations; ``None`` where the file does not keep them (repaudit runs rebuild the prompt)
+    prompt: str | None = None
+    choices: list[str] | None = None
 
 
 @dataclass
@@ -101,7 +105,8 @@ def from_record(record: RunRecord, path: Path) -> ComparableRun:
                                  cluster=d.cluster, metrics=dict(d.metrics), prediction=d.prediction,
                                  loglikelihoods=list(d.loglikelihoods) or None, fewshot_ids=list(d.fewshot_ids),
                                  choices_hash=d.choices_hash, generation=d.generation, extracted=d.extracted,
-                                 generated_tokens=d.generated_tokens, finish=d.finish)
+                                 generated_tokens=d.generated_tokens, finish=d.finish,
+                                 choices=list(d.choices) or None)
             for d in record.docs}
     # files written before diagnostics existed: what the per-doc results still tell
     diag = record.diagnostics or diagnose(record.docs, fp.generation is not None)

@@ -277,12 +277,16 @@ def read_details(path: Path, res: LightevalResults, key: str
             cut_known = False
         elif resp.truncated_tokens_count > 0:
             cut.append(doc_id)
+        # the exact prompt only without a chat template (lighteval does not record the templated text)
+        prompt = plain_prompt(d, mc.system_prompt if mc else None) if chat is False else None
         docs[doc_id] = DocOutcome(
             doc_id=doc_id, doc_hash=None,
-            prompt_hash=sha256_text(plain_prompt(d, mc.system_prompt if mc else None)) if chat is False else None,
+            prompt_hash=sha256_text(prompt) if prompt is not None else None,
             target=target, cluster=None, metrics=metrics, prediction=pred, loglikelihoods=lls,
             fewshot_ids=[int(fs.id) for fs in d.fewshot_samples or [] if fs.id and fs.id.isdigit()],
-            choices_hash=sha256_json(list(d.choices)) if is_lp and d.choices else None, **gen)
+            choices_hash=sha256_json(list(d.choices)) if is_lp and d.choices else None,
+            prompt=prompt,
+            choices=list(d.choices) if d.choices else None, **gen)
     return docs, leaked, (cut if cut_known else None)
 
 

@@ -116,7 +116,8 @@ def read_samples(path: Path, task: str) -> dict[int, DocOutcome]:
                                     choices_hash=sha256_json(conts) if conts and lls is not None else None,
                                     generation=_generation(s.resps) if lls is None else None,
                                     extracted={flt: answer} if isinstance(answer, str) else None,
-                                    weighted=weighted)
+                                    weighted=weighted, prompt=ctx if isinstance(ctx, str) else None,
+                                    choices=conts if lls is not None else None)
     return docs
 
 

@@ -144,3 +144,53 @@ def variance_plot(r: VarianceReport, path: Path, metric: str | None = None) -> l
     paths = _save(fig, path)
     plt.close(fig)
     return paths
+
+
+def forest_svg(c) -> str:
+    """Forest plot of a comparison's task rows (Δ = B − A with its interval, one panel per unit) as SVG text,
+    for inlining into the HTML report. Rows without an interval are left out (the table has them); colour
+    says the verdict (red worse, green better, grey otherwise). Returns "" when no row has an interval.
+
+    Text stays text (``svg.fonttype`` none), escaped by matplotlib's SVG writer; no script, no external
+    reference, a fixed hash salt so that the same comparison gives the same bytes.
+    """
+    import io
+
+    plt = _pyplot()
+    from repaudit.report.glossary import verdict_word
+
+    rows = [r for r in c.scores if not r.is_group and r.ci_low is not None and r.ci_high is not None]
+    if not rows:
+        return ""
+    units = list(dict.fromkeys(r.unit for r in rows))
+    heights = [len([r for r in rows if r.unit == u]) for u in units]
+    with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": "repaudit", "font.size": 9}):
+        fig, axes = plt.subplots(len(units), 1, squeeze=False, gridspec_kw={"height_ratios": heights},
+                                 figsize=(7.5, 0.9 + 0.26 * sum(heights) + 0.5 * len(units)))
+        for ax, unit in zip(axes[:, 0], units):
+            sub = [r for r in rows if r.unit == unit]
+            ys = list(range(len(sub)))[::-1]
+            for y, r in zip(ys, sub):
+                word = verdict_word(r.verdict, r.moved)
+                color = {"worse": "tab:red", "better": "tab:green"}.get(word, "0.45")
+                ax.plot([r.ci_low, r.ci_high], [y, y], color=color, linewidth=1.6)
+                ax.plot([r.delta], [y], "o", color=color, markersize=4)
+            ax.axvline(0, color="0.3", linewidth=0.8)
+            ax.set_yticks(ys)
+            ax.set_yticklabels([_label(f"{r.task} · {r.metric}", 60) for r in sub])
+            ax.set_ylim(-0.7, len(sub) - 0.3)
+            higher = {r.direction for r in sub}
+            better = ("right = better" if higher == {"higher"} else
+                      "left = better" if higher == {"lower"} else "direction per row in the table")
+            ax.set_xlabel(f"Δ = B − A ({unit}); {better}")
+            ax.grid(axis="x", color="0.9")
+        fig.tight_layout()
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+        plt.close(fig)
+    svg = buf.getvalue()
+    return svg[svg.index("<svg"):]
+
+
+def _label(s: str, width: int) -> str:
+    return s if len(s) <= width else s[: width - 1] + "…"

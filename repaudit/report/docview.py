@@ -1,0 +1,157 @@
+"""The per-doc browser's data: every doc both runs scored, with its outcome, flip class, margins and text.
+
+One row per shared (task, doc), in task then doc_id order, built from the same objects ``compare`` reads
+(the paired :class:`~repaudit.importers.comparable.ComparableRun` s) and judged (the
+:class:`~repaudit.audit.compare.Comparison`'s flips). The outcome shown is the task's first 0/1 metric
+(the one whose flips ``compare`` classifies), else its first metric. Text (prompts, choices, predictions,
+generations) is what the files hold; long prompt prefixes shared by consecutive docs (the few-shot block
+and description) are stored once in a string table, which keeps a 14,042-doc MMLU report small.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from repaudit.audit.compare import Comparison
+from repaudit.audit.pairing import pair_tasks
+from repaudit.audit.stats import top2_margin
+from repaudit.importers.comparable import ComparableRun, DocOutcome
+
+#: a prompt prefix shorter than this (characters) is not worth a string-table entry
+MIN_SHARED_PREFIX = 200
+#: flip classes as the browser names them (:mod:`repaudit.audit.scores`: harmful, beneficial, churn)
+FLIP_CODES = {"harmful": "h", "beneficial": "b", "churn": "c"}
+
+
+def _gold(d: DocOutcome) -> int | None:
+    """The target's choice index: lm-eval/lighteval write it as a number, repaudit as the choice text."""
+    if d.target is None or not d.loglikelihoods:
+        return None
+    if d.target.isdigit() and int(d.target) < len(d.loglikelihoods):
+        return int(d.target)
+    if d.choices and d.target in d.choices:
+        return d.choices.index(d.target)
+    return None
+
+
+def _same(x: Any, y: Any) -> bool | None:
+    return None if x is None or y is None else x == y
+
+
+def _text(v: Any) -> str | None:
+    if v is None:
+        return None
+    return v if isinstance(v, str) else str(v)
+
+
+def _finite(x: float | None) -> float | None:
+    return round(float(x), 4) if x is not None and math.isfinite(x) else None
+
+
+class _Strings:
+    """A string table for long prompt prefixes shared by consecutive docs of one task."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+        self.index: dict[str, int] = {}
+
+    def split(self, prompt: str | None, previous: str | None) -> list | None:
+        """``[ref, rest]`` with ``table[ref] + rest == prompt`` (``ref`` -1: no shared prefix)."""
+        if prompt is None:
+            return None
+        if previous:
+            n = 0
+            limit = min(len(prompt), len(previous))
+            while n < limit and prompt[n] == previous[n]:
+                n += 1
+            # cut after the last blank line or newline inside the shared part: the question starts fresh
+            cut = max(prompt.rfind("\n\n", 0, n) + 2, prompt.rfind("\n", 0, n) + 1)
+            if cut >= MIN_SHARED_PREFIX:
+                head = prompt[:cut]
+                ref = self.index.setdefault(head, len(self.items))
+                if ref == len(self.items):
+                    self.items.append(head)
+                return [ref, prompt[cut:]]
+        for head, ref in self.index.items():  # a prefix seen before (a cluster's block after another cluster)
+            if len(head) >= MIN_SHARED_PREFIX and prompt.startswith(head):
+                return [ref, prompt[len(head):]]
+        return [-1, prompt]
+
+
+def browser_data(c: Comparison, a: ComparableRun, b: ComparableRun, task_map: dict[str, str] | None = None,
+                 prompts_a: dict[int, str] | None = None, prompts_b: dict[int, str] | None = None,
+                 text: bool = True) -> dict:
+    """The browser's payload (JSON-ready): ``tasks``, ``clusters``, ``strings`` and ``docs``.
+
+    Each doc is a dict with short keys (the file carries 10,000s of them): ``t`` task index, ``i`` doc id,
+    ``k`` cluster index (-1: none), ``m`` outcome metric, ``a``/``b`` its values, ``f`` flip class (``h``
+    harmful, ``b`` beneficial, ``c`` churn, ``""``), ``ma``/``mb`` top-two log-likelihood margins (nats),
+    ``dl`` Δ log-likelihood of the target (B − A, nats), ``sd``/``sp``/``st`` whether doc content, prompt
+    and target are the same (null: not recorded by a run), ``pa``/``pb`` prompts as ``[string ref, rest]``
+    (``pb`` null when equal to A's), ``ch``/``chb`` choices (``chb`` only when B's differ), ``g`` target,
+    ``ra``/``rb`` predictions, ``la``/``lb`` per-choice log-likelihoods (nats), ``ga``/``gb`` generations.
+    ``prompts_a``/``prompts_b``: rebuilt prompts by doc id for a side whose file keeps none (repaudit runs;
+    single-task runs only). ``text`` False leaves out every text of the benchmark (prompts, choices,
+    generations, and targets and predictions that are not choice indices): a report to share without the data.
+    """
+    sets = pair_tasks(a, b, task_map)
+    flips = {(f.task, f.metric, f.doc_id): FLIP_CODES["churn" if f.near_tie else
+                                                     "harmful" if f.direction == "right_to_wrong" else "beneficial"]
+             for f in c.flips}
+    outcome = _outcome_metrics(c)
+    tasks, clusters, docs = [], {}, []
+    strings = _Strings()
+    for task in sets.shared():
+        ta, tb = sets.a.tasks[task], sets.b.tasks[task]
+        da, db = ta.docs or {}, tb.docs or {}
+        shared = sorted(set(da) & set(db))
+        if not shared:
+            continue
+        metric = outcome.get(task) or next((m for m in da[shared[0]].metrics if m in db[shared[0]].metrics), None)
+        t = len(tasks)
+        tasks.append(task)
+        prev_a = prev_b = None
+        for i in shared:
+            x, y = da[i], db[i]
+            pa = x.prompt if x.prompt is not None else (prompts_a or {}).get(i)
+            pb = y.prompt if y.prompt is not None else (prompts_b or {}).get(i)
+            cluster = x.cluster or y.cluster
+            k = clusters.setdefault(cluster, len(clusters)) if cluster else -1
+            ga, gb = _gold(x), _gold(y)
+            same_lls = x.loglikelihoods and y.loglikelihoods and len(x.loglikelihoods) == len(y.loglikelihoods)
+            dl = (y.loglikelihoods[ga] - x.loglikelihoods[ga]) if same_lls and ga is not None and ga == gb else None
+            row = {"t": t, "i": i, "k": k, "m": metric,
+                   "a": _finite(x.metrics.get(metric)) if metric else None,
+                   "b": _finite(y.metrics.get(metric)) if metric else None,
+                   "f": flips.get((task, metric, i), ""),
+                   "ma": _finite(top2_margin(x.loglikelihoods)), "mb": _finite(top2_margin(y.loglikelihoods)),
+                   "dl": _finite(dl), "sd": _same(x.doc_hash, y.doc_hash),
+                   "sp": _same(x.prompt_hash, y.prompt_hash), "st": _same(x.target, y.target),
+                   "pa": strings.split(pa, prev_a), "pb": None if pb == pa else strings.split(pb, prev_b),
+                   "ch": x.choices or y.choices, "g": _text(x.target if x.target is not None else y.target),
+                   "ra": _text(x.prediction), "rb": _text(y.prediction),
+                   "la": [_finite(v) for v in x.loglikelihoods] if x.loglikelihoods else None,
+                   "lb": [_finite(v) for v in y.loglikelihoods] if y.loglikelihoods else None,
+                   "ga": x.generation, "gb": y.generation}
+            if y.choices and x.choices and y.choices != x.choices:
+                row["chb"] = y.choices
+            if not text:
+                row.update(pa=None, pb=None, ch=None, chb=None, ga=None, gb=None,
+                           **{k2: row[k2] if _index(row[k2]) else None for k2 in ("g", "ra", "rb")})
+            docs.append({k2: v for k2, v in row.items() if v is not None or k2 in ("a", "b", "sd", "sp", "st")})
+            prev_a, prev_b = pa or prev_a, pb or prev_b
+    return {"tasks": tasks, "clusters": list(clusters), "strings": strings.items, "docs": docs}
+
+
+def _index(v: str | None) -> bool:
+    return v is not None and v.isdigit()
+
+
+def _outcome_metrics(c: Comparison) -> dict[str, str]:
+    """Per task, its first 0/1 metric (whose flips ``compare`` classified)."""
+    out: dict[str, str] = {}
+    for r in c.scores:
+        if r.flip_ids is not None:
+            out.setdefault(r.task, r.metric)
+    return out

@@ -1,0 +1,227 @@
+"""The HTML report: one self-contained page, its data and its safety, and the per-doc browser in a real
+headless Chromium (Debian's ``chromium`` + ``chromium-driver``, driven by Selenium; skipped where absent)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from repaudit.cli import app
+from repaudit.report.html import unpack
+
+runner = CliRunner()
+ARTEFACTS = Path(os.environ.get("REPAUDIT_TEST_ARTEFACTS", Path(__file__).resolve().parents[1] / "artefacts"))
+INJECT_PROMPT = "<script>document.title='PWNED'</script><!-- \u2028 </script>"
+INJECT_CHOICE = " <img src=x onerror=\"document.title='PWNED'\">"
+
+
+def _html(args: list[str]) -> str:
+    res = runner.invoke(app, ["compare", *args, "--n-boot", "500"])
+    assert res.exit_code == 0, res.output
+    out = Path(args[args.index("-o") + 1])
+    return out.read_text(encoding="utf-8")
+
+
+def _data(page: str) -> dict:
+    m = re.search(r'<script type="application/octet-stream" id="docdata">([A-Za-z0-9+/=\s]+)</script>', page)
+    assert m, "no data block"
+    return unpack(m.group(1))
+
+
+def _injected_copy(lmeval_runs: Path, tmp_path: Path) -> Path:
+    """lm-eval's s1 output with doc 0's prompt and first choice replaced by markup and a script."""
+    src = lmeval_runs / "s1" / "models__SmolLM2-135M-Instruct"
+    dst = tmp_path / "evil" / src.name
+    shutil.copytree(src, dst)
+    samples = next(dst.glob("samples_*.jsonl"))
+    lines = samples.read_text().splitlines()
+    first = json.loads(lines[0])
+    for i, req in enumerate(first["arguments"].values()):
+        req["arg_0"] = INJECT_PROMPT + req["arg_0"]
+        if i == 0:
+            req["arg_1"] = INJECT_CHOICE
+    lines[0] = json.dumps(first)
+    samples.write_text("\n".join(lines) + "\n")
+    return dst.parent
+
+
+def test_lmeval_pair_is_one_self_contained_page_with_every_shared_doc(lmeval_runs, tmp_path):
+    out = tmp_path / "r.html"
+    page = _html([str(lmeval_runs / "s1"), str(lmeval_runs / "s3"), "-o", str(out)])
+    # no network: nothing is loaded from elsewhere, and the policy forbids it
+    assert not re.search(r'(src|href)="(https?:)?//', page)
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1).replace("&#39;", "'")
+    assert "default-src 'none'" in csp
+    scripts = re.findall(r"<script>(.*?)</script>", page, flags=re.S)
+    assert len(scripts) == 1
+    digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
+    assert f"'sha256-{digest}'" in csp  # exactly the browser's script may run
+    data = _data(page)
+    res = runner.invoke(app, ["compare", str(lmeval_runs / "s1"), str(lmeval_runs / "s3"), "--json",
+                              "--n-boot", "500"])
+    c = json.loads(res.stdout)
+    assert len(data["docs"]) == 570 and data["tasks"] == ["arc_easy"]
+    acc_flips = sorted(f["doc_id"] for f in c["flips"] if f["metric"] == "acc")
+    assert sorted(d["i"] for d in data["docs"] if d["f"]) == acc_flips and acc_flips
+    doc0 = next(d for d in data["docs"] if d["i"] == 0)
+    assert doc0["ch"] == [" cellular telephone", " television", " refrigerator", " airplane"]
+    assert doc0["pa"][1].endswith("Question: Which technology was developed most recently?\nAnswer:")
+    assert "pb" not in doc0 and len(doc0["la"]) == 4  # B's prompt is A's
+    assert "<svg" in page and "Δ = B − A (pts)" in page  # the forest plot, inline
+
+
+def test_file_strings_are_escaped_and_data_cannot_close_its_block(lmeval_runs, tmp_path):
+    evil = _injected_copy(lmeval_runs, tmp_path)
+    out = tmp_path / "evil.html"
+    page = _html([str(evil), str(lmeval_runs / "s3"), "-o", str(out)])
+    assert "PWNED" not in page  # only inside the compressed data block
+    doc0 = next(d for d in _data(page)["docs"] if d["i"] == 0)
+    assert doc0["pa"][1].startswith(INJECT_PROMPT) and doc0["ch"][0] == INJECT_CHOICE
+    assert doc0["sp"] is True  # the samples file's own prompt_hash is kept: the badge follows the file
+
+
+def test_no_doc_text_leaves_the_benchmark_out(lmeval_runs, tmp_path):
+    out = tmp_path / "r.html"
+    page = _html([str(lmeval_runs / "s1"), str(lmeval_runs / "s3"), "-o", str(out), "--no-doc-text"])
+    docs = _data(page)["docs"]
+    assert len(docs) == 570 and not any(k in d for d in docs for k in ("pa", "pb", "ch", "ga", "gb"))
+    assert "cellular telephone" not in json.dumps(docs) and "--no-doc-text" in page
+
+
+def test_html_is_refused_where_a_command_has_none(tmp_path):
+    res = runner.invoke(app, ["sweep", "--factor", "dtype", "--values", "float32", "-o", str(tmp_path / "s.html")])
+    assert res.exit_code == 1 and "HTML is written by compare" in res.stderr
+    assert not (tmp_path / "s.html").exists()
+
+
+# --- in a real browser -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chrome():
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install selenium)")
+    binary = os.environ.get("REPAUDIT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = os.environ.get("REPAUDIT_CHROMEDRIVER") or shutil.which("chromedriver")
+    if not binary or not driver:
+        pytest.skip("headless Chromium not found (apt-get install chromium chromium-driver)")
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+        opts.add_argument(a)
+    opts.binary_location = binary
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(service=Service(driver), options=opts)
+    yield d
+    d.quit()
+
+
+def _open(d, path: Path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    d.get(path.resolve().as_uri())
+    WebDriverWait(d, 30).until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") != "0")
+    assert d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1"
+    return By
+
+
+def _console_errors(d) -> list:
+    return [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def _select(d, By, id_: str, value: str) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    Select(d.find_element(By.ID, id_)).select_by_value(value)
+
+
+def test_browser_lmeval_pair_headline_flips_filter_and_doc(chrome, lmeval_runs, tmp_path):
+    out = tmp_path / "float32-vs-bfloat16.html"
+    page = _html([str(lmeval_runs / "s1"), str(lmeval_runs / "s3"), "-o", str(out)])
+    data = _data(page)
+    By = _open(chrome, out)
+    res = runner.invoke(app, ["compare", str(lmeval_runs / "s1"), str(lmeval_runs / "s3"), "--json",
+                              "--n-boot", "500"])
+    c = json.loads(res.stdout)
+    head = chrome.find_element(By.ID, "headline").text
+    assert head.startswith("Verdict:") and f"{c['summary']['rows']} task×metric rows" in head
+    n_flips = sum(1 for d in data["docs"] if d["f"])
+    assert int(chrome.find_element(By.ID, "flip-count").text) == n_flips
+    assert len(chrome.find_elements(By.CSS_SELECTOR, "#doc-rows tr.doc")) == 100  # first page of 570
+    _select(chrome, By, "f-view", "flips")
+    rows = chrome.find_elements(By.CSS_SELECTOR, "#doc-rows tr.doc")
+    assert len(rows) == n_flips == int(chrome.find_element(By.ID, "doc-count").text)
+    _select(chrome, By, "f-view", "harmful")
+    harmful = sum(1 for d in data["docs"] if d["f"] == "h")
+    assert len(chrome.find_elements(By.CSS_SELECTOR, "#doc-rows tr.doc")) == harmful
+    _select(chrome, By, "f-view", "all")
+    box = chrome.find_element(By.ID, "f-search")
+    box.send_keys("developed most recently")
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(chrome, 5).until(lambda d: d.find_element(By.ID, "doc-count").text == "1")
+    chrome.find_element(By.CSS_SELECTOR, "#doc-rows tr.doc").click()
+    detail = chrome.find_element(By.CSS_SELECTOR, "tr.detail").text
+    assert "cellular telephone" in detail and "✓ target" in detail and "Prompt (the same in A and B)" in detail
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    chrome.save_screenshot(str(ARTEFACTS / "html_lmeval_doc.png"))
+    assert not _console_errors(chrome)
+
+
+def test_browser_runs_no_injected_script(chrome, lmeval_runs, tmp_path):
+    evil = _injected_copy(lmeval_runs, tmp_path)
+    out = tmp_path / "evil.html"
+    _html([str(evil), str(lmeval_runs / "s3"), "-o", str(out)])
+    By = _open(chrome, out)
+    title = chrome.title
+    chrome.find_element(By.ID, "f-search").send_keys("PWNED")
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(chrome, 5).until(lambda d: d.find_element(By.ID, "doc-count").text == "1")
+    chrome.find_element(By.CSS_SELECTOR, "#doc-rows tr.doc").click()
+    detail = chrome.find_element(By.CSS_SELECTOR, "tr.detail")
+    assert "<script>document.title='PWNED'</script>" in detail.text  # shown literally
+    assert "<img src=x onerror=" in detail.text
+    assert not detail.find_elements(By.TAG_NAME, "img") and not detail.find_elements(By.TAG_NAME, "script")
+    assert chrome.title == title and "PWNED" not in chrome.title
+    from selenium.common.exceptions import NoAlertPresentException
+
+    with pytest.raises(NoAlertPresentException):
+        chrome.switch_to.alert.text  # noqa: B018
+    assert not _console_errors(chrome)
+
+
+def test_browser_repaudit_runs_rebuild_and_diff_prompts(chrome, tiny_model, shared_data, tmp_path):
+    """Two repaudit runs that differ in prompt format: prompts are rebuilt from fingerprint and data, checked
+    against the recorded prompt_hash, and shown diffed."""
+    common = ["run", "--task", "arc_easy", "--model", str(tiny_model), "--data-dir", str(shared_data),
+              "--limit", "20", "--scoring-strategy", "shared_prefix"]
+    for name, extra in (("a", []), ("b", ["--prompt-format", "lettered"])):
+        res = runner.invoke(app, [*common, *extra, "-o", str(tmp_path / f"{name}.json")])
+        assert res.exit_code == 0, res.output
+    out = tmp_path / "prompt-format.html"
+    page = _html([str(tmp_path / "a.json"), str(tmp_path / "b.json"), "-o", str(out), "--data-dir",
+                  str(shared_data)])
+    assert "Prompts of A rebuilt" in page and "20 shown" in page
+    data = _data(page)
+    assert all("pa" in d and "pb" in d and d["sp"] is False for d in data["docs"])
+    By = _open(chrome, out)
+    _select(chrome, By, "f-view", "all")
+    chrome.find_element(By.ID, "f-changed").click()
+    assert len(chrome.find_elements(By.CSS_SELECTOR, "#doc-rows tr.doc")) == 20
+    chrome.find_element(By.CSS_SELECTOR, "#doc-rows tr.doc").click()
+    detail = chrome.find_element(By.CSS_SELECTOR, "tr.detail")
+    assert "Prompt A (differences marked)" in detail.text and "Prompt B (differences marked)" in detail.text
+    assert detail.find_elements(By.TAG_NAME, "mark")  # the differing words
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    chrome.save_screenshot(str(ARTEFACTS / "html_prompt_diff.png"))
+    assert not _console_errors(chrome)
