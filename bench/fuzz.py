@@ -6,9 +6,11 @@ Inputs: a repaudit run file of the default model (made here, 20 ARC-Easy docs, u
 is given), lm-eval 0.4.13's own run ``../shared/lmeval_runs/s1`` (results + 570 samples), and public
 lm-eval files of versions 0.3 to 0.4.8 from ``../shared/lmeval_public`` (with samples where they exist).
 Every case mutates one side (see ``bench/fuzzgen.py`` for the categories) and runs ``compare`` in one
-of the four report formats. A case passes when it exits 0 with a sane report, or exits 1 with exactly
-one ``error:`` line and no output file; injected strings must be shown literally. Failures are
-listed with their first lines.
+of the five report formats. A case passes when it exits 0 with a sane report, or exits 1 with exactly
+one ``error:`` line and no output file; injected strings must be shown literally. Every HTML report that
+was written is then opened in headless Chromium (Selenium; skipped with the reason where absent): it must
+finish loading, open no alert, keep its title, hold no ``img``/``iframe`` and log no console error
+(``script_ran`` / ``broken_page`` otherwise). Failures are listed with their first lines.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fuzzgen import CATEGORIES, FORMATS, Generator, run_case  # noqa: E402
+from fuzzgen import CATEGORIES, FORMATS, Generator, check_in_browser, headless_chromium, run_case  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -63,6 +65,24 @@ def _paired_copies(workdir: Path, base: list[tuple[str, Path, Path | None]]) -> 
     return out
 
 
+def browse(pages: list[tuple[int, str, Path]], table, failures) -> str:
+    """Open every HTML report written in headless Chromium and count its outcome; returns a note."""
+    driver, why = headless_chromium()
+    if driver is None:
+        for _, category, _ in pages:
+            table[category]["ok"] += 1
+        return f"{len(pages)} HTML reports checked as text only: {why}"
+    try:
+        for i, category, path in pages:
+            outcome = check_in_browser(driver, path)
+            table[category][outcome.status] += 1
+            if outcome.status != "ok":
+                failures.append((i, category, "html", outcome))
+    finally:
+        driver.quit()
+    return f"{len(pages)} HTML reports opened in headless Chromium"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=2400)
@@ -80,6 +100,7 @@ def main() -> None:
         table: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
         failures = []
         examples: dict[str, str] = {}
+        pages: list[tuple[int, str, Path]] = []
         t0 = time.perf_counter()
         for i in range(args.cases):
             category = CATEGORIES[i % len(CATEGORIES)]
@@ -88,7 +109,10 @@ def main() -> None:
             out_dir = work / "out" / f"{i}"
             out_dir.mkdir(parents=True)
             outcome = run_case(case, fmt, out_dir)
-            table[category][outcome.status] += 1
+            if fmt == "html" and outcome.status == "ok":
+                pages.append((i, category, out_dir / "report.html"))  # judged in the browser below
+            else:
+                table[category][outcome.status] += 1
             if outcome.status == "refused" and category not in examples:
                 examples[category] = outcome.detail.split(str(work))[-1][:160]
             if outcome.status not in ("ok", "refused"):
@@ -96,7 +120,10 @@ def main() -> None:
             if (i + 1) % 200 == 0:
                 print(f"{i + 1}/{args.cases} cases, {len(failures)} failures, {time.perf_counter() - t0:.0f} s",
                       file=sys.stderr, flush=True)
-    statuses = ["ok", "refused", "traceback", "partial_output", "bad_error", "bad_output", "not_literal"]
+        t_cases = time.perf_counter() - t0
+        browser_note = browse(pages, table, failures)
+    statuses = ["ok", "refused", "traceback", "partial_output", "bad_error", "bad_output", "not_literal",
+                "script_ran", "broken_page"]
     print(f"| category | cases | {' | '.join(statuses)} |")
     print("|---|---:|" + "---:|" * len(statuses))
     total: collections.Counter = collections.Counter()
@@ -105,8 +132,8 @@ def main() -> None:
         total.update(c)
         print(f"| {cat} | {sum(c.values())} | " + " | ".join(str(c[s]) for s in statuses) + " |")
     print(f"| **all** | {sum(total.values())} | " + " | ".join(str(total[s]) for s in statuses) + " |")
-    print(f"\n{args.cases} cases in {time.perf_counter() - t0:.0f} s, seed {args.seed}; "
-          f"{len(failures)} failures")
+    print(f"\n{args.cases} cases in {time.perf_counter() - t0:.0f} s ({t_cases:.0f} s compare, the rest in the "
+          f"browser), seed {args.seed}; {len(failures)} failures; {browser_note}")
     print("\nOne refusal per category (paths shortened):")
     for cat, line in examples.items():
         print(f"- {cat}: {line!r}")

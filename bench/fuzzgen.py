@@ -22,6 +22,8 @@ INJECTIONS = [
     "[bold red]x[/]", "[/]", "[red]unclosed", "[link=https://example.com]click[/link]", "\x1b[31mred\x1b[0m",
     "a|b|c", "# heading", "1. item", "<script>alert(1)</script>", "\\input{/etc/passwd}", "$x^2$ & 100% #1 _~",
     "[optional]", "line\rreturn", "nul\x00byte", "`code`", "*bold* _it_", "{braces}", "tab\tcr\r\nlf",
+    # HTML: markup that would run, a script block's end, a comment opener, U+2028 (ends a JS string in old engines)
+    "<img src=x onerror=alert(1)>", "</script><script>alert(2)</script>", "<!--", "a\u2028b",
 ]
 CATEGORIES = ["truncate", "byte_flip", "non_utf8", "wrong_type", "delete_key", "extra_key", "non_finite",
               "huge_int", "deep_nesting", "duplicate_doc", "garbled_line", "injection"]
@@ -235,15 +237,19 @@ class Outcome:
     detail: str = ""
 
 
-FORMATS = ("rich", "markdown", "latex", "json")
+FORMATS = ("rich", "markdown", "latex", "json", "html")
+SUFFIX = {"rich": "txt", "markdown": "md", "latex": "tex", "json": "json", "html": "html"}
 
 
 def literal_forms(injected: str) -> list[str]:
     """How an injected string reads, shown literally, in any of the outputs (its escaped forms)."""
+    from markupsafe import escape
+
     from repaudit.escape import latex, md, visible_controls
 
     vis = visible_controls(injected).replace("\t", " ")
-    return [vis, vis.replace("\n", " "), vis.replace("\n", "\\n"), md(injected), latex(injected)]
+    one = vis.replace("\n", "\\n")
+    return [vis, vis.replace("\n", " "), one, md(injected), latex(injected), str(escape(one))]
 
 
 def run_case(case: Case, fmt: str, out_dir: Path) -> Outcome:
@@ -252,7 +258,7 @@ def run_case(case: Case, fmt: str, out_dir: Path) -> Outcome:
 
     from repaudit.cli import app
 
-    out = out_dir / f"report.{ {'rich': 'txt', 'markdown': 'md', 'latex': 'tex', 'json': 'json'}[fmt]}"
+    out = out_dir / f"report.{SUFFIX[fmt]}"
     res = CliRunner().invoke(app, ["compare", str(case.a), str(case.b), "--format", fmt, "-o", str(out),
                                    "--n-boot", "200"])
     text = res.stdout + res.stderr
@@ -291,6 +297,10 @@ def run_case(case: Case, fmt: str, out_dir: Path) -> Outcome:
         return Outcome("bad_output", "unbalanced or non-ASCII LaTeX")
     if fmt == "latex":  # line-break points in long names print nothing: the text is still literal
         body = body.replace(r"\allowbreak{}", "")
+    if fmt == "html":
+        bad = html_static_problem(body)
+        if bad:
+            return Outcome("bad_output", bad)
     if fmt in ("rich", "markdown") and any(ch in body for ch in "\x00\x1b\r"):
         return Outcome("bad_output", "control characters in the report")
     if case.displayed and fmt != "json" and not any(form in body for form in literal_forms(case.injected)):
@@ -299,3 +309,83 @@ def run_case(case: Case, fmt: str, out_dir: Path) -> Outcome:
                                  not line.rstrip().endswith("|") for line in body.splitlines()):
         return Outcome("bad_output", "a broken Markdown table row")
     return Outcome("ok")
+
+
+def html_static_problem(page: str) -> str:
+    """What is wrong with an HTML report read as text, or "": exactly one inline script, allowed by its
+    sha256 in the Content-Security-Policy; a data block of base64 only; no control characters."""
+    import base64
+    import hashlib
+    import html
+
+    scripts = re.findall(r"<script>(.*?)</script>", page, flags=re.S)
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
+    if len(scripts) != 1 or csp is None:
+        return f"{len(scripts)} inline scripts, CSP {'present' if csp else 'missing'}"
+    digest = base64.b64encode(hashlib.sha256(scripts[0].encode("utf-8")).digest()).decode()
+    if f"'sha256-{digest}'" not in html.unescape(csp.group(1)) or "default-src 'none'" not in html.unescape(
+            csp.group(1)):
+        return "the CSP does not pin the page's one script or allows network loads"
+    blocks = re.findall(r'<script type="application/octet-stream" id="docdata">(.*?)</script>', page, flags=re.S)
+    if len(re.findall(r"<script", page)) != 1 + len(blocks) or any(
+            not re.fullmatch(r"[A-Za-z0-9+/=]*", b) for b in blocks):
+        return "a script tag other than the page's script and its base64 data block"
+    if any(ch in page for ch in "\x00\x1b\r"):
+        return "control characters in the page"
+    return ""
+
+
+def check_in_browser(driver, path: Path) -> Outcome:
+    """Open an HTML report in a Selenium-driven browser: ``ok`` when the page finished (``data-ready`` 1), no
+    alert opened, the title is the one written, no ``img``/``iframe``/``object`` element exists, and the console
+    has no error; ``script_ran`` when an alert opened or the title changed; ``broken_page`` otherwise."""
+    import html
+
+    from selenium.common.exceptions import NoAlertPresentException, TimeoutException, UnexpectedAlertPresentException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    title = html.unescape(re.search(r"<title>(.*?)</title>", path.read_text(encoding="utf-8"), flags=re.S).group(1))
+    try:
+        driver.get(path.resolve().as_uri())
+        WebDriverWait(driver, 20).until(
+            lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") != "0")
+        try:
+            text = driver.switch_to.alert.text
+            driver.switch_to.alert.dismiss()
+            return Outcome("script_ran", f"an alert opened: {text!r}")
+        except NoAlertPresentException:
+            pass
+        if driver.title != title:
+            return Outcome("script_ran", f"title changed to {driver.title!r}")
+        ready = driver.find_element(By.TAG_NAME, "body").get_attribute("data-ready")
+        embeds = driver.find_elements(By.CSS_SELECTOR, "img, iframe, object, embed")
+        errors = [e["message"][:200] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    except UnexpectedAlertPresentException as exc:
+        return Outcome("script_ran", f"an alert opened: {exc.alert_text!r}")
+    except TimeoutException:
+        return Outcome("broken_page", "the page never finished (data-ready stayed 0)")
+    if ready != "1" or embeds or errors:
+        return Outcome("broken_page", f"data-ready {ready}, {len(embeds)} embedded elements, console: {errors[:2]}")
+    return Outcome("ok")
+
+
+def headless_chromium():
+    """A Selenium driver of Debian's headless Chromium (``chromium`` + ``chromedriver``), or None with the reason."""
+    import os
+
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        return None, "selenium is not installed"
+    binary = os.environ.get("REPAUDIT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = os.environ.get("REPAUDIT_CHROMEDRIVER") or shutil.which("chromedriver")
+    if not binary or not driver:
+        return None, "headless Chromium not found (apt-get install chromium chromium-driver)"
+    opts = webdriver.ChromeOptions()
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+        opts.add_argument(a)
+    opts.binary_location = binary
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(driver), options=opts), ""

@@ -71,3 +71,19 @@ def tiny_model(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def default_model_available() -> None:
     _gguf_path()
+
+
+@pytest.fixture(scope="session")
+def chrome():
+    """Debian's headless Chromium driven by Selenium (``bench/fuzzgen.py:headless_chromium``); skipped with the
+    reason where selenium, chromium or chromedriver is missing."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from fuzzgen import headless_chromium
+
+    driver, why = headless_chromium()
+    if driver is None:
+        pytest.skip(why)
+    yield driver
+    driver.quit()

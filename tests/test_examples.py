@@ -36,3 +36,20 @@ def test_appendix_compiles_with_pdflatex(tmp_path):
     assert (tmp_path / "appendix.pdf").read_bytes().startswith(b"%PDF")
     log = (tmp_path / "appendix.log").read_text(errors="replace")
     assert "Missing character" not in log and "undefined" not in log.lower(), log[-2000:]
+
+
+def test_examples_html_report_is_safe_and_holds_no_benchmark_text():
+    """report.html was written with --no-doc-text: one pinned script, a base64 data block, no question text."""
+    import sys
+
+    sys.path.insert(0, str(EXAMPLES.parent / "bench"))
+    from fuzzgen import html_static_problem
+
+    from repaudit.report.html import unpack
+
+    page = (EXAMPLES / "report.html").read_text(encoding="utf-8")
+    assert html_static_problem(page) == ""
+    assert (EXAMPLES / "report.png").read_bytes().startswith(b"\x89PNG")
+    data = unpack(re.search(r'id="docdata">([A-Za-z0-9+/=]+)</script>', page).group(1))
+    assert len(data["docs"]) == 570 and not data["strings"]
+    assert not any(k in d for d in data["docs"] for k in ("pa", "pb", "ch", "ga", "gb"))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from fuzzgen import CATEGORIES, FORMATS, Generator, run_case  # noqa: E402
+from fuzzgen import CATEGORIES, FORMATS, Generator, check_in_browser, headless_chromium, run_case  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lmeval"
 LIGHTEVAL = Path(__file__).resolve().parent / "fixtures" / "lighteval" / "arc_easy_0shot"
@@ -53,6 +53,7 @@ def test_compare_survives_mutated_inputs(bases, tmp_path):
     failures = []
     n = CASES_PER_CATEGORY * len(CATEGORIES)
     statuses: dict[str, int] = {}
+    pages = []
     for i in range(n):
         category = CATEGORIES[i % len(CATEGORIES)]
         fmt = FORMATS[(i // len(CATEGORIES)) % len(FORMATS)]
@@ -63,5 +64,17 @@ def test_compare_survives_mutated_inputs(bases, tmp_path):
         statuses[outcome.status] = statuses.get(outcome.status, 0) + 1
         if outcome.status not in ("ok", "refused"):
             failures.append((i, category, fmt, outcome.status, outcome.detail[:400]))
+        elif fmt == "html" and outcome.status == "ok":
+            pages.append((i, category, out_dir / "report.html"))
+    driver, why = headless_chromium()
+    if driver is not None:  # the same pages in a real browser: nothing runs, every page finishes
+        try:
+            for i, category, page in pages:
+                outcome = check_in_browser(driver, page)
+                if outcome.status != "ok":
+                    failures.append((i, category, "html", outcome.status, outcome.detail[:400]))
+        finally:
+            driver.quit()
     assert not failures, failures[:5]
+    assert pages  # HTML reports were written and judged
     assert statuses.get("ok", 0) > 20 and statuses.get("refused", 0) > 20, statuses  # both paths exercised

@@ -97,31 +97,78 @@ def test_no_doc_text_leaves_the_benchmark_out(lmeval_runs, tmp_path):
 
 
 def test_html_is_refused_where_a_command_has_none(tmp_path):
-    res = runner.invoke(app, ["sweep", "--factor", "dtype", "--values", "float32", "-o", str(tmp_path / "s.html")])
-    assert res.exit_code == 1 and "HTML is written by compare" in res.stderr
-    assert not (tmp_path / "s.html").exists()
+    for args in (["sweep", "--factor", "dtype", "--values", "float32", "--dry-run"],
+                 ["compare", "a.json", "b.json", "--attribute"]):
+        res = runner.invoke(app, [*args, "-o", str(tmp_path / "s.html")])
+        assert res.exit_code == 1 and "HTML is written by compare, gate" in res.stderr, args
+        assert not (tmp_path / "s.html").exists()
 
 
-# --- in a real browser -------------------------------------------------------------------------------------
+def test_gate_html_has_the_decision_the_comparison_and_the_docs(lmeval_runs, tmp_path):
+    out = tmp_path / "gate.html"
+    res = runner.invoke(app, ["gate", str(lmeval_runs / "s1"), str(lmeval_runs / "s3"), "--max-drop", "3",
+                              "--n-boot", "500", "-o", str(out)])
+    js = runner.invoke(app, ["gate", str(lmeval_runs / "s1"), str(lmeval_runs / "s3"), "--max-drop", "3",
+                             "--n-boot", "500", "--json"])
+    g = json.loads(js.stdout)
+    assert res.exit_code == js.exit_code == {"GO": 0, "NO-GO": 1, "INCONCLUSIVE": 2}[g["decision"]]
+    page = out.read_text()
+    assert f"<title>repaudit gate: {g['decision']}</title>" in page and "Gate: " in page
+    assert page.count("<td class=\"better\">PASS</td>") == sum(r["decision"] == "PASS" for r in g["rows"])
+    assert 'id="factors"' in page and 'id="scores"' in page and "<svg" in page
+    assert len(_data(page)["docs"]) == 570
 
 
 @pytest.fixture(scope="module")
-def chrome():
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install selenium)")
-    binary = os.environ.get("REPAUDIT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    driver = os.environ.get("REPAUDIT_CHROMEDRIVER") or shutil.which("chromedriver")
-    if not binary or not driver:
-        pytest.skip("headless Chromium not found (apt-get install chromium chromium-driver)")
-    from selenium.webdriver.chrome.service import Service
+def tiny_reports(tiny_model, shared_data, tmp_path_factory):
+    """HTML of attribute (two tiny-model runs that differ in prompt format), sweep and variance."""
+    d = tmp_path_factory.mktemp("tiny-html")
+    where = ["--model", str(tiny_model), "--data-dir", str(shared_data), "--cache-dir", str(d / "c")]
+    common = ["--task", "arc_easy", *where, "--scoring-strategy", "shared_prefix"]
+    for name, extra in (("a", []), ("b", ["--prompt-format", "lettered"])):
+        res = runner.invoke(app, ["run", *common, "--limit", "20", *extra, "-o", str(d / f"{name}.json")])
+        assert res.exit_code == 0, res.output
+    cmds = {"attribute": ["attribute", str(d / "a.json"), str(d / "b.json"), *where, "--n-boot", "300"],
+            "sweep": ["sweep", "--factor", "prompt_format", "--values", "lettered", *common, "--limit", "20",
+                      ],
+            "variance": ["variance", *where, "--doc-ids", "0,3,5,8,13,21", "--fewshot-seeds", "2", "--formats",
+                         "cloze", "--num-fewshot", "1"]}
+    pages = {}
+    for name, args in cmds.items():
+        res = runner.invoke(app, [*args, "-o", str(d / f"{name}.html")])
+        assert res.exit_code == 0, res.output
+        js = runner.invoke(app, [*args, "--json"])
+        assert js.exit_code == 0, js.output
+        pages[name] = (d / f"{name}.html", json.loads(js.stdout))
+    return pages
 
-    opts = webdriver.ChromeOptions()
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000"):
-        opts.add_argument(a)
-    opts.binary_location = binary
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    d = webdriver.Chrome(service=Service(driver), options=opts)
-    yield d
-    d.quit()
+
+def test_attribute_sweep_variance_html(tiny_reports):
+    path, att = tiny_reports["attribute"]
+    page = path.read_text()
+    for factor, value in zip(att["factors"], att["phi"]):
+        assert f"<td>{factor}</td><td class=\"num\">{100 * value:+.2f}</td>" in page
+    assert "<svg" in page and len(_data(page)["docs"]) == 20  # waterfall and the recorded runs' docs
+    path, sw = tiny_reports["sweep"]
+    page = path.read_text()
+    assert f"{100 * sw['points'][0]['score']:.2f}" in page and "noise floor" in page and "<svg" in page
+    assert 'id="docdata"' not in page
+    path, var = tiny_reports["variance"]
+    page = path.read_text()
+    assert "Benchmark noise of arc_easy" in page and "<svg" in page and f"{var['n_docs']} docs" in page
+
+
+def test_browser_attribute_sweep_variance_pages(chrome, tiny_reports):
+    for name, (path, _) in tiny_reports.items():
+        By = _open(chrome, path)
+        assert chrome.find_element(By.ID, "headline").text, name
+        assert chrome.find_elements(By.CSS_SELECTOR, "div.figure svg"), name
+        if name == "attribute":
+            assert len(chrome.find_elements(By.CSS_SELECTOR, "#doc-rows tr.doc")) == 20
+        assert not _console_errors(chrome), name
+
+
+# --- in a real browser -------------------------------------------------------------------------------------
 
 
 def _open(d, path: Path):

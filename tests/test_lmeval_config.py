@@ -144,8 +144,12 @@ def test_replay_of_real_lmeval_runs_from_their_recorded_configs(default_model_av
     rec = LocalExecutor().map([src_b.config])[0]  # from the store now
     assert all(d.doc_hash == src_b.docs[d.doc_id].doc_hash and d.prompt_hash == src_b.docs[d.doc_id].prompt_hash
                for d in rec.docs)
+    # lm-eval ran on an AVX-512 CPU; float32 matmul kernels differ between AVX-512 and AVX2, so the same
+    # prompts score 1.45e-4 nats apart on an AVX2 EPYC (measured) against <= 5e-6 on the same kind of CPU.
+    lmeval_avx512 = "avx512f" in json.loads(b.read_text())["pretty_env_info"]
+    tol = 1e-4 if lmeval_avx512 == ("avx512f" in Path("/proc/cpuinfo").read_text()) else 1e-3
     assert max(abs(x - y) for d in rec.docs for x, y in zip(d.loglikelihoods, src_b.docs[d.doc_id].loglikelihoods)
-               ) < 1e-4
+               ) < tol
 
 
 def test_cli_run_from_a_task_yaml_and_from_a_results_file(shared_data, tiny_model, tmp_path):

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from repaudit.cli.common import (
+    DocTextOption,
     DryRunOption,
     ExecutorOption,
     Format,
@@ -101,6 +102,7 @@ def attribute_command(
     ray_address: RayAddressOption = None,
     workers: WorkersOption = None,
     as_json: JsonOption = False,
+    doc_text: DocTextOption = True,
 ) -> None:
     """Re-run every hybrid of two runs and attribute the score delta to each differing factor (Shapley values).
 
@@ -111,7 +113,7 @@ def attribute_command(
     from repaudit.report.audit import attribution_latex, attribution_markdown
 
     with user_errors():
-        check_outputs(output, plot, fmt, as_json, csv=not dry_run)
+        check_outputs(output, plot, fmt, as_json, csv=not dry_run, html=not dry_run)
         check_precision(precision, round_docs)
         if dry_run:
             from repaudit.audit.attribution import attribution_grid
@@ -131,6 +133,20 @@ def attribute_command(
                             None if precision is None else precision / 100, precision_seed, round_docs, task_config)
         from repaudit.report.frames import attribution_frame, to_csv
 
-        emit_report(report_format(fmt, output, as_json, csv=True), output, lambda c: _attribution_rich(result, c),
-                    lambda: attribution_markdown(result), lambda: attribution_latex(result),
-                    lambda: result.model_dump_json(indent=1), lambda: to_csv(attribution_frame(result)))
+        emit_report(report_format(fmt, output, as_json, csv=True, html=True), output,
+                    lambda c: _attribution_rich(result, c), lambda: attribution_markdown(result),
+                    lambda: attribution_latex(result), lambda: result.model_dump_json(indent=1),
+                    lambda: to_csv(attribution_frame(result)),
+                    lambda: _html(result, run_a, run_b, data_dir, model, cache_dir, doc_text))
+
+
+def _html(result, run_a: Path, run_b: Path, data_dir, model, cache_dir, doc_text: bool) -> str:
+    """The attribution's HTML page, with the per-doc browser of the two recorded runs."""
+    from repaudit.audit.compare import compare, load_run
+    from repaudit.cli.compare import doc_browser
+    from repaudit.report.html import render_attribution_html
+
+    ra, rb = load_run(run_a), load_run(run_b)
+    c = compare(ra, rb)
+    return render_attribution_html(result, *doc_browser(c, (run_a, ra), (run_b, rb), None, data_dir, model, cache_dir,
+                                                        doc_text))

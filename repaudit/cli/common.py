@@ -70,12 +70,18 @@ class Format(str, Enum):
 
 FormatOption = Annotated[Format, typer.Option("--format", help="Report format: rich (terminal), markdown, latex, "
                                                                "json, csv (compare: the score table; attribute: "
-                                                               "the Shapley values) or html (compare: one "
-                                                               "self-contained page with a per-doc browser).")]
+                                                               "the Shapley values) or html (one self-contained "
+                                                               "page; compare, gate, attribute: with a per-doc "
+                                                               "browser).")]
 OutputOption = Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the report here; the suffix picks "
                                                       "the format (.json, .md, .tex, .txt, .csv, .html) and must agree "
                                                       "with --format.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+DocTextOption = Annotated[bool, typer.Option("--doc-text/--no-doc-text", help="HTML: show each doc's prompts, "
+                                                                              "choices and generations (default), "
+                                                                              "or only ids, outcomes and numbers (a "
+                                                                              "report to share without the "
+                                                                              "benchmark's text).")]
 ExecutorOption = Annotated[str, typer.Option("--executor", help="Where configurations run: local (this process) "
                                                                 "or ray (one Ray task per configuration).")]
 RayAddressOption = Annotated[Optional[str], typer.Option("--ray-address", help="With --executor ray: a running "
@@ -132,7 +138,7 @@ def report_format(fmt: Format, output: Optional[Path], as_json: bool, csv: bool 
         raise RepauditError("CSV is written by compare (its score table) and attribute (its Shapley values); this "
                             "command's report is rich, markdown, latex or json")
     if chosen is Format.html and not html:
-        raise RepauditError("HTML is written by compare (with its per-doc browser); this command's report is rich, "
+        raise RepauditError("HTML is written by compare, gate, attribute, sweep and variance; this report is rich, "
                             "markdown, latex or json" + (" or csv" if csv else ""))
     return chosen
 

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from repaudit.cli.attribute import _attribute, _attribution_rich
 from repaudit.cli.common import (
+    DocTextOption,
     ExecutorOption,
     Format,
     FormatOption,
@@ -26,45 +27,50 @@ from repaudit.cli.common import (
     user_errors,
 )
 
+SamplesOption = Annotated[Optional[list[Path]], typer.Option(
+    help="lm-eval samples_<task>_*.jsonl or lighteval details_*.parquet of A (default: found through the "
+         "harness's output layout).")]
+PairTasksOption = Annotated[Optional[list[str]], typer.Option(
+    help="B_TASK=A_TASK: compare B's task under A's name (one benchmark, two harness names); '*' matches any "
+         "text ('hendrycksTest-*=mmlu_*'); repeatable. lm-eval's own renames (0.3 to 0.4) are applied without "
+         "it, and a one-task run is paired with a one-task run when their docs have the same content.")]
+TokenizerOption = Annotated[Optional[str], typer.Option(
+    help="The runs' tokenizer (a model folder, a hub id, or 'default'): counts the tokens of lm-eval "
+         "generations, so truncation at max_gen_toks can be told.")]
+DocsCsvOption = Annotated[Optional[Path], typer.Option(
+    "--docs-csv", help="Also write every doc both runs scored, one row per task, doc and metric (A, B, Δ, "
+                       "flipped, same doc/prompt hash), as CSV to this file.")]
+AdjustOption = Annotated[str, typer.Option(help="Multiplicity adjustment of the rows' p-values: holm (family-wise "
+                                                "error), bh (false discovery rate) or none.")]
+AttributeFlag = Annotated[bool, typer.Option("--attribute", help="Also re-execute and attribute the delta to each "
+                                                                 "factor (as repaudit attribute).")]
+DataDirOption = Annotated[Optional[Path], typer.Option(help="With --attribute, or HTML of repaudit runs (their "
+                                                            "prompts are rebuilt): local data the runs read.")]
+ModelOption = Annotated[Optional[str], typer.Option(help="With --attribute: override the recorded model location "
+                                                         "(HTML: where the chat template's tokenizer is).")]
+CacheDirOption = Annotated[Optional[Path], typer.Option(help="With --attribute or HTML: model and batch cache.")]
+
 
 def compare_command(
     run_a: Annotated[Path, typer.Argument(metavar="RUN_A", help="Run A: a repaudit run, an lm-eval or lighteval "
                                                                "results file, or an output directory.")],
     run_b: Annotated[Path, typer.Argument(metavar="RUN_B", help="Run B, likewise.")],
-    samples_a: Annotated[Optional[list[Path]], typer.Option(help="lm-eval samples_<task>_*.jsonl or lighteval "
-                                                                 "details_*.parquet of A (default: found through "
-                                                                 "the harness's output layout).")] = None,
+    samples_a: SamplesOption = None,
     samples_b: Annotated[Optional[list[Path]], typer.Option(help="Samples or details of B.")] = None,
-    pair_tasks: Annotated[Optional[list[str]], typer.Option(
-        help="B_TASK=A_TASK: compare B's task under A's name (one benchmark, two harness names); '*' matches any "
-             "text ('hendrycksTest-*=mmlu_*'); repeatable. lm-eval's own renames (0.3 to 0.4) are applied without "
-             "it, and a one-task run is paired with a one-task run when their docs have the same content.")
-    ] = None,
-    tokenizer: Annotated[Optional[str], typer.Option(
-        help="The runs' tokenizer (a model folder, a hub id, or 'default'): counts the tokens of lm-eval "
-             "generations, so truncation at max_gen_toks can be told.")] = None,
+    pair_tasks: PairTasksOption = None,
+    tokenizer: TokenizerOption = None,
     fmt: FormatOption = Format.rich,
     output: OutputOption = None,
-    docs_csv: Annotated[Optional[Path], typer.Option(
-        "--docs-csv", help="Also write every doc both runs scored, one row per task, doc and metric (A, B, Δ, "
-                           "flipped, same doc/prompt hash), as CSV to this file.")] = None,
-    doc_text: Annotated[bool, typer.Option("--doc-text/--no-doc-text", help="HTML: show each doc's prompts, choices "
-                                                                           "and generations (default), or only ids, "
-                                                                           "outcomes and numbers (a report to share "
-                                                                           "without the benchmark's text).")] = True,
+    docs_csv: DocsCsvOption = None,
+    doc_text: DocTextOption = True,
     top: Annotated[int, typer.Option(help="Flipped docs to show (all are in the JSON).")] = 10,
     tie_eps: Annotated[float, typer.Option(help="Near-tie: top-two log-likelihood gap at most this (nats).")] = 0.01,
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates.")] = 10_000,
-    adjust: Annotated[str, typer.Option(help="Multiplicity adjustment of the rows' p-values: holm (family-wise "
-                                             "error), bh (false discovery rate) or none.")] = "holm",
-    attribute: Annotated[bool, typer.Option("--attribute", help="Also re-execute and attribute the delta to each "
-                                                                "factor (as repaudit attribute).")] = False,
-    data_dir: Annotated[Optional[Path], typer.Option(help="With --attribute, or HTML of repaudit runs (their prompts "
-                                                          "are rebuilt): local data the runs read.")] = None,
-    model: Annotated[Optional[str], typer.Option(help="With --attribute: override the recorded model location "
-                                                      "(HTML: where the chat template's tokenizer is).")] = None,
-    cache_dir: Annotated[Optional[Path], typer.Option(help="With --attribute or HTML: model and batch cache.")
-                         ] = None,
+    adjust: AdjustOption = "holm",
+    attribute: AttributeFlag = False,
+    data_dir: DataDirOption = None,
+    model: ModelOption = None,
+    cache_dir: CacheDirOption = None,
     plot: Annotated[Optional[Path], typer.Option(help="With --attribute: waterfall to PATH.png and PATH.pdf.")] = None,
     executor: ExecutorOption = "local",
     ray_address: RayAddressOption = None,
@@ -127,10 +133,17 @@ def compare_command(
 
 
 def _html(c, side_a, side_b, task_map, data_dir, model, cache_dir, doc_text: bool = True) -> str:
-    """The HTML report with its per-doc browser; a repaudit run's prompts are rebuilt and hash-checked
-    (:mod:`repaudit.audit.doctext`), a harness file's are taken from the file."""
-    from repaudit.report.docview import browser_data
+    """The HTML report with its per-doc browser."""
     from repaudit.report.html import render_compare_html
+
+    return render_compare_html(c, *doc_browser(c, side_a, side_b, task_map, data_dir, model, cache_dir, doc_text))
+
+
+def doc_browser(c, side_a, side_b, task_map, data_dir, model, cache_dir, doc_text: bool = True):
+    """The per-doc browser's payload and its notes for the HTML reports of compare, gate and attribute;
+    ``side_a``/``side_b`` are (path given, loaded ComparableRun). A repaudit run's prompts are rebuilt and
+    hash-checked (:mod:`repaudit.audit.doctext`), a harness file's are taken from the file."""
+    from repaudit.report.docview import browser_data
 
     notes, rebuilt = [], []
     for name, (path, run) in (("A", side_a), ("B", side_b)):
@@ -147,7 +160,7 @@ def _html(c, side_a, side_b, task_map, data_dir, model, cache_dir, doc_text: boo
         rebuilt.append(texts)
     if not doc_text:
         notes.append("Written with --no-doc-text: prompts, choices, generations and answer texts are left out.")
-    return render_compare_html(c, browser_data(c, side_a[1], side_b[1], task_map, *rebuilt, text=doc_text), notes)
+    return browser_data(c, side_a[1], side_b[1], task_map, *rebuilt, text=doc_text), notes
 
 
 def _check_docs_csv(path: Optional[Path]) -> None:

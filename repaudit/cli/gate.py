@@ -12,7 +12,16 @@ from typing import Annotated, Optional
 
 import typer
 
-from repaudit.cli.common import Format, FormatOption, JsonOption, OutputOption, check_outputs, emit_report, err
+from repaudit.cli.common import (
+    DocTextOption,
+    Format,
+    FormatOption,
+    JsonOption,
+    OutputOption,
+    check_outputs,
+    emit_report,
+    err,
+)
 from repaudit.escape import rich_text
 
 #: sysexits(3): bad input data and an output file that cannot be written
@@ -42,14 +51,18 @@ def gate_command(
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates of the comparison.")] = 2000,
     attribute: Annotated[bool, typer.Option("--attribute", help="Re-execute and attribute a failing row's delta "
                                                                 "to each factor (one-task replayable runs).")] = False,
-    data_dir: Annotated[Optional[Path], typer.Option(help="With --attribute: local data the runs read.")] = None,
-    model: Annotated[Optional[str], typer.Option(help="With --attribute: override the recorded model.")] = None,
-    cache_dir: Annotated[Optional[Path], typer.Option(help="With --attribute: model and batch cache.")] = None,
+    data_dir: Annotated[Optional[Path], typer.Option(help="With --attribute, and for repaudit runs' prompts in the "
+                                                          "HTML report: local data the runs read.")] = None,
+    model: Annotated[Optional[str], typer.Option(help="With --attribute (and HTML prompts): override the "
+                                                      "recorded model.")] = None,
+    cache_dir: Annotated[Optional[Path], typer.Option(help="With --attribute (and HTML prompts): model and batch "
+                                                           "cache.")] = None,
     precision: Annotated[Optional[float], typer.Option(metavar="PTS", help="With --attribute: as attribute "
                                                                            "--precision.")] = None,
     fmt: FormatOption = Format.rich,
     output: OutputOption = None,
     as_json: JsonOption = False,
+    doc_text: DocTextOption = True,
 ) -> None:
     """Gate a candidate run against a baseline: non-inferiority, equivalence (TOST) or superiority per task and
     metric, with multiplicity control; exit 0 GO, 1 NO-GO, 2 INCONCLUSIVE (64 usage, 65 bad input).
@@ -59,28 +72,32 @@ def gate_command(
     Example: repaudit gate baseline/ candidate/ --margin 1 --junit gate.xml
 
     Example: repaudit gate base.json cand.json --policy gate.yaml -o gate.md
+
+    Example: repaudit gate base/ cand/ --max-drop 1 -o gate.html
     """
     from repaudit.cli.common import report_format, user_errors
     from repaudit.report.gate import render_json, render_markdown, render_rich, write_junit
 
     with user_errors(EX_DATAERR, EX_IOERR):
-        check_outputs(output, None, fmt, as_json)
-        chosen = report_format(fmt, output, as_json)
+        check_outputs(output, None, fmt, as_json, html=True)
+        chosen = report_format(fmt, output, as_json, html=True)
         if chosen is Format.latex:
             from repaudit.errors import RepauditError
 
-            raise RepauditError("gate writes terminal text, Markdown (.md), JSON (.json) and JUnit XML (--junit), "
-                                "not LaTeX")
+            raise RepauditError("gate writes terminal text, Markdown (.md), JSON (.json), HTML (.html) and JUnit XML "
+                                "(--junit), not LaTeX")
         if junit is not None:
             from repaudit.run.records import check_writable
 
             check_writable(junit, "JUnit")
-        result = _run_gate(baseline, candidate, policy, max_drop, margin, alpha, multiplicity, samples_a, samples_b,
-                           pair_tasks, n_boot)
+        result, runs, task_map = _run_gate(baseline, candidate, policy, max_drop, margin, alpha, multiplicity,
+                                           samples_a, samples_b, pair_tasks, n_boot)
         if attribute:
             _attribution(result, baseline, candidate, data_dir, model, cache_dir, precision)
         emit_report(chosen, output, lambda c: render_rich(result, c), lambda: render_markdown(result),
-                    lambda: "", lambda: render_json(result))
+                    lambda: "", lambda: render_json(result),
+                    html=lambda: _html(result, baseline, candidate, runs, task_map, data_dir, model, cache_dir,
+                                       doc_text))
         if output is not None or chosen is not Format.rich:  # the decision reaches the log whatever the format
             err.print(rich_text(f"gate: {result.summary}"), highlight=False, soft_wrap=True)
         if junit is not None:
@@ -104,9 +121,18 @@ def _run_gate(baseline, candidate, policy_path, max_drop, margin, alpha, multipl
         raise RepauditError("give --policy or --max-drop/--margin, not both")
     policy = read_policy(policy_path) if policy_path is not None else inline_policy(max_drop, margin, alpha,
                                                                                      multiplicity)
-    comparison = compare(load_run(baseline, samples_a), load_run(candidate, samples_b), n_boot=n_boot,
-                         alpha=policy.alpha, task_map=_task_map(pair_tasks or []), adjust=policy.multiplicity)
-    return gate(comparison, policy)
+    runs, task_map = (load_run(baseline, samples_a), load_run(candidate, samples_b)), _task_map(pair_tasks or [])
+    comparison = compare(*runs, n_boot=n_boot, alpha=policy.alpha, task_map=task_map, adjust=policy.multiplicity)
+    return gate(comparison, policy), runs, task_map
+
+
+def _html(result, baseline, candidate, runs, task_map, data_dir, model, cache_dir, doc_text) -> str:
+    """The gate's HTML page, with the per-doc browser of the comparison behind it."""
+    from repaudit.cli.compare import doc_browser
+    from repaudit.report.html import render_gate_html
+
+    return render_gate_html(result, *doc_browser(result.comparison, (baseline, runs[0]), (candidate, runs[1]),
+                                                 task_map, data_dir, model, cache_dir, doc_text))
 
 
 def _attribution(result, baseline, candidate, data_dir, model, cache_dir, precision) -> None:

@@ -95,7 +95,7 @@ def sweep_command(
     from repaudit.audit.sweep import parse_values, sweep
     from repaudit.report.audit import sweep_latex, sweep_markdown
     with user_errors():
-        check_outputs(output, plot, fmt, as_json)
+        check_outputs(output, plot, fmt, as_json, html=not dry_run)
         check_precision(precision, round_docs)
         vals = parse_values(factor, values)
         base = base_config(base_run, model, data_dir, cache_dir, task=task, **factor_settings(factors))
@@ -122,6 +122,8 @@ def sweep_command(
             from repaudit.report.plots import sweep_plot
 
             err.print(rich_text("wrote " + ", ".join(str(p) for p in sweep_plot(result, plot))))
-        emit_report(report_format(fmt, output, as_json), output, lambda c: _sweep_rich(result, c),
+        from repaudit.report.html import render_sweep_html
+
+        emit_report(report_format(fmt, output, as_json, html=True), output, lambda c: _sweep_rich(result, c),
                     lambda: sweep_markdown(result), lambda: sweep_latex(result),
-                    lambda: result.model_dump_json(indent=1))
+                    lambda: result.model_dump_json(indent=1), html=lambda: render_sweep_html(result))

@@ -76,7 +76,8 @@ def variance_command(
     output: OutputOption = None,
     plot: Annotated[Optional[Path], typer.Option(help="Draw every run's score per seed and format to PATH.png and "
                                                       "PATH.pdf.")] = None,
-    plot_metric: Annotated[Optional[str], typer.Option(help="Metric of --plot (default: the first).")] = None,
+    plot_metric: Annotated[Optional[str], typer.Option(help="Metric of --plot and of the HTML plot "
+                                                                 "(default: the first).")] = None,
     dry_run: DryRunOption = False,
     executor: ExecutorOption = "local",
     ray_address: RayAddressOption = None,
@@ -95,7 +96,7 @@ def variance_command(
     from repaudit.audit.variance import variance, variance_grid
     from repaudit.report.variance import variance_latex, variance_markdown
     with user_errors():
-        check_outputs(output, plot, fmt, as_json)
+        check_outputs(output, plot, fmt, as_json, html=not dry_run)
         fmts = [f.strip() for f in formats.split(",") if f.strip()]
         from repaudit.tasks.fewshot import parse_fewshot_ids
 
@@ -113,13 +114,15 @@ def variance_command(
         ex = make_executor(executor, ray_address, workers)
         with grid_progress("variance") as tick:
             result = variance(base, ex, fmts, fewshot_seeds, order_seeds, n_boot=n_boot, progress=tick)
+        if plot_metric is not None and plot_metric not in result.runs[0].scores:
+            raise RepauditError(f"--plot-metric '{plot_metric}' is not measured: choose one of "
+                                f"{', '.join(result.runs[0].scores)}")
         if plot is not None:
             from repaudit.report.plots import variance_plot
 
-            if plot_metric is not None and plot_metric not in result.runs[0].scores:
-                raise RepauditError(f"--plot-metric '{plot_metric}' is not measured: choose one of "
-                                    f"{', '.join(result.runs[0].scores)}")
             err.print(rich_text("wrote " + ", ".join(str(p) for p in variance_plot(result, plot, plot_metric))))
-        emit_report(report_format(fmt, output, as_json), output, lambda c: _variance_rich(result, c),
+        from repaudit.report.html import render_variance_html
+
+        emit_report(report_format(fmt, output, as_json, html=True), output, lambda c: _variance_rich(result, c),
                     lambda: variance_markdown(result), lambda: variance_latex(result),
-                    lambda: result.model_dump_json(indent=1))
+                    lambda: result.model_dump_json(indent=1), html=lambda: render_variance_html(result, plot_metric))

@@ -24,20 +24,22 @@ from typing import Any
 from markupsafe import Markup
 
 from repaudit.audit.compare import Comparison
-from repaudit.escape import visible_controls
+from repaudit.escape import one_line
 
 _TEMPLATES = "repaudit.report"
 
 
 @dataclass
 class Cell:
-    """A table cell: its text (escaped when rendered) and an optional CSS class of ours."""
+    """A table cell: its text (on one line as in the terminal, escaped when rendered) and an optional CSS
+    class of ours."""
 
     text: str
     cls: str = ""
 
     def __post_init__(self) -> None:
-        self.text = visible_controls(str(self.text))
+        # HTML folds a tab or a newline into a space: a name with a newline would read as one with a space
+        self.text = one_line(self.text)
 
 
 @dataclass
@@ -88,8 +90,10 @@ def render_page(title: str, headline: list[str], meta: list[str], sections: list
     env = Environment(autoescape=True, keep_trailing_newline=True)
     page = env.from_string(_asset("report.html.j2"))
     script = _asset("report.js") if browser is not None else ""
-    clean = (lambda xs: [visible_controls(x) for x in xs])
-    return page.render(title=visible_controls(title), headline=clean(headline), meta=clean(meta),
+    clean = (lambda xs: [one_line(x) for x in xs])
+    for sec in sections:  # lines are appended after construction, so made one-line here
+        sec.before, sec.items, sec.after = clean(sec.before), clean(sec.items), clean(sec.after)
+    return page.render(title=one_line(title), headline=clean(headline), meta=clean(meta),
                        warnings=clean(warnings), sections=sections, css=Markup(_asset("report.css")),
                        script=Markup(script), csp=_csp(script), version=__version__,
                        browser=pack(browser) if browser is not None else None,
@@ -160,3 +164,107 @@ def render_compare_html(c: Comparison, browser: dict | None = None, browser_note
     title = "repaudit compare: " + " vs ".join(s.get("name") or PurePath(s.get("path", "?")).name for s in (c.a, c.b))
     return render_page(title, headline(c), run_lines(c), compare_sections(c), c.warnings, browser,
                        browser_notes, c.tie_eps)
+
+
+def _table(id: str, title: str, head, rows, numeric=(), before=(), cls_of=None) -> Section:
+    """A section holding one table of already formatted cells (``cls_of(row)``: the last cell's class)."""
+    sec = Section(id, title, before=list(before), head=list(head), numeric=set(numeric))
+    for row in rows:
+        cells = [Cell(x) for x in row]
+        if cls_of is not None and cells:
+            cells[-1].cls = cls_of(row)
+        sec.rows.append(cells)
+    return sec
+
+
+_DECISION_CLS = {"FAIL": "worse", "PASS": "better", "INCONCLUSIVE": ""}
+
+
+def render_gate_html(g, browser: dict | None = None, browser_notes: list[str] = ()) -> str:
+    """``repaudit gate --format html``: the decision, one row per gated task and metric, why every FAIL or
+    INCONCLUSIVE row moved, then the comparison behind it (factors, scores, forest plot, diagnostics) and the
+    per-doc browser (when ``browser`` is given)."""
+    from repaudit.report.compare_text import run_lines
+    from repaudit.report.gate import HEAD, _level, cells, why_lines
+
+    head = [*HEAD[:6], _level(g), *HEAD[7:]]
+    rows = [cells(r, g.policy.alpha) for r in g.rows]
+    gate = _table("gate", "Gate", head, rows, {"margin", "d", _level(g), "p", "p adj"},
+                  [f"d = B − A oriented so that positive is better, in points for proportions; {_level(g)} (two "
+                   f"one-sided tests at α = {g.policy.alpha:g}); multiplicity: {g.policy.multiplicity}."],
+                  lambda row: _DECISION_CLS.get(row[-1], ""))
+    for r in g.rows:
+        if r.decision != "PASS":
+            gate.items += why_lines(r)
+    if g.not_gated:
+        gate.after.append(f"Not gated ({len(g.not_gated)}, no policy row matches): " + ", ".join(g.not_gated))
+    sections = [gate, *compare_sections(g.comparison)]
+    if g.notes:
+        sections.append(Section("gate-notes", "Gate notes", items=list(g.notes)))
+    return render_page(f"repaudit gate: {g.decision}", [f"Gate: {g.summary}"], run_lines(g.comparison), sections,
+                       g.comparison.warnings, browser, browser_notes, g.comparison.tie_eps)
+
+
+def render_attribution_html(r, browser: dict | None = None, browser_notes: list[str] = ()) -> str:
+    """``repaudit attribute --format html``: Shapley values per factor with their intervals, the waterfall
+    (SVG), the interactions, what ran, then the per-doc browser of the two recorded runs (when given)."""
+    from repaudit.report.audit import _ci, _pts, attribution_rows, attribution_summary
+    from repaudit.report.plots import waterfall_svg
+
+    interval = "paired bootstrap over docs" if r.sequential is None else "sequential design"
+    fac = _table("attribution", f"Attribution of the {r.metric} delta on {r.task} (points)",
+                 ["factor", "Shapley value", "95 % CI"], attribution_rows(r), {"Shapley value", "95 % CI"},
+                 [f"Shapley values over all hybrid configurations (HyperSHAP, Wever et al. 2025) in points (× 100); "
+                  f"intervals: {interval}. Positive: the factor moved B above A."])
+    fac.svg = Markup(waterfall_svg(r))
+    out = [fac]
+    if r.interactions:
+        out.append(_table("interactions", "Interactions", ["pair", "index", "95 % CI"],
+                          [(" × ".join(i["pair"]), _pts(i["value"]), _ci(*i["ci"])) for i in r.interactions],
+                          {"index", "95 % CI"},
+                          ["Shapley interaction index of each pair of factors (points): non-zero when two factors "
+                           "are not additive."]))
+    top = max(range(len(r.phi)), key=lambda i: abs(r.phi[i])) if r.phi else None
+    first = (f"{r.task} {r.metric}: A {100 * r.recorded_a:.2f} → B {100 * r.recorded_b:.2f} pts, recorded Δ "
+             f"{_pts(r.recorded_delta)} pts = {len(r.factors)} factors {_pts(r.reexecuted_delta)} + residual "
+             f"{_pts(r.residual)}"
+             + (f"; largest: {r.factors[top]} {_pts(r.phi[top])} {_ci(*r.phi_ci[top])}." if top is not None else "."))
+    return render_page(f"repaudit attribute: {r.task} {r.metric}", [first, attribution_summary(r)], [], out, (),
+                       browser, browser_notes)
+
+
+def render_sweep_html(s) -> str:
+    """``repaudit sweep --format html``: score per value with Δ against the base and its interval, the noise
+    floor, and the sweep plot (SVG)."""
+    from repaudit.report.audit import _SWEEP_HEAD, sweep_floor, sweep_rows
+    from repaudit.report.plots import sweep_svg
+
+    sec = _table("sweep", f"Sweep of {s.factor} on {s.task} ({s.metric}, points)", _SWEEP_HEAD, sweep_rows(s),
+                 {"score", "Δ", "95 % CI", "flip rate"},
+                 ["Δ against the base with a " + ("paired bootstrap interval over docs" if s.sequential is None else
+                                                  "repeated confidence interval") + "; an effect exceeds the noise "
+                  "floor when its interval excludes 0 and |Δ| > 2 sd of the floor."])
+    sec.svg = Markup(sweep_svg(s))
+    sec.after = ["Per-doc view: compare the base run with a value's run (repaudit compare A B -o report.html)."]
+    beyond = [str(p.value) for p in s.points if p.verdict == "exceeds noise floor"]
+    first = (f"Sweep of {s.factor} on {s.task} ({s.metric}): {len(beyond)} of {len(s.points)} values move the score "
+             f"beyond the noise floor" + (f" ({', '.join(beyond)})." if beyond else "."))
+    return render_page(f"repaudit sweep: {s.factor} on {s.task}", [first, sweep_floor(s)], [], [sec])
+
+
+def render_variance_html(r, plot_metric: str | None = None) -> str:
+    """``repaudit variance --format html``: the noise table, the score per format, and the plot of every
+    run (SVG; ``plot_metric``, default the first measured)."""
+    from repaudit.report.plots import variance_svg
+    from repaudit.report.variance import HEAD, _v, noise_rows, spread_rows, variance_summary
+
+    noise = _table("noise", f"Benchmark noise: {r.task}", HEAD, noise_rows(r), set(HEAD[2:]))
+    noise.svg = Markup(variance_svg(r, plot_metric))
+    out = [noise]
+    if r.format_spread:
+        head = ["metric", *r.formats, "spread (max − min)"]
+        out.append(_table("formats", "Score per prompt format (seed means)", head, spread_rows(r), set(head[1:])))
+    first = f"Benchmark noise of {r.task}: " + "; ".join(
+        f"{x.format} {x.metric}: seed sd {_v(x.seed_sd, x.metric)}, MDE {_v(x.mde, x.metric)} "
+        + ("nats" if x.metric == "logp_gold_norm" else "pts") for x in r.noise if x.counterpart is None)
+    return render_page(f"repaudit variance: {r.task}", [first, variance_summary(r)], [], out)

@@ -1,7 +1,8 @@
-"""Figures for a paper appendix: the attribution waterfall, the sweep plot and the variance plot (matplotlib).
+"""Figures (matplotlib): the attribution waterfall, the sweep plot, the variance plot, the forest plot.
 
-Both write a PNG and a PDF next to each other (``path`` with its suffix replaced) and return
-the two paths. Scores and effects are drawn in points (metric × 100).
+Each writes a PNG and a PDF next to each other (``path`` with its suffix replaced) and returns
+the two paths; its ``*_svg`` twin, and the comparison's forest plot, return SVG text for the HTML
+report. Scores and effects are drawn in points (metric × 100).
 """
 
 from __future__ import annotations
@@ -37,6 +38,27 @@ def _save(fig, path: Path) -> list[Path]:
     return out
 
 
+def _svg_text(fig) -> str:
+    """``fig`` as SVG text for inlining into HTML (then closed): text stays text (``svg.fonttype`` none, escaped
+    by matplotlib's SVG writer), no script, no external reference, no date, a fixed hash salt so that the same
+    figure gives the same bytes."""
+    import io
+
+    plt = _pyplot()
+    with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": "repaudit"}):
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+    svg = buf.getvalue()
+    return svg[svg.index("<svg"):]
+
+
+def _saved(fig, path: Path) -> list[Path]:
+    paths = _save(fig, path)
+    _pyplot().close(fig)
+    return paths
+
+
 def waterfall(r: AttributionReport, path: Path) -> list[Path]:
     """Waterfall from recorded score A through each factor's Shapley value and the residual to score B.
 
@@ -46,8 +68,17 @@ def waterfall(r: AttributionReport, path: Path) -> list[Path]:
     Returns:
         The PNG and PDF paths written.
     """
+    return _saved(_waterfall_fig(r), path)
+
+
+def waterfall_svg(r: AttributionReport) -> str:
+    """:func:`waterfall` as SVG text for the HTML report."""
+    return _svg_text(_waterfall_fig(r))
+
+
+def _waterfall_fig(r: AttributionReport):
     plt = _pyplot()
-    labels = ["A"] + list(r.factors) + ["residual", "B"]
+    labels = ["A"] + [_plain(f) for f in r.factors] + ["residual", "B"]
     steps = [100 * v for v in r.phi] + [100 * r.residual]
     fig, ax = plt.subplots(figsize=(1.2 + 0.9 * len(labels), 3.6))
     a, b = 100 * r.recorded_a, 100 * r.recorded_b
@@ -70,12 +101,10 @@ def waterfall(r: AttributionReport, path: Path) -> list[Path]:
     span = max(lows) - min(lows)
     ax.set_ylim(max(0.0, min(lows) - max(2.0, span)), max(lows) + max(2.0, 0.6 * span))
     ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
-    ax.set_ylabel(f"{r.metric} (points)")
-    ax.set_title(f"{r.task}: A {a:.2f} → B {b:.2f}", fontsize=9)
+    ax.set_ylabel(f"{_plain(r.metric)} (points)")
+    ax.set_title(f"{_plain(r.task)}: A {a:.2f} → B {b:.2f}", fontsize=9)
     ax.grid(axis="y", alpha=0.3)
-    paths = _save(fig, path)
-    plt.close(fig)
-    return paths
+    return fig
 
 
 def sweep_plot(s: SweepResult, path: Path) -> list[Path]:
@@ -84,8 +113,17 @@ def sweep_plot(s: SweepResult, path: Path) -> list[Path]:
     Returns:
         The PNG and PDF paths written.
     """
+    return _saved(_sweep_fig(s), path)
+
+
+def sweep_svg(s: SweepResult) -> str:
+    """:func:`sweep_plot` as SVG text for the HTML report."""
+    return _svg_text(_sweep_fig(s))
+
+
+def _sweep_fig(s: SweepResult):
     plt = _pyplot()
-    labels = [f"{s.base_value}\n(base)"] + [str(p.value) for p in s.points]
+    labels = [f"{_plain(s.base_value)}\n(base)"] + [_plain(p.value) for p in s.points]
     base = 100 * s.base_score
     scores = [base] + [100 * p.score for p in s.points]
     err_lo = [0.0] + [100 * (p.delta - p.ci_low) for p in s.points]
@@ -97,14 +135,12 @@ def sweep_plot(s: SweepResult, path: Path) -> list[Path]:
     ax.errorbar(range(len(labels)), scores, yerr=[err_lo, err_hi], fmt="o", color="black", capsize=3,
                 label="score, paired 95 % CI of Δ")
     ax.set_xticks(range(len(labels)), labels)
-    ax.set_xlabel(s.factor)
-    ax.set_ylabel(f"{s.metric} (points)")
-    ax.set_title(f"{s.task}: sweep of {s.factor}", fontsize=9)
+    ax.set_xlabel(_plain(s.factor))
+    ax.set_ylabel(f"{_plain(s.metric)} (points)")
+    ax.set_title(f"{_plain(s.task)}: sweep of {_plain(s.factor)}", fontsize=9)
     ax.legend(fontsize=7, loc="best")
     ax.grid(axis="y", alpha=0.3)
-    paths = _save(fig, path)
-    plt.close(fig)
-    return paths
+    return fig
 
 
 def variance_plot(r: VarianceReport, path: Path, metric: str | None = None) -> list[Path]:
@@ -115,6 +151,15 @@ def variance_plot(r: VarianceReport, path: Path, metric: str | None = None) -> l
     Returns:
         The PNG and PDF paths written.
     """
+    return _saved(_variance_fig(r, metric), path)
+
+
+def variance_svg(r: VarianceReport, metric: str | None = None) -> str:
+    """:func:`variance_plot` as SVG text for the HTML report."""
+    return _svg_text(_variance_fig(r, metric))
+
+
+def _variance_fig(r: VarianceReport, metric: str | None):
     plt = _pyplot()
     metric = metric or r.noise[0].metric
     scale = 1.0 if metric == "logp_gold_norm" else 100.0
@@ -128,7 +173,7 @@ def variance_plot(r: VarianceReport, path: Path, metric: str | None = None) -> l
         for j, u in enumerate(runs):
             y, se = scale * u.scores[metric], 1.96 * scale * u.stderr[metric]
             ax.errorbar(x, y, yerr=se, fmt="o", color=color, mfc=color if j < n_seeds else "white", capsize=2,
-                        label=fmt if j == 0 else None)
+                        label=_plain(fmt) if j == 0 else None)
             ticks.append(x)
             labels.append(f"s{u.fewshot_seed}" if u.order_seed is None else f"o{u.order_seed}")
             x += 1
@@ -136,14 +181,12 @@ def variance_plot(r: VarianceReport, path: Path, metric: str | None = None) -> l
         ax.hlines(mean, x - len(runs), x - 1, colors=color, linewidth=0.8, linestyles="dashed")
         x += 1
     ax.set_xticks(ticks, labels, rotation=90, fontsize=6)
-    ax.set_ylabel(f"{metric} ({'nats' if scale == 1.0 else 'points'})")
-    ax.set_title(f"{r.task}: {len(r.fewshot_seeds)} few-shot seeds (filled) and {len(r.order_seeds)} orders "
+    ax.set_ylabel(f"{_plain(metric)} ({'nats' if scale == 1.0 else 'points'})")
+    ax.set_title(f"{_plain(r.task)}: {len(r.fewshot_seeds)} few-shot seeds (filled) and {len(r.order_seeds)} orders "
                  "(hollow) per format", fontsize=9)
     ax.legend(fontsize=7, loc="best")
     ax.grid(axis="y", alpha=0.3)
-    paths = _save(fig, path)
-    plt.close(fig)
-    return paths
+    return fig
 
 
 def forest_svg(c) -> str:
@@ -151,11 +194,8 @@ def forest_svg(c) -> str:
     for inlining into the HTML report. Rows without an interval are left out (the table has them); colour
     says the verdict (red worse, green better, grey otherwise). Returns "" when no row has an interval.
 
-    Text stays text (``svg.fonttype`` none), escaped by matplotlib's SVG writer; no script, no external
-    reference, a fixed hash salt so that the same comparison gives the same bytes.
+    Written by :func:`_svg_text`.
     """
-    import io
-
     plt = _pyplot()
     from repaudit.report.glossary import verdict_word
 
@@ -164,7 +204,7 @@ def forest_svg(c) -> str:
         return ""
     units = list(dict.fromkeys(r.unit for r in rows))
     heights = [len([r for r in rows if r.unit == u]) for u in units]
-    with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": "repaudit", "font.size": 9}):
+    with plt.rc_context({"font.size": 9}):
         fig, axes = plt.subplots(len(units), 1, squeeze=False, gridspec_kw={"height_ratios": heights},
                                  figsize=(7.5, 0.9 + 0.26 * sum(heights) + 0.5 * len(units)))
         for ax, unit in zip(axes[:, 0], units):
@@ -185,12 +225,17 @@ def forest_svg(c) -> str:
             ax.set_xlabel(f"Δ = B − A ({unit}); {better}")
             ax.grid(axis="x", color="0.9")
         fig.tight_layout()
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-        plt.close(fig)
-    svg = buf.getvalue()
-    return svg[svg.index("<svg"):]
+        return _svg_text(fig)
 
 
 def _label(s: str, width: int) -> str:
+    s = _plain(s)
     return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def _plain(text) -> str:
+    """``text`` from a run file as matplotlib shows it literally: on one line (control characters visible) and
+    with ``$`` escaped, since a pair of dollars would otherwise be typeset as mathtext (and a bad one raises)."""
+    from repaudit.escape import one_line
+
+    return one_line(text).replace("$", r"\$")

@@ -1,5 +1,5 @@
 // repaudit per-doc browser. Reads the gzip+base64 payload of #docdata; every string from a run file is put
-// into the page with textContent (never innerHTML), so a doc text of <script> shows as text.
+// into the page with textContent (never innerHTML), so a doc text holding a script tag shows as text.
 "use strict";
 (function () {
   const src = document.getElementById("docdata");
