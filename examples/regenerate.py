@@ -14,16 +14,22 @@ What it does (default model SmolLM2-135M-Instruct, ARC-Easy validation from the 
 4. ``repaudit sweep`` of the prompt format from A's configuration, in Markdown and LaTeX, with its plot;
 5. ``appendix.tex``, which ``\\input``s the tables and figures, compiled with ``pdflatex`` into
    ``appendix.pdf`` (skipped with a note when pdflatex is missing);
-6. ``README.md`` of this folder: the commands and every Markdown report, as generated.
+6. ``report.html``, compare's self-contained HTML report, written with ``--no-doc-text`` (the
+   benchmark's questions stay out of the repository; ids, flips, margins and log-likelihoods stay), and
+   ``report.png``, a screenshot of it in headless Chromium (skipped with a note when chromium is missing);
+7. ``README.md`` of this folder: the commands and every Markdown report, as generated.
 
-Every step goes through the batch store, so a second invocation recomputes nothing.
+Every step goes through one batch store, a fresh temporary directory (``$REPAUDIT_CACHE_DIR``), so the
+wall times it writes are those of an empty store, and the attribution and sweep reuse the runs' batches.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,6 +38,8 @@ RUNS = HERE / "runs"
 COMMON = ["--task", "arc_easy", "--scoring-strategy", "shared_prefix"]
 RUN_A = [*COMMON]
 RUN_B = [*COMMON, "--prompt-format", "lettered", "--num-fewshot", "5"]
+#: the children's environment; main() points its cache at an empty temporary store
+ENV = dict(os.environ)
 SWEEP = ["--factor", "prompt_format", "--values", "lettered,cloze", *COMMON[:2],
          "--scoring-strategy", "shared_prefix"]
 
@@ -40,7 +48,7 @@ def repaudit(*args: str) -> float:
     """Run ``repaudit ARGS`` in this folder; returns its wall time. Stops the script on failure."""
     t0 = time.perf_counter()
     print("$ repaudit " + " ".join(args), flush=True)
-    subprocess.run([sys.executable, "-m", "repaudit", *args], cwd=HERE, check=True)
+    subprocess.run([sys.executable, "-m", "repaudit", *args], cwd=HERE, check=True, env=ENV)
     return time.perf_counter() - t0
 
 
@@ -61,6 +69,12 @@ def pdflatex() -> str:
 
 def main() -> None:
     RUNS.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="repaudit-examples-") as store:
+        ENV["REPAUDIT_CACHE_DIR"] = store
+        generate()
+
+
+def generate() -> None:
     walls = {}
     walls["run A"] = repaudit("run", *RUN_A, "-o", "runs/a.json")
     walls["run B"] = repaudit("run", *RUN_B, "-o", "runs/b.json")
@@ -71,12 +85,31 @@ def main() -> None:
     repaudit("attribute", "runs/a.json", "runs/b.json", "-o", "attribution.tex")
     walls["sweep"] = repaudit("sweep", *SWEEP, "-o", "sweep.md", "--plot", "sweep")
     repaudit("sweep", *SWEEP, "-o", "sweep.tex")
+    repaudit("compare", "runs/a.json", "runs/b.json", "--no-doc-text", "-o", "report.html")
     latex_note = pdflatex()
-    write_readme(walls, latex_note)
+    shot_note = screenshot()
+    write_readme(walls, latex_note, shot_note)
     print(latex_note)
+    print(shot_note)
 
 
-def write_readme(walls: dict[str, float], latex_note: str) -> None:
+def screenshot() -> str:
+    """Screenshot report.html in headless Chromium (the page runs its script first) or say why not."""
+    exe = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if exe is None:
+        return "chromium not found: report.png not rebuilt (apt-get install chromium)"
+    with tempfile.TemporaryDirectory(prefix="repaudit-chromium-") as profile:
+        res = subprocess.run(
+            [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             f"--user-data-dir={profile}", "--window-size=1280,1400", "--virtual-time-budget=5000",
+             "--screenshot=" + str(HERE / "report.png"), (HERE / "report.html").as_uri()],
+            capture_output=True, text=True, timeout=120)
+    if res.returncode != 0 or not (HERE / "report.png").exists():
+        sys.exit("chromium failed:\n" + res.stderr[-3000:])
+    return "report.png taken with headless Chromium"
+
+
+def write_readme(walls: dict[str, float], latex_note: str, shot_note: str) -> None:
     cmd = "repaudit "
     parts = [
         "# Example: an appendix from real runs",
@@ -92,14 +125,22 @@ def write_readme(walls: dict[str, float], latex_note: str) -> None:
         cmd + "compare runs/a.json runs/b.json --format markdown -o compare.md",
         cmd + "attribute runs/a.json runs/b.json -o attribution.md --plot waterfall",
         cmd + "sweep " + " ".join(SWEEP) + " -o sweep.md --plot sweep",
+        cmd + "compare runs/a.json runs/b.json --no-doc-text -o report.html",
         "```",
         "",
-        "Wall times of this generation (batches already in the store are not recomputed; measured with an "
-        "empty store on an otherwise idle machine): "
+        "Wall times of this generation, from an empty cache (run A includes converting the packaged GGUF "
+        "model; the attribution and the sweep reuse the runs' batches from the store), on an otherwise idle "
+        "machine: "
         + ", ".join(f"{k} {v:.0f} s" for k, v in walls.items()) + ".",
         "",
         f"The same tables in LaTeX (`compare.tex`, `attribution.tex`, `sweep.tex`) are `\\input` by "
         f"[`appendix.tex`](appendix.tex); [`appendix.pdf`](appendix.pdf) is its output ({latex_note}).",
+        "",
+        "[`report.html`](report.html) is compare's HTML report of the same pair (open it in a browser; "
+        "it loads nothing from the network). Written with `--no-doc-text`, so its doc browser lists ids, "
+        f"flips, margins and log-likelihoods without the questions ({shot_note}):",
+        "",
+        "![compare's HTML report](report.png)",
         "",
         "## compare", "", (HERE / "compare.md").read_text(),
         "## attribute", "", (HERE / "attribution.md").read_text(), "![waterfall](waterfall.png)", "",

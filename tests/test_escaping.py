@@ -48,6 +48,16 @@ def test_rich_markup_in_names_is_shown_literally(tmp_path, text):
     assert text + "task" in out and text + "model" in out
 
 
+@pytest.mark.parametrize("text", ["nul\x00byte", "esc\x1b[31mred", "cr\rhere", "new\nline"])
+def test_terminal_report_shows_control_bytes_in_names_visibly(tmp_path, text):
+    """The score table's task row and the agreement line print a name from the file with its control bytes made
+    visible (a NUL in a task name reached the terminal raw; found by bench/fuzz.py, seed 0, case 1091)."""
+    c = _pair(tmp_path, text + "task", "m", "m2", metric="acc" + text)
+    out = _rich(c)
+    assert not any(ch in out for ch in "\x00\x1b\r"), out
+    assert visible_controls(text).replace("\n", "\\n") + "task" in out
+
+
 @pytest.mark.parametrize("text", MARKUP + ["\x1b[31mred", "cr\rhere"])
 def test_error_lines_show_file_text_literally(tmp_path, text):
     a, b = tmp_path / "a.json", tmp_path / "b.json"

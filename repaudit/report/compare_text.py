@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from repaudit.audit.compare import Comparison, FactorRow, ScoreRow
-from repaudit.escape import visible_controls
+from repaudit.escape import one_line, visible_controls
 from repaudit.report.glossary import ADJUST, GROUPS, METHODS, factor_label, verdict_word
 
 ARROW = "→"
@@ -266,12 +266,12 @@ def score_blocks(c: Comparison) -> tuple[list[ScoreBlock], list[str]]:
     for r in sorted(c.scores, key=lambda r: r.is_group):
         b = blocks.get(r.task)
         if b is None:
-            b = blocks[r.task] = ScoreBlock(r.task, _task_info([x for x in c.scores if x.task == r.task]))
+            b = blocks[r.task] = ScoreBlock(one_line(r.task), _task_info([x for x in c.scores if x.task == r.task]))
         fn = _footnote(r)
         if fn and fn not in notes:
             notes.append(fn)
         ref = f" [{notes.index(fn) + 1}]" if fn else ""
-        b.rows.append([r.metric, f"{r.unit}{_direction(r)}", num(r.a, r.unit), num(r.b, r.unit),
+        b.rows.append([one_line(r.metric), f"{r.unit}{_direction(r)}", num(r.a, r.unit), num(r.b, r.unit),
                        num(r.delta, r.unit, True), interval(r.ci_low, r.ci_high, r.unit), p_text(r.p_adjusted),
                        verdict_word(r.verdict, r.moved) + ref])
     return list(blocks.values()), notes
@@ -290,7 +290,7 @@ def agreement_lines(c: Comparison) -> list[str]:
     def n(v: int | None) -> str:
         return "not recorded" if v is None else str(v)
 
-    return [f"{ag.task}: {ag.n_shared} shared docs (A {ag.n_a}, B {ag.n_b}); identical doc content "
+    return [f"{one_line(ag.task)}: {ag.n_shared} shared docs (A {ag.n_a}, B {ag.n_b}); identical doc content "
             f"{n(ag.doc_hash_equal)}, choices {n(ag.choices_equal)}, targets {n(ag.target_equal)}, prompt texts "
             f"{n(ag.prompt_hash_equal)}, few-shot ids {n(ag.fewshot_equal)}, predictions {n(ag.prediction_equal)}"
             for ag in c.docs]
