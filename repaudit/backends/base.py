@@ -72,13 +72,15 @@ class Backend(Protocol):
 def generate_in_batches(requests: list[GenerateRequest], encoded: list[list[int]], batch_size: int,
                         max_length: int, ckey: str, cache: BatchCache | None, progress: Progress | None,
                         batch_sizes_used: dict[int, int],
-                        compute: Callable[[list[list[int]], GenerationSettings], list[tuple[str, int, bool]]]
-                        ) -> list[Generation]:
+                        compute: Callable[[list[list[int]], GenerationSettings], list[tuple[str, int, bool]]],
+                        unit: Callable[[GenerationSettings], int] | None = None) -> list[Generation]:
     """generate_until's batching, shared by every backend (lm-eval's order).
 
     Contexts (``encoded``: token ids per request) are sorted by descending token length, grouped by
     generation settings, left-truncated to ``max_length - max_gen_toks`` tokens and cut into
-    batches of ``batch_size``; each batch is read from or committed to ``cache`` under ``ckey``.
+    batches of ``batch_size`` (or of ``unit(settings)`` rows where given: a strategy that keeps
+    ``batch_size`` rows in flight over a longer queue); each batch is read from or committed to ``cache``
+    under ``ckey``.
     ``compute(rows, settings)`` returns per row the decoded text, the number of generated tokens
     and whether it ended on EOS; every text is cut at the first stop sequence here
     (:func:`~repaudit.tasks.requests.finish_of`), so all backends apply the same rule. Returns
@@ -92,8 +94,9 @@ def generate_in_batches(requests: list[GenerateRequest], encoded: list[list[int]
     for settings, idxs in by_settings.items():
         budget = max_length - settings.max_gen_toks
         stops = [s for s in settings.until if s]
-        for k in range(0, len(idxs), batch_size):
-            batch = idxs[k:k + batch_size]
+        step = unit(settings) if unit is not None else batch_size
+        for k in range(0, len(idxs), step):
+            batch = idxs[k:k + step]
             rows = [encoded[i][-budget:] for i in batch]
             # "v2": entries hold [text, tokens, finish]; older text-only entries are simply not found
             bkey = sha256_json(["v2", rows, requests[batch[0]].key])
@@ -106,7 +109,7 @@ def generate_in_batches(requests: list[GenerateRequest], encoded: list[list[int]
                     gens.append([text, n_tok, finish])
                 if cache is not None:
                     cache.put(ckey, bkey, gens)
-            batch_sizes_used[len(batch)] += 1
+            batch_sizes_used[min(len(batch), batch_size)] += 1
             for i, (t, n_tok, finish) in zip(batch, gens):
                 out[i] = Generation(t, n_tok, finish)
             if progress:

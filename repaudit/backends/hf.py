@@ -27,6 +27,12 @@ DTYPES = ("float32", "bfloat16", "float16")
 PADDING_SIDES = ("right", "left")
 #: full_sequence = lm-eval's numerical path; shared_prefix = :mod:`repaudit.backends.prefix`
 SCORING_STRATEGIES = ("full_sequence", "shared_prefix")
+#: exact = lm-eval's ``model.generate`` on length-sorted, left-padded batches; prefix_cache =
+#: :mod:`repaudit.backends.fastgen` (the shared prefix once, rows replaced as they finish; greedy only)
+GENERATION_STRATEGIES = ("exact", "prefix_cache")
+#: prefix_cache: rows per stored queue, in batches (a longer queue keeps the batch full for longer; a shorter
+#: one loses less work to an interruption)
+GEN_QUEUE = 8
 
 
 def _max_length(model, tokenizer) -> int:
@@ -159,6 +165,8 @@ class HFBackend:
         #: seconds spent inside forward passes (model, output layer, log-softmax) of loglikelihood
         self.forward_s = 0.0
         self.batch_sizes_used: dict[int, int] = Counter()
+        #: generate_until's work: positions prefilled (padding included) and decoded (rows × steps)
+        self.gen_tokens: Counter = Counter()
         self._scorer = None
         if scoring_strategy == "shared_prefix":
             from repaudit.backends.prefix import PrefixScorer
@@ -341,13 +349,47 @@ class HFBackend:
         """Greedy (or sampled) generation, left-padded, stopped at EOS or any ``until`` string.
 
         Contexts are sorted by descending token length (lm-eval's order) and truncated from the
-        left to ``max_length - max_gen_toks`` tokens.
+        left to ``max_length - max_gen_toks`` tokens. With the ``prefix_cache`` strategy (greedy only)
+        :func:`repaudit.backends.fastgen.generate_continuous` computes each queue of up to
+        ``GEN_QUEUE × batch_size`` rows (one stored entry) with ``batch_size`` rows in flight.
+
+        Raises:
+            RepauditError: ``prefix_cache`` asked for sampled generation.
         """
         tok = self.tokenizer
         pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        if any(r.settings.strategy == "prefix_cache" and r.settings.do_sample for r in requests):
+            raise RepauditError("the prefix_cache generation strategy decodes greedily: sampled generation "
+                                "(do_sample with temperature > 0) needs --generation-strategy exact")
+
+        def compute(rows: list[list[int]], settings) -> list[tuple[str, int, bool]]:
+            if settings.strategy == "prefix_cache":
+                return self._generate_prefix_cached(rows, settings, pad_id)
+            return self._generate(rows, settings, pad_id)
+
         return generate_in_batches(requests, [self.encoder.encode(r.context) for r in requests], self.batch_size,
                                    self.info.max_length, self.config_key("generate_until"), cache, progress,
-                                   self.batch_sizes_used, lambda rows, settings: self._generate(rows, settings, pad_id))
+                                   self.batch_sizes_used, compute,
+                                   unit=lambda s: self.batch_size * (GEN_QUEUE if s.strategy == "prefix_cache" else 1))
+
+    def _eos_ids(self) -> set[int]:
+        eos = self.model.generation_config.eos_token_id
+        return (set(eos if isinstance(eos, list) else [eos]) | {self.tokenizer.eos_token_id}) - {None}
+
+    def _generate_prefix_cached(self, rows: list[list[int]], settings, pad_id: int) -> list[tuple[str, int, bool]]:
+        from repaudit.backends.fastgen import generate_continuous
+
+        layer_types = getattr(self.model.config, "layer_types", None) or []
+        if any(t != "full_attention" for t in layer_types):
+            # its cache is built without the model's config: every layer would attend to the whole context
+            raise RepauditError(f"the prefix_cache generation strategy handles full-attention models only; "
+                                f"{self.resolved.name} has {sorted(set(layer_types))} layers: use "
+                                "--generation-strategy exact")
+        out = generate_continuous(self.model, self.torch, rows, slots=self.batch_size,
+                                  max_new_tokens=settings.max_gen_toks, stops=[s for s in settings.until if s],
+                                  eos_ids=self._eos_ids(), decode=lambda ids: self.tokenizer.decode(
+                                      ids, skip_special_tokens=True), pad_id=pad_id, counts=self.gen_tokens)
+        return [(self.tokenizer.decode(ids, skip_special_tokens=True), len(ids), on_eos) for ids, on_eos in out]
 
     def _generate(self, rows: list[list[int]], settings, pad_id: int) -> list[tuple[str, int, bool]]:
         torch = self.torch
@@ -366,8 +408,9 @@ class HFBackend:
             kwargs.update(stop_strings=stops, tokenizer=self.tokenizer)
         with torch.inference_mode():
             gen = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs)
-        eos = self.model.generation_config.eos_token_id
-        eos_ids = (set(eos if isinstance(eos, list) else [eos]) | {self.tokenizer.eos_token_id}) - {None}
+        eos_ids = self._eos_ids()
+        self.gen_tokens["prefilled"] += ids.numel()
+        self.gen_tokens["decoded"] += gen[:, width:].numel()
         out = []
         for row in gen[:, width:].tolist():
             at = next((k for k, t in enumerate(row) if t in eos_ids), None)

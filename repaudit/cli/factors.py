@@ -11,6 +11,7 @@ from rich.table import Table
 
 from repaudit.cli.common import Format, out, user_errors
 from repaudit.escape import rich_text
+from repaudit.run.factors import COMMANDS
 
 
 def factors_command(
@@ -25,7 +26,7 @@ def factors_command(
     """
     from repaudit.cli.common import check_outputs, report_format
     from repaudit.report.factors import factors_markdown
-    from repaudit.run.factors import COMMANDS, support
+    from repaudit.run.factors import support
     from repaudit.run.records import write_atomic
 
     with user_errors():
@@ -43,10 +44,35 @@ def factors_command(
             else:
                 typer.echo(text, nl=False)
             return
-        table = Table(title="factors (✓ supported; otherwise why not)")
-        for col in ("factor", "stage", *COMMANDS):
-            table.add_column(col)
-        for r in support():
-            table.add_row(rich_text(r["factor"]), r["stage"], *("✓" if r[c] is True else rich_text("— " + r[c])
-                                                                 for c in COMMANDS))
-        out.print(table)
+        out.print(_support_table(support()))
+
+
+#: terminal column headers, short so the table fits 80 columns (the Markdown and JSON use the full names)
+_SHORT = {"recorded": "rec", "compared": "cmp", "option": "opt", "protocol": "proto", "conformance": "conf",
+          "replay": "replay", "sweep": "sweep", "reproduce": "repro"}
+
+
+def _support_table(rows: list[dict]) -> Table:
+    """The registry as a terminal table that fits 80 columns: ✓, or a numbered note (the reason, under the table,
+    one per distinct text) for each unsupported cell."""
+    from rich import box
+
+    notes: dict[str, int] = {}
+    table = Table(title="factors: ✓ supported, —N not (note N below)", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0),
+                  show_edge=False, caption_justify="left")
+    table.add_column("factor", no_wrap=True)
+    table.add_column("stage", no_wrap=True)
+    for c in COMMANDS:
+        table.add_column(_SHORT[c], no_wrap=True)
+    for r in rows:
+        cells = []
+        for c in COMMANDS:
+            if r[c] is True:
+                cells.append("✓")
+            else:
+                cells.append(f"—{notes.setdefault(r[c], len(notes) + 1)}")
+        stage = {"inference": "infer", "scoring": "score"}.get(r["stage"], r["stage"])
+        table.add_row(rich_text(r["factor"]), stage, *cells)
+    legend = ", ".join(f"{v} = {k}" for k, v in _SHORT.items() if k != v)
+    table.caption = "\n".join([legend, *(f"{n}. {rich_text(text)}" for text, n in notes.items())])
+    return table

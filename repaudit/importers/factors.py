@@ -65,6 +65,8 @@ def factors_from_fingerprint(fp: Fingerprint) -> Factors:
                      "gpus": [x.name for x in hw.gpus], "gpu_driver": hw.gpu_driver, "cuda_version": hw.cuda_version}
     f["backend"] = {"name": fp.backend.name, "device": fp.backend.device,
                     "scoring_strategy": fp.backend.scoring_strategy}
+    if g is not None:  # how generate_until ran (a loglikelihood run generated nothing)
+        f["backend"]["generation_strategy"] = g.strategy or "exact"
     if fp.backend.engine:
         f["backend"]["engine"] = fp.backend.engine
     f["dtype"] = {"dtype": fp.backend.dtype}

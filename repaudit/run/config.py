@@ -89,6 +89,8 @@ class RunConfig(BaseModel):
     """None = the tokenizer's default; True/False = every request starts / never starts with BOS."""
     scoring_strategy: str = "full_sequence"
     """full_sequence (lm-eval's numerical path) or shared_prefix."""
+    generation_strategy: str = "exact"
+    """generate_until on hf: exact (lm-eval's model.generate) or prefix_cache (greedy; repaudit.backends.fastgen)."""
     acc_norm: str = "char_length"
     """What acc_norm divides by: char_length (lm-eval), token_length, byte_length, or pmi."""
     answer_match: str = "exact"
@@ -167,7 +169,8 @@ MAX_SEED = 2**32 - 1
 MAX_BATCH = 65_536
 MAX_TOKENS = 1 << 20
 #: how the closed sets are named in error messages (the factor's own name otherwise)
-_LABELS = {"padding_side": "padding side", "scoring_strategy": "scoring strategy", "prompt_format": "prompt format",
+_LABELS = {"padding_side": "padding side", "scoring_strategy": "scoring strategy",
+           "generation_strategy": "generation strategy", "prompt_format": "prompt format",
            "label_style": "label style", "answer_match": "answer match", "acc_norm": "acc_norm normalisation",
            "score_normalisation": "score normalisation", "kv_cache_dtype": "KV-cache dtype",
            "attention_backend": "attention backend"}
@@ -230,6 +233,13 @@ def check_choices(cfg: RunConfig) -> None:
                                 f"{', '.join(map(str, f.values))}")
     if cfg.fewshot_as_multiturn and not cfg.chat_template:
         raise RepauditError("--fewshot-as-multiturn needs --chat-template (as in lm-eval)")
+    if cfg.generation_strategy == "prefix_cache":
+        if cfg.backend != "hf":
+            raise RepauditError("--generation-strategy prefix_cache is the hf backend's; vLLM schedules its own "
+                                "batches (continuous batching; --enable-prefix-caching for shared prefixes)")
+        if cfg.do_sample and cfg.temperature > 0:
+            raise RepauditError("--generation-strategy prefix_cache decodes greedily: sampled generation (--do-sample "
+                                "with --temperature > 0) needs --generation-strategy exact")
     if cfg.backend != "vllm":
         from repaudit.run.factors import serving_unset
 

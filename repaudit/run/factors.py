@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from repaudit.backends.hf import DTYPES, PADDING_SIDES, SCORING_STRATEGIES
+from repaudit.backends.hf import DTYPES, GENERATION_STRATEGIES, PADDING_SIDES, SCORING_STRATEGIES
 from repaudit.tasks.filters import ANSWER_MATCHES
 from repaudit.tasks.prompts import FORMATS, LABEL_STYLES
 
@@ -175,6 +175,12 @@ FACTORS: tuple[Factor, ...] = (
     Factor("scoring_strategy", "full_sequence (lm-eval's numerical path) or shared_prefix (each context once)",
            ("scoring_strategy",), str, SCORING_STRATEGIES, lambda fp: (fp.backend.scoring_strategy,),
            ("backend", "scoring_strategy"), protocol=str,
+           why_not={"reproduce": "a numerical path, not a protocol choice: attribute and sweep measure it"}),
+    Factor("generation_strategy", "exact (lm-eval's model.generate on padded batches) or prefix_cache (the shared "
+                                  "prefix once, rows replaced as they finish; greedy, hf backend)",
+           ("generation_strategy",), str, GENERATION_STRATEGIES,
+           lambda fp: ("exact" if fp.generation is None or fp.generation.strategy is None else fp.generation.strategy,),
+           ("backend", "generation_strategy"), protocol=str,
            why_not={"reproduce": "a numerical path, not a protocol choice: attribute and sweep measure it"}),
     Factor("device", "torch device the model ran on", (), None, None, None, ("backend", "device"),
            why_not={"option": "set with run --device (where it can run, not what it computes)",

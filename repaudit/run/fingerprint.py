@@ -128,6 +128,9 @@ class GenerationConfig(_Strict):
     top_k: int
     #: the seed of sampled generations (set only when sampling was on)
     seed: int | None = later()
+    #: the hf backend's generation strategy when it is not ``exact`` (``prefix_cache``); None = exact, as every
+    #: run before strategies existed
+    strategy: str | None = later()
 
 
 class MetricConfig(_Strict):

@@ -162,7 +162,8 @@ def generation_settings(task: Task, cfg: RunConfig, eos_token: str | None) -> Ge
     return GenerationSettings(until=tuple(until), max_gen_toks=cfg.max_gen_toks or task.max_gen_toks,
                               do_sample=cfg.do_sample and cfg.temperature > 0, temperature=cfg.temperature,
                               top_p=cfg.top_p, top_k=cfg.top_k,
-                              seed=cfg.torch_seed if cfg.sampling_seed is None else cfg.sampling_seed)
+                              seed=cfg.torch_seed if cfg.sampling_seed is None else cfg.sampling_seed,
+                              strategy=cfg.generation_strategy)
 
 
 def render_requests(task: Task, cfg: RunConfig, docset: DocSet, backend,
@@ -269,7 +270,9 @@ def build_fingerprint(task: Task, cfg: RunConfig, resolved: ResolvedModel, docse
                                     stop_at_eos=cfg.stop_at_eos, max_gen_toks=generation.max_gen_toks,
                                     do_sample=generation.do_sample, temperature=generation.temperature,
                                     top_p=generation.top_p, top_k=generation.top_k,
-                                    seed=generation.seed if generation.do_sample else None) if generation else None,
+                                    seed=generation.seed if generation.do_sample else None,
+                                    strategy=None if generation.strategy == "exact" else generation.strategy)
+        if generation else None,
         metric=MetricConfig(metrics=list(task.metrics),
                             acc_norm_normalisation=cfg.acc_norm if "acc_norm" in task.metrics else None,
                             filters=[p.name for p in pipelines(task)] if generation else ["none"], aggregation="mean",

@@ -34,7 +34,9 @@ class LoglikelihoodRequest:
 
 @dataclass(frozen=True)
 class GenerationSettings:
-    """Settings of ``generate_until``: stop sequences, token budget and sampling."""
+    """Settings of ``generate_until``: stop sequences, token budget, sampling, and the backend's generation
+    strategy (``exact``: lm-eval's ``model.generate`` on length-sorted batches; ``prefix_cache``: see
+    :mod:`repaudit.backends.fastgen`)."""
 
     until: tuple[str, ...]
     max_gen_toks: int
@@ -43,6 +45,7 @@ class GenerationSettings:
     top_p: float = 1.0
     top_k: int = 0
     seed: int = 1234
+    strategy: str = "exact"
 
 
 @dataclass(frozen=True)
@@ -55,8 +58,9 @@ class GenerateRequest:
     @property
     def key(self) -> str:
         s = self.settings
+        # the exact strategy keeps the key it had before strategies existed (stored batches stay valid)
         return sha256_json(["gen", self.context, list(s.until), s.max_gen_toks, s.do_sample, s.temperature,
-                            s.top_p, s.top_k, s.seed])
+                            s.top_p, s.top_k, s.seed] + ([] if s.strategy == "exact" else [s.strategy]))
 
 
 @dataclass(frozen=True)
