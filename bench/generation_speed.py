@@ -31,29 +31,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from measure import measured  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 LMEVAL = ROOT / ".venv-lmeval" / "bin" / "lm_eval"
 SETTINGS = {"per-doc random": "gsm8k_local", "first_n": "gsm8k_local_first_n"}
-
-_LAUNCH = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
-           "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode; "
-           "w = time.perf_counter() - t; "
-           "print(rc, w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-
-
-def _measured(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MiB) of ``cmd`` run under a fresh launcher."""
-    res = subprocess.run([sys.executable, "-c", _LAUNCH, *cmd], cwd=cwd, env=env, capture_output=True, text=True,
-                         check=True)
-    rc, wall, rss_kib = res.stdout.split()
-    if rc != "0":
-        raise SystemExit(f"command failed ({rc}): {' '.join(cmd)}")
-    return float(wall), int(rss_kib) / 1024
 
 
 def child(results: Path, strategy: str, out: Path) -> None:
@@ -78,7 +65,7 @@ def _lmeval(task: str, limit: int, bs: int, model_dir: Path, out: Path, chat: bo
            task, "--include_path", str(ROOT / "bench" / "lmeval_configs"), "--device", "cpu",
            "--batch_size", str(bs), "--limit", str(limit), "--log_samples", "--output_path", str(dest)]
     cmd += ["--apply_chat_template"] if chat else []
-    wall, rss = _measured(cmd, DATA, {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
+    wall, rss = measured(cmd, DATA, {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
     return next(dest.rglob("results_*.json")), wall, rss
 
 
@@ -149,7 +136,7 @@ def main() -> None:
         for strategy in ("exact", "prefix_cache"):
             path = out / f"repaudit-{task}-{strategy}.json"
             if path.name not in done:
-                w, r = _measured([sys.executable, str(Path(__file__).resolve()), "--child", str(results), strategy,
+                w, r = measured([sys.executable, str(Path(__file__).resolve()), "--child", str(results), strategy,
                                   str(path)], ROOT)
                 keep(path.name, [w, r])
                 print(f"{path.name}: {w:.0f} s", file=sys.stderr, flush=True)

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,21 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from lmeval_tasks import mmlu_per_subject, write_tasks
-
-_LAUNCH = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
-           "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode; "
-           "w = time.perf_counter() - t; "
-           "print(rc, w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-
-
-def _measured(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MiB) of ``cmd`` run under a fresh launcher."""
-    res = subprocess.run([sys.executable, "-c", _LAUNCH, *cmd], cwd=cwd, env=env, capture_output=True, text=True,
-                         check=True)
-    rc, wall, rss_kib = res.stdout.split()
-    if rc != "0":
-        raise SystemExit(f"command failed ({rc}): {' '.join(cmd)}")
-    return float(wall), int(rss_kib) / 1024
+from measure import measured
 
 
 def _lmeval(lm_eval: str, model_dir: Path, task: str, nshot: int, limit: int, dtype: str, bs: int,
@@ -67,7 +52,7 @@ def _lmeval(lm_eval: str, model_dir: Path, task: str, nshot: int, limit: int, dt
         cmd += ["--limit", str(lm_limit)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "PYTHONPATH": str(work / "tasks")}
-    wall, rss = _measured(cmd, work, env)
+    wall, rss = measured(cmd, work, env)
     lls = []
     for name in names:  # MMLU subjects in repaudit's doc order; doc ids restart per subject
         path = next(out.rglob(f"samples_{name}_*.jsonl"))
@@ -86,7 +71,7 @@ def _repaudit(strategy: str, task: str, nshot: int, limit: int, dtype: str, bs: 
         cmd += ["--doc-ids", ",".join(map(str, mmlu_per_subject(data_dir, per_subject)[1]))]
     elif limit:
         cmd += ["--limit", str(limit)]
-    wall, rss = _measured(cmd, work)
+    wall, rss = measured(cmd, work)
     return wall, rss, json.loads(out.read_text())
 
 

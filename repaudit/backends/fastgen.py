@@ -94,10 +94,12 @@ def prefix_groups(prompts: list[list[int]], min_shared: int = MIN_SHARED) -> lis
 
 class _Batch:
     """The rows in flight: per-layer key/value tensors ``[rows, heads, width, head_dim]`` right-aligned, the
-    attention mask ``[rows, width]`` (1 = a real token) and the next position id of each row."""
+    attention mask ``[rows, width]`` (1 = a real token) and the next position id of each row. Between
+    changes of membership, decode steps append to ``live`` (a cache of buffered layers over ``kv``)."""
 
-    def __init__(self, torch):
-        self.torch = torch
+    def __init__(self, torch, cache_cls):
+        self.torch, self.cache_cls = torch, cache_cls
+        self.live = None
         self.kv: list[tuple[Any, Any]] = []
         self.mask = None
         self.pos = None
@@ -120,9 +122,23 @@ class _Batch:
         mask = torch.cat([mask[:, :at], mask.new_zeros(mask.shape[0], extra), mask[:, at:]], 1)
         return out, mask
 
+    def cache(self):
+        """The cache decode steps append to, built over ``kv`` after a change of membership."""
+        if self.live is None:
+            # an empty cache of the right layer count, its layers then replaced by buffered ones
+            self.live = self.cache_cls(ddp_cache_data=[(k[:, :, :0], v[:, :, :0]) for k, v in self.kv])
+            self.live.layers = [_buffer_layer_class()(k, v, spare=64) for k, v in self.kv]
+        return self.live
+
+    def _settle(self) -> None:
+        """Take the decoded columns back from ``live`` before rows join or leave."""
+        if self.live is not None:
+            self.kv, self.live = [(layer.keys, layer.values) for layer in self.live.layers], None
+
     def add(self, kv, mask, pos, rows: list[int], prefix: int) -> None:
         """Join new rows (their own cache, mask and positions) to the rows in flight."""
         torch = self.torch
+        self._settle()
         if self.mask is None:
             self.kv, self.mask, self.pos, self.rows = kv, mask, pos, list(rows)
             return
@@ -137,6 +153,7 @@ class _Batch:
     def keep(self, keep: list[int], prefix: int) -> None:
         """Keep the rows at positions ``keep``, then drop the padding columns no remaining row uses."""
         torch = self.torch
+        self._settle()
         if not keep:
             self.kv, self.mask, self.pos, self.rows = [], None, None, []
             return
@@ -207,13 +224,10 @@ def _generate_group(model, torch, prompts: list[list[int]], *, slots: int, max_n
         queue = deque(range(len(prompts)))
         out: list[list[int]] = [[] for _ in prompts]
         on_eos = [False] * len(prompts)
-        batch = _Batch(torch)
+        batch = _Batch(torch, DynamicCache)
         nxt = None  # the token each row in flight feeds next, [rows]
-        live = None  # the DynamicCache decode steps append to; None after rows joined or left (rebuilt from batch.kv)
         while queue or batch.rows:
             free = slots - len(batch.rows)
-            if live is not None and (free > 0 and queue):
-                batch.kv, live = [(layer.keys, layer.values) for layer in live.layers], None
             if queue and free > 0:
                 new = [queue.popleft() for _ in range(min(free, len(queue)))]
                 kv, mask, pos, logits = _prefill(fwd, torch, DynamicCache, prompts, new, n_prefix, prefix_kv, pad_id,
@@ -225,12 +239,8 @@ def _generate_group(model, torch, prompts: list[list[int]], *, slots: int, max_n
                 nxt = tok if nxt is None else torch.cat([nxt, tok], 0)
             else:
                 start = 0
-                if live is None:
-                    # an empty cache of the right layer count, its layers then replaced by buffered ones
-                    live = DynamicCache(ddp_cache_data=[(k[:, :, :0], v[:, :, :0]) for k, v in batch.kv])
-                    live.layers = [_buffer_layer_class()(k, v, spare=64) for k, v in batch.kv]
                 mask = torch.cat([batch.mask, batch.mask.new_ones(len(batch.rows), 1)], 1)
-                res = fwd(nxt[:, None], mask, batch.pos[:, None], live)
+                res = fwd(nxt[:, None], mask, batch.pos[:, None], batch.cache())
                 counts["decoded"] += len(batch.rows)
                 batch.mask, batch.pos = mask, batch.pos + 1
                 nxt = res.logits[:, -1].argmax(-1)
@@ -243,8 +253,6 @@ def _generate_group(model, torch, prompts: list[list[int]], *, slots: int, max_n
                 elif len(out[r]) < max_new_tokens and not (stops and any(s in decode(out[r][-tail:]) for s in stops)):
                     keep.append(j)
             if len(keep) < len(batch.rows):
-                if live is not None:
-                    batch.kv, live = [(layer.keys, layer.values) for layer in live.layers], None
                 batch.keep(keep, n_prefix)
                 nxt = nxt[keep] if keep else None
     return [(o, e) for o, e in zip(out, on_eos)]
