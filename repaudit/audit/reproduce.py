@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from repaudit.audit.racing import Z95, RaceReport, matchable
 from repaudit.errors import RepauditError
 from repaudit.importers.comparable import metric_key
 from repaudit.run.config import RunConfig
@@ -28,8 +29,6 @@ from repaudit.run.factors import moves as registry_moves
 from repaudit.run.metrics import NORMALISED_SUFFIX
 from repaudit.run.normalise import leaderboard_normalise
 from repaudit.run.protocol import apply_protocol, available, read_protocol
-
-Z95 = 1.959963984540054
 
 #: one-factor moves tried by default, and every move ``--moves`` may name (views of :mod:`repaudit.run.factors`)
 DEFAULT_MOVES = registry_moves(default_only=True)
@@ -59,6 +58,9 @@ class View(BaseModel):
     distance: float
     contains: bool
     n: int
+    #: ``reproduce --race``: the candidate was dropped after ``n`` docs; the interval is then the repeated
+    #: 95 % interval for its score on all docs (:mod:`repaudit.audit.racing`)
+    dropped: bool = False
 
 
 class ReproduceResult(BaseModel):
@@ -77,6 +79,7 @@ class ReproduceResult(BaseModel):
     verdict: str
     reproduced: bool
     recognised_as: str | None
+    race: RaceReport | None = None
 
 
 def parse_target(text: str | float) -> float:
@@ -161,10 +164,12 @@ def candidates(base: RunConfig, moves: tuple[str, ...] = DEFAULT_MOVES) -> list[
     return unique
 
 
-def _views(c: Candidate, rec, target: float, kinds: tuple[str, ...], metric: str | None) -> list[View]:
+def _views(c: Candidate, metrics, baseline: float | None, target: float, kinds: tuple[str, ...],
+           metric: str | None) -> list[View]:
+    """The views of one evaluated candidate: each raw aggregate in ``metrics`` (skipping normalised
+    ones and those without a stderr), in each form of ``kinds``; ``baseline`` the all-doc chance score."""
     out = []
-    baseline = rec.fingerprint.metric.random_baseline
-    for m in rec.metrics:
+    for m in metrics:
         if m.variant.endswith(NORMALISED_SUFFIX) or m.stderr is None:
             continue
         key = metric_key(m.name, m.variant)
@@ -183,17 +188,80 @@ def _views(c: Candidate, rec, target: float, kinds: tuple[str, ...], metric: str
     return out
 
 
+def _dropped_views(c: Candidate, partial: dict[str, tuple], baseline: float, target: float) -> list[View]:
+    """A dropped candidate's views: its mean so far and repeated interval, per score and form."""
+    out = []
+    for key, (mean, lo, hi, t) in partial.items():
+        name, form = key.rsplit("|", 1)
+        if form == "leaderboard_normalised":
+            mean, lo, hi = (leaderboard_normalise(x, baseline) for x in (mean, lo, hi))
+        out.append(View(label=c.label, kind=c.kind, changes=c.changes, metric=name, form=form, score=mean,
+                        ci_low=lo, ci_high=hi, distance=abs(mean - target), contains=False, n=t, dropped=True))
+    return out
+
+
+def race_docs(base: RunConfig) -> tuple[list[int], float]:
+    """The doc ids a full evaluation of ``base`` scores and their chance score (mean of 1/choices,
+    rounded as the runner records it; 0 for generate_until), read without loading a model."""
+    from rich.console import Console
+
+    from repaudit.run.docs import load_docs
+    from repaudit.run.normalise import random_baseline
+    from repaudit.run.runner import get_task
+
+    task = get_task(base.task, base.task_config)
+    cfg = base.model_copy(update={"num_fewshot": 0, "fewshot_ids": None, "fewshot_from": None})
+    docs = load_docs(task, cfg, Console(quiet=True)).docs
+    counts = [len(task.doc_to_choice(d.row)) for d in docs] if task.has_choices() else []
+    return [d.doc_id for d in docs], round(random_baseline(counts), 6)
+
+
+def _joined(recs: list):
+    """One record's docs and aggregates from its rounds' records (docs in doc-id order)."""
+    from repaudit.run.metrics import aggregate
+
+    if len(recs) == 1:
+        return recs[0]
+    docs = sorted((d for r in recs for d in r.docs), key=lambda d: d.doc_id)
+    variants = {m.name: m.variant for m in recs[0].metrics if not m.variant.endswith(NORMALISED_SUFFIX)}
+    clusters = [d.cluster for d in docs]
+    metrics = aggregate([d.metrics for d in docs], variants, None if all(c is None for c in clusters) else clusters)
+    return recs[0].model_copy(update={"docs": docs, "metrics": metrics})
+
+
+def _race_targets(target: float, kinds: tuple[str, ...], baseline: float, n: int,
+                  tolerance: float) -> dict[str, tuple[float, float]]:
+    """Per form, the all-doc raw means that could reproduce ``target`` (:func:`repaudit.audit.racing.matchable`).
+
+    A leaderboard-normalised target ``t > 0`` is the raw score ``b + t(1 − b)`` (the map is monotone);
+    ``t = 0`` is every raw score whose interval reaches the baseline or below.
+    """
+    out = {}
+    if "raw" in kinds:
+        out["raw"] = matchable(target, n, tolerance)
+    if "leaderboard_normalised" in kinds and 0 <= baseline < 1:
+        raw = baseline + target * (1 - baseline)
+        out["leaderboard_normalised"] = matchable(raw, n, tolerance, floor=target <= 0)
+    return out
+
+
 def reproduce(base: RunConfig, target: float, executor, target_kind: str = "auto", metric: str | None = None,
-              budget: int = 40, moves: tuple[str, ...] = DEFAULT_MOVES, progress=None) -> ReproduceResult:
+              budget: int = 40, moves: tuple[str, ...] = DEFAULT_MOVES, progress=None, race: bool = False,
+              tolerance: float = 0.0, race_seed: int = 0, round_docs: int | None = None) -> ReproduceResult:
     """Search configurations of ``base``'s model for one whose score's 95 % interval holds ``target``.
 
     ``target`` is a fraction; ``target_kind`` ``raw``, ``normalised`` or ``auto`` (both forms,
     labelled); ``executor`` a :class:`repaudit.audit.executor.Executor` or ``RunConfig -> RunRecord``;
-    ``progress(done, total)`` per configuration. At most ``budget`` configurations are evaluated, in
-    search order.
+    ``progress(done, total)`` per configuration (per configuration and round with ``race``). At most
+    ``budget`` configurations are evaluated, in search order.
+
+    With ``race``, candidates advance through shared seeded rounds of ``round_docs`` docs and are
+    dropped once they cannot match (:mod:`repaudit.audit.racing`; ``tolerance`` in fractions widens
+    what counts as "could match"); survivors are scored on every doc, so their views, the verdict and
+    the ranking among them are the full search's.
 
     Raises:
-        RepauditError: a bad kind, budget, move or metric name.
+        RepauditError: a bad kind, budget, tolerance, move or metric name.
     """
     from repaudit.audit.executor import as_executor
     from repaudit.run.runner import check_config
@@ -209,39 +277,104 @@ def reproduce(base: RunConfig, target: float, executor, target_kind: str = "auto
     todo = found[:budget]
     for c in todo:
         check_config(c.config)
-    recs = as_executor(executor).map([c.config for c in todo], progress)
+    ex = as_executor(executor)
+    report = None
+    if race:
+        recs, report, partial = _race(todo, base, ex, target, kinds, metric, tolerance, race_seed, round_docs,
+                                      progress)
+        baseline = report.random_baseline
+    else:
+        recs = [[r] for r in ex.map([c.config for c in todo], progress)]
+        partial, baseline = {}, None
     views: list[View] = []
-    for c, rec in zip(todo, recs):
-        views += _views(c, rec, target, kinds, metric)
+    for i, (c, rounds) in enumerate(zip(todo, recs)):
+        if i in partial:
+            views += _dropped_views(c, partial[i], baseline, target)
+        else:
+            rec = _joined(rounds)
+            b = rec.fingerprint.metric.random_baseline if baseline is None else baseline
+            views += _views(c, rec.metrics, b, target, kinds, metric)
     if metric is not None and not views:
-        names = sorted({metric_key(m.name, m.variant) for r in recs for m in r.metrics
+        names = sorted({metric_key(m.name, m.variant) for r in recs for m in r[0].metrics
                         if not m.variant.endswith(NORMALISED_SUFFIX)})
         raise RepauditError(f"metric '{metric}' is not reported by {base.task}: choose one of {', '.join(names)}")
-    views.sort(key=lambda v: (not v.contains, v.distance))
-    computed = sum(1 for r in recs if r.timings.computed_batches > 0)
+    views.sort(key=lambda v: (v.dropped, not v.contains, v.distance))
+    computed = sum(1 for rounds in recs if any(r.timings.computed_batches > 0 for r in rounds))
     hits = [v for v in views if v.contains]
+    verdict, recognised = _verdict(views, hits, target, target_kind, len(todo))
+    if len(found) > len(todo):
+        verdict += f" ({len(found) - len(todo)} more configurations lie beyond --budget {budget})"
+    if report is not None and report.dropped:
+        verdict += (f"; racing dropped {len(report.dropped)} of {len(todo)} configurations before the last doc "
+                    f"({report.doc_evaluations:,} of {report.full_doc_evaluations:,} doc evaluations)")
+    return ReproduceResult(task=base.task, target=target, target_kind=target_kind, metric=metric,
+                           candidates=len(found), evaluated=len(todo), computed=computed, budget=budget,
+                           wall_s=round(time.perf_counter() - t0, 1), views=views, verdict=verdict,
+                           reproduced=bool(hits), recognised_as=recognised, race=report)
+
+
+def _verdict(views: list[View], hits: list[View], target: float, target_kind: str, searched: int
+             ) -> tuple[str, str | None]:
+    """The verdict sentence and, for ``auto``, the form the target most likely is (None otherwise)."""
     recognised = None
     pct = f"{100 * target:.2f}"
     if hits:
         best = hits[0]
         # auto: the form of the closest match names what the target most likely is
         recognised = best.form if target_kind == "auto" else None
-        verdict = (f"{pct} is reproduced by {len({v.label for v in hits})} of {len(todo)} configurations; closest: "
+        verdict = (f"{pct} is reproduced by {len({v.label for v in hits})} of {searched} configurations; closest: "
                    f"{best.label} ({best.metric}, {best.form}) {100 * best.score:.2f} "
                    f"[{100 * best.ci_low:.2f}, {100 * best.ci_high:.2f}]")
         if recognised is not None:
             other = sum(v.form != recognised for v in hits)
             verdict += (f"; the target reads as a {recognised.replace('_', '-')} score (closest match, "
                         f"{100 * best.distance:.2f} points away; {other} match(es) in the other form)")
-    else:
-        best = views[0] if views else None
-        verdict = (f"none of the {len(todo)} searched configurations reproduces {pct}"
-                   + (f"; closest: {best.label} ({best.metric}, {best.form}) {100 * best.score:.2f} "
-                      f"[{100 * best.ci_low:.2f}, {100 * best.ci_high:.2f}], {100 * best.distance:.2f} points away"
-                      if best else ""))
-    if len(found) > len(todo):
-        verdict += f" ({len(found) - len(todo)} more configurations lie beyond --budget {budget})"
-    return ReproduceResult(task=base.task, target=target, target_kind=target_kind, metric=metric,
-                           candidates=len(found), evaluated=len(todo), computed=computed, budget=budget,
-                           wall_s=round(time.perf_counter() - t0, 1), views=views, verdict=verdict,
-                           reproduced=bool(hits), recognised_as=recognised)
+        return verdict, recognised
+    best = views[0] if views else None
+    verdict = f"none of the {searched} searched configurations reproduces {pct}"
+    if best is not None:
+        verdict += (f"; closest: {best.label} ({best.metric}, {best.form}) {100 * best.score:.2f} "
+                    f"[{100 * best.ci_low:.2f}, {100 * best.ci_high:.2f}], {100 * best.distance:.2f} points away"
+                    + (f" (dropped by the race after {best.n} docs)" if best.dropped else ""))
+    return verdict, None
+
+
+def _race(todo: list[Candidate], base: RunConfig, ex, target: float, kinds: tuple[str, ...], metric: str | None,
+          tolerance: float, seed: int, round_docs: int | None, progress):
+    """Run :func:`repaudit.audit.racing.race` over the candidates: (records per candidate, report, partial views)."""
+    from repaudit.audit.racing import RaceScore, race
+
+    if not (0.0 <= tolerance <= 1.0):
+        raise RepauditError(f"--tolerance must be between 0 and 100 points, got {100 * tolerance:g}")
+    doc_ids, baseline = race_docs(base)
+    targets = _race_targets(target, kinds, baseline, len(doc_ids), tolerance)
+    from repaudit.audit.sequential import plan_rounds
+
+    planned = len(plan_rounds(doc_ids, seed, round_docs))
+    state = {"done": 0, "round": 0}
+
+    def run_round(alive: list[int], chunk: list[int]) -> list:
+        total = state["done"] + len(alive) * (planned - state["round"])  # shrinks as candidates drop
+        tick = (lambda d, _t: progress(state["done"] + d, total)) if progress else None
+        out = ex.map([todo[i].config.model_copy(update={"doc_ids": chunk}) for i in alive], tick)
+        state["done"] += len(alive)
+        state["round"] += 1
+        return out
+
+    def scores(rec) -> list[RaceScore]:
+        out = []
+        for m in rec.metrics:
+            if m.variant.endswith(NORMALISED_SUFFIX):
+                continue
+            key = metric_key(m.name, m.variant)
+            if metric is not None and key != metric:
+                continue
+            if m.variant == "subject_macro":  # not a per-doc mean: it can never rule a candidate out
+                return []
+            out.append(RaceScore(name=m.name, key=key))
+        return out
+
+    recs, report, partial = race([c.label for c in todo], [c.config for c in todo], doc_ids, targets, run_round,
+                                 scores, seed=seed, round_docs=round_docs, tolerance=tolerance)
+    report.random_baseline = baseline
+    return [recs[i] for i in range(len(todo))], report, partial

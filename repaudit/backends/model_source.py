@@ -97,6 +97,13 @@ def default_gguf_path() -> Path:
     return path
 
 
+def default_cache_dir() -> Path:
+    """``$REPAUDIT_CACHE_DIR`` or the platform's user cache directory for repaudit (models and batches)."""
+    import platformdirs
+
+    return Path(os.environ.get("REPAUDIT_CACHE_DIR") or platformdirs.user_cache_dir("repaudit"))
+
+
 def _convert_gguf(gguf: Path, target: Path) -> None:
     """De-quantise ``gguf`` with transformers and save model + tokenizer as safetensors in ``target``."""
     import torch
@@ -133,7 +140,8 @@ def _convert_gguf(gguf: Path, target: Path) -> None:
 
 
 def resolve_default_model(cache_dir: Path) -> ResolvedModel:
-    """The default model, converted once and cached under ``cache_dir/models/gguf-<sha256>``."""
+    """The default model, converted once and cached under ``cache_dir/models/gguf-<sha256>`` (or found
+    there in the user cache, :func:`default_cache_dir`, when that has converted it)."""
     gguf = default_gguf_path()
     memo_key = f"{gguf.resolve()}|{gguf.stat().st_size}|{gguf.stat().st_mtime_ns}"
     memo_path = cache_dir / "gguf_hashes.json"
@@ -148,8 +156,14 @@ def resolve_default_model(cache_dir: Path) -> ResolvedModel:
         memo_path.write_text(json.dumps(memo))
     target = cache_dir / "models" / f"gguf-{gguf_sha[:16]}"
     if not (target / "config.json").is_file():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _convert_gguf(gguf, target)
+        # a --cache-dir of its own (a CI job, a test) reuses the user cache's conversion of the same GGUF
+        # file rather than spending ~30 s converting it again; its weights are hashed below either way
+        shared = default_cache_dir() / "models" / target.name
+        if shared != target and (shared / "config.json").is_file() and (shared / "model.safetensors").is_file():
+            target = shared
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _convert_gguf(gguf, target)
     return ResolvedModel(name=DEFAULT_MODEL, source="gguf-package", path=target, revision=None,
                          weights_sha256=weights_sha256(target, cache_dir), gguf_sha256=gguf_sha)
 

@@ -15,9 +15,11 @@ from repaudit.cli.common import (
     JsonOption,
     OutputOption,
     RayAddressOption,
+    RoundDocsOption,
     WorkersOption,
     base_config,
     check_outputs,
+    check_precision,
     emit_dry_run,
     emit_report,
     grid_progress,
@@ -50,6 +52,14 @@ def reproduce_command(
                         ] = None,
     budget: Annotated[int, typer.Option(help="Evaluate at most this many configurations (in search order).")] = 40,
     moves: Annotated[Optional[str], typer.Option(help=_moves_help())] = None,
+    race: Annotated[bool, typer.Option("--race", help="Race the candidates: all advance through the same seeded "
+                                                      "doc rounds, and one is dropped once its repeated 95 % "
+                                                      "interval rules out every score that could match; "
+                                                      "survivors are scored on every doc.")] = False,
+    tolerance: Annotated[float, typer.Option(metavar="PTS", help="With --race: keep a candidate while its interval "
+                                                                 "is within PTS points of a matching score.")] = 0.0,
+    race_seed: Annotated[int, typer.Option(help="With --race: seed of the doc order.")] = 0,
+    round_docs: RoundDocsOption = None,
     model: Annotated[str, typer.Option(help="'default', a local directory or a hub id.")] = "default",
     data_dir: Annotated[Optional[Path], typer.Option(help="Local data laid out as shared/data.")] = None,
     cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
@@ -68,12 +78,18 @@ def reproduce_command(
     Example: repaudit reproduce --task arc_easy --target 41.3 --metric acc --limit 200
 
     Example: repaudit reproduce --task arc_easy --target 12.5 --target-kind auto --base run.json --budget 20
+
+    Example: repaudit reproduce --task sciq --target 71.5 --limit 200 --race
     """
     from repaudit.audit.reproduce import DEFAULT_MOVES, parse_target, reproduce
+    from repaudit.errors import RepauditError
     from repaudit.report.protocol import render_reproduce_latex, render_reproduce_markdown, render_reproduce_rich
     with user_errors():
         check_outputs(output, None, fmt, as_json)
         value = parse_target(target)
+        check_precision(None, round_docs)
+        if not 0 <= tolerance <= 100:
+            raise RepauditError(f"--tolerance must be between 0 and 100 points, got {tolerance:g}")
         settings = factor_settings(factors)
         base = base_config(base_run, model, data_dir, cache_dir, task=task, **settings)
         if base_run is not None and settings.get("limit") is not None:  # the user's cost cap applies to a base run too
@@ -90,7 +106,8 @@ def reproduce_command(
         ex = make_executor(executor, ray_address, workers)
         with grid_progress("reproduce") as tick:
             result = reproduce(base, value, ex, target_kind=target_kind, metric=metric, budget=budget, moves=chosen,
-                               progress=tick)
+                               progress=tick, race=race, tolerance=tolerance / 100, race_seed=race_seed,
+                               round_docs=round_docs)
         emit_report(report_format(fmt, output, as_json), output, lambda c: render_reproduce_rich(result, c, top),
                     lambda: render_reproduce_markdown(result, top), lambda: render_reproduce_latex(result, top),
                     lambda: result.model_dump_json(indent=1))

