@@ -8,7 +8,7 @@ times, the doc evaluations, whether the planted configuration matches in both, a
 candidate the race kept has the full search's score and interval.
 
     python bench/reproduce_racing.py --data-dir ../shared/data              # SciQ, 200 docs
-    python bench/reproduce_racing.py --task sciq --limit 200 --moves num_fewshot,prompt_format --budget 9
+    python bench/reproduce_racing.py --task sciq --limit 200 --moves num_fewshot,prompt_format --budget 13
 
 Resumable: each finished phase is kept in ``--work``/state.json (delete it to measure again); an
 interrupted phase restarts with its own store (the wall time of a phase is one uninterrupted run).
@@ -38,14 +38,17 @@ def main() -> None:
                     help="the planted configuration's options (two factors from the base)")
     ap.add_argument("--planted-label", default="num_fewshot=5, prompt_format=cloze")
     ap.add_argument("--moves", default="num_fewshot,prompt_format")
-    ap.add_argument("--budget", type=int, default=40)
+    ap.add_argument("--budget", type=int, default=9, help="9: the base, the protocol, three n-shots, two formats and "
+                                                              "the two 5-shot format moves (the planted one last)")
+    ap.add_argument("--scoring-strategy", default="shared_prefix")
     ap.add_argument("--round-docs", type=int, default=20)
     ap.add_argument("--work", type=Path, default=Path("/tmp/repaudit-racing"))
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     state_path = args.work / "state.json"
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
-    common = ["--task", args.task, "--limit", str(args.limit), "--data-dir", str(args.data_dir), "--dtype", "float32"]
+    common = ["--task", args.task, "--limit", str(args.limit), "--data-dir", str(args.data_dir), "--dtype", "float32",
+              "--scoring-strategy", args.scoring_strategy]
 
     def phase(name: str, cmd: list[str]) -> dict:
         if name not in state:

@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from repaudit.audit.sequential import boundary_constant, half_widths, plan_rounds, run_rounds
+from repaudit.audit.sequential import (
+    boundary_constant,
+    half_widths,
+    plan_rounds,
+    plan_strata,
+    run_rounds,
+    run_stratified_rounds,
+    stratified_estimate,
+)
 from repaudit.cli import app
 from repaudit.errors import RepauditError
 from repaudit.run.runner import BackendPool, RunConfig, run
@@ -44,6 +52,47 @@ def test_sequential_loop_stops_at_the_precision_and_covers_the_population_value(
     assert seq.stopped == "docs exhausted" and seq.docs_used == 2000 and contrib.mean() == pytest.approx(pop.mean())
     with pytest.raises(RepauditError, match="--precision must be a positive"):
         run_rounds(list(range(10)), 0.0, 1, 5, lambda chunk: pop[:, chunk])
+
+
+def test_stratified_rounds_take_the_census_first_and_equal_slices_of_every_stratum():
+    census, strata = [5, 50, 77], {"near-tie": list(range(100, 140)), "rest": list(range(200, 360))}
+    rounds = plan_strata(census, strata, seed=2, round_docs=20)
+    assert len(rounds) == 10 and set(census) <= set(rounds[0])
+    assert sorted(i for r in rounds for i in r) == sorted(census + strata["near-tie"] + strata["rest"])
+    for k in range(1, 11):  # after look k, each stratum has k/10 of its docs evaluated
+        seen = {i for r in rounds[:k] for i in r}
+        assert len(seen & set(strata["near-tie"])) == 4 * k and len(seen & set(strata["rest"])) == 16 * k
+    assert plan_strata(census, strata, 2, 20) == rounds and plan_strata(census, strata, 3, 20) != rounds
+    # all docs evaluated: the weighted estimate is the plain mean over all docs, with width 0
+    rng = np.random.default_rng(1)
+    ids = [i for r in rounds for i in r]
+    pop = {i: rng.uniform(-1, 1, 2) for i in ids}
+    x = np.stack([pop[i] for i in ids], axis=1)
+    groups = np.array([0 if i in census else 1 if i < 200 else 2 for i in ids])
+    est, hw, w = stratified_estimate(x, groups, np.array([3, 40, 160]), np.array([True, False, False]), 2.5)
+    assert est == pytest.approx(x.mean(axis=1)) and hw.tolist() == [0.0, 0.0] and w.sum() == pytest.approx(1.0)
+
+
+def test_stratified_loop_is_unbiased_and_covers_where_flips_are_rare():
+    """A population where every doc A and B disagree on is a census doc: the estimate of the all-doc
+    mean is weighted by stratum size, so oversampling the flips does not bias it."""
+    rng = np.random.default_rng(0)
+    n = 1500
+    census = list(range(100))  # the flips: contribution ±1
+    pop = np.zeros((1, n))
+    pop[0, :100] = np.where(rng.uniform(size=100) < 0.8, 1.0, -1.0)
+    pop[0, 100:] = (rng.uniform(size=n - 100) < 0.02) * 0.5  # hybrids flip a few agreed docs
+    strata = {"near-tie": list(range(100, 450)), "rest": list(range(450, n))}
+    estimates = []
+    for seed in range(40):
+        contrib, w, seq = run_stratified_rounds(census, strata, 0.03, seed, None, lambda chunk: pop[:, chunk])
+        assert seq.stopped == "precision reached" and seq.strata[0].used == 100 and seq.strata[0].census
+        est = float((contrib @ w)[0])
+        assert abs(est - pop.mean()) <= seq.half_widths[0]
+        estimates.append(est)
+        assert seq.docs_used < n / 2
+    # a plain mean over the docs used would overweight the flips (≈ +0.6 × 100/docs used); the weighted one does not
+    assert abs(np.mean(estimates) - pop.mean()) < 0.003
 
 
 def test_doc_subset_run_matches_the_full_run_doc_by_doc(tiny_model, shared_data, tmp_path):

@@ -192,18 +192,55 @@ def _execute(g: _Grid, src_a, src_b, executor, metric, progress, precision, prec
         x = np.stack([[d.metrics.get(state["metric"], np.nan) for d in records[s].docs] for s in g.subs])
         return np.vstack([g.w @ x, m_int @ x, x[-1:] - x[:1]]) if len(m_int) else np.vstack([g.w @ x, x[-1:] - x[:1]])
 
-    contrib = seq = None
+    contrib = seq = weights = None
     if precision is None:
         run_round(None)
     else:
-        from repaudit.audit.sequential import plan_rounds, run_rounds
+        from repaudit.audit.sequential import plan_strata, run_stratified_rounds
 
-        available = sorted(set(src_a.docs) & set(src_b.docs))
-        state["total"] = len(g.order) * len(plan_rounds(available, precision_seed, round_docs))
-        contrib, seq = run_rounds(available, precision, precision_seed, round_docs, run_round, gate=k)
+        census, strata = attribution_strata(src_a, src_b, metric)
+        state["total"] = len(g.order) * len(plan_strata(census, strata, precision_seed, round_docs))
+        contrib, weights, seq = run_stratified_rounds(census, strata, precision, precision_seed, round_docs,
+                                                      run_round, gate=k)
     for s in g.subs:
         records[s] = records[s].model_copy(update={"docs": docs[s]})
-    return records, state["metric"], spent, contrib, seq
+    return records, state["metric"], spent, (contrib, weights), seq
+
+
+def attribution_strata(src_a, src_b, metric: str | None) -> tuple[list[int], dict[str, list[int]]]:
+    """The strata of ``attribute --precision``, from what the two recorded runs already show.
+
+    Returns ``(census, strata)``: the docs both runs scored whose recorded ``metric`` (default
+    ``acc`` where recorded, else the first metric) differs between A and B (each contributes its
+    whole difference to the sum of the Shapley values, so all of them are evaluated, in round 1);
+    the others split into ``near-tie`` (the quarter with the smallest decision margin, the smaller
+    of A's and B's top-two log-likelihood gap: the docs a hybrid is likeliest to flip) and ``rest``,
+    or one stratum ``rest`` where log-likelihoods are not recorded (generate_until, lm-eval files
+    without them). Which doc lands in which stratum changes the cost, never the estimand.
+    """
+    shared = sorted(set(src_a.docs) & set(src_b.docs))
+    if not shared:
+        return [], {"rest": []}
+    first = src_a.docs[shared[0]].metrics
+    key = metric if metric is not None else ("acc" if "acc" in first else next(iter(first), None))
+    census = [d for d in shared if src_a.docs[d].metrics.get(key) != src_b.docs[d].metrics.get(key)]
+    flips = set(census)
+    others = [d for d in shared if d not in flips]
+
+    def margin(doc) -> float | None:
+        ll = getattr(doc, "loglikelihoods", None)
+        if not ll or len(ll) < 2:
+            return None
+        top = sorted(ll, reverse=True)
+        return float(top[0] - top[1])
+
+    margins = [(margin(src_a.docs[d]), margin(src_b.docs[d])) for d in others]
+    if len(others) < 8 or any(a is None or b is None for a, b in margins):
+        return census, {"rest": others}
+    m = np.array([min(a, b) for a, b in margins])
+    cut = float(np.quantile(m, 0.25))
+    near = [d for d, x in zip(others, m) if x <= cut]
+    return census, {"near-tie": near, "rest": [d for d, x in zip(others, m) if x > cut]}
 
 
 def _estimate(g: _Grid, outcomes: dict, n_boot: int, contrib, seq):
@@ -227,10 +264,13 @@ def _estimate(g: _Grid, outcomes: dict, n_boot: int, contrib, seq):
         inter = []
         i0, i1 = g.subs.index(frozenset()), g.subs.index(full)
         delta_ci = [float(x) for x in np.quantile(boot[:, i1] - boot[:, i0], [0.025, 0.975])]
-    if seq is not None:  # the sequential design's intervals replace the fixed-n bootstrap ones
-        est, hw = contrib.mean(axis=1), np.asarray(seq.half_widths)
+    if seq is not None:  # the sequential design's estimates and intervals replace the fixed-n ones
+        contrib, weights = contrib
+        est, hw = contrib @ weights, np.asarray(seq.half_widths)  # stratum-weighted: the all-doc value's estimate
+        phi = est[:k]
         phi_ci = np.stack([est[:k] - hw[:k], est[:k] + hw[:k]], axis=1)
         for j, it in enumerate(inter):
+            it["value"] = float(est[k + j])
             it["ci"] = [float(est[k + j] - hw[k + j]), float(est[k + j] + hw[k + j])]
         delta_ci = [float(est[-1] - hw[-1]), float(est[-1] + hw[-1])]
     return phi, phi_ci, stderr, inter, delta_ci
@@ -301,10 +341,17 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
     _check_same_docs(src_b, records[full])
     outcomes = {s: np.array([d.metrics[metric] for d in r.docs]) for s, r in records.items()}
     phi, phi_ci, stderr, inter, delta_ci = _estimate(g, outcomes, n_boot, contrib, seq)
-    # recorded scores on the docs this estimate used (all of them without --precision)
-    ra = float(np.mean([src_a.docs[i].metrics[metric] for i in doc_ids if i in src_a.docs]))
-    rb = float(np.mean([src_b.docs[i].metrics[metric] for i in doc_ids if i in src_b.docs]))
-    va, vb = float(outcomes[frozenset()].mean()), float(outcomes[full].mean())
+    # recorded and re-executed scores on the docs this estimate used (all of them without --precision), weighted
+    # as the estimate is (stratum sizes over docs used, with --precision), so that the sum of φ is their Δ
+    if seq is None:
+        ra = float(np.mean([src_a.docs[i].metrics[metric] for i in doc_ids if i in src_a.docs]))
+        rb = float(np.mean([src_b.docs[i].metrics[metric] for i in doc_ids if i in src_b.docs]))
+        va, vb = float(outcomes[frozenset()].mean()), float(outcomes[full].mean())
+    else:
+        w = contrib[1]
+        ra = float(np.array([src_a.docs[i].metrics[metric] for i in doc_ids]) @ w)
+        rb = float(np.array([src_b.docs[i].metrics[metric] for i in doc_ids]) @ w)
+        va, vb = float(outcomes[frozenset()] @ w), float(outcomes[full] @ w)
     return AttributionReport(
         task=src_a.task, metric=metric, run_a=str(src_a.path), run_b=str(src_b.path), factors=g.factors,
         not_replayable=g.fixed, not_recorded=g.unknown, method=g.method,

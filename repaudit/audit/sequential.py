@@ -45,6 +45,16 @@ MIN_ROUND_DOCS = 20
 _DRAWS = 200_000
 
 
+class StratumReport(BaseModel):
+    """One stratum of a stratified design: its docs, how many were evaluated, census or sampled."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    size: int
+    used: int
+    census: bool
+
+
 class SequentialReport(BaseModel):
     """How a doc-adaptive estimate was reached (JSON-ready; intervals in metric units).
 
@@ -75,6 +85,8 @@ class SequentialReport(BaseModel):
     half_widths: list[float]
     gating: int = 0
     stopped: str
+    #: the stratified design (``attribute --precision``): per stratum its size and docs used; None = uniform
+    strata: list[StratumReport] | None = None
 
 
 def plan_rounds(doc_ids: list[int], seed: int, round_docs: int | None = None) -> list[list[int]]:
@@ -183,6 +195,136 @@ def run_rounds(doc_ids: list[int], precision: float, seed: int, round_docs: int 
         half_widths=[float(x) for x in hw], stopped=stopped, gating=len(hw[:gate]))
 
 
+STRATIFIED = ("stratified: the docs that flip between the runs in full, the other strata (near-tie, rest) in "
+              "proportional seeded slices; repeated confidence intervals with a Pocock-type constant (Jennison & "
+              "Turnbull 1989); stratified finite-population variance (Cochran 1977, ch. 5)")
+
+
+def plan_strata(census: list[int], strata: dict[str, list[int]], seed: int,
+                round_docs: int | None = None) -> list[list[int]]:
+    """Rounds of a stratified design: round 1 holds every ``census`` doc; each round takes the next
+    proportional slice of every stratum in ``strata`` (a seeded permutation per stratum), so after
+    look k every stratum h has ``round(f_k · N_h)`` docs evaluated, ``f_k`` the same for all strata.
+
+    Returns the rounds (each sorted, as :func:`plan_rounds`); the sampled docs of look k number
+    ``round_docs`` per round (default a tenth of the sampled docs, ≥ 20).
+
+    Raises:
+        RepauditError: no docs, or a round size below 1.
+    """
+    sampled = sum(len(v) for v in strata.values())
+    if sampled + len(census) == 0:
+        raise RepauditError("no docs to estimate on")
+    size = round_docs or max(MIN_ROUND_DOCS, math.ceil(sampled / DEFAULT_LOOKS))
+    if size < 1:
+        raise RepauditError(f"--round-docs must be at least 1, got {size}")
+    looks = max(1, math.ceil(sampled / size))
+    rng = np.random.default_rng(seed)
+    perms = {name: [ids[i] for i in rng.permutation(len(ids))] for name, ids in sorted(strata.items())}
+    rounds: list[list[int]] = []
+    taken = {name: 0 for name in perms}
+    for k in range(1, looks + 1):
+        chunk = list(census) if k == 1 else []
+        for name, ids in perms.items():
+            upto = len(ids) if k == looks else round(k * len(ids) / looks)
+            upto = max(upto, taken[name], min(2, len(ids)))  # a stratum's variance needs docs from round 1
+            chunk += ids[taken[name]:upto]
+            taken[name] = upto
+        rounds.append(sorted(chunk))
+    return rounds
+
+
+def stratified_estimate(contrib: np.ndarray, groups: np.ndarray, sizes: np.ndarray, census: np.ndarray,
+                        constant: float, value_range: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The stratified estimate of the mean over all docs and its repeated-interval half-width.
+
+    Args:
+        contrib: per-doc contributions of the docs evaluated so far, shape (m, t).
+        groups: the stratum index of each of those docs, shape (t,).
+        sizes: N_h, the docs in each stratum, shape (H,); their sum is N.
+        census: per stratum, whether it is evaluated in full (its variance term is then 0).
+        constant: the boundary constant ``c``.
+        value_range: span of one doc's contribution; one pseudo-doc this far from a stratum's mean
+            regularises its variance, as in :func:`half_widths`.
+
+    Returns ``(estimate (m,), half-width (m,), weight per doc (t,))``: the estimate is
+    ``Σ_h (N_h/N) ȳ_h`` = ``contrib @ weights`` (unbiased for the all-doc mean under simple random
+    sampling within strata), the variance ``Σ_h (N_h/N)² (1 − n_h/N_h) s_h²/n_h`` (Cochran 1977,
+    *Sampling Techniques*, §5.3), the half-width ``c`` times its square root.
+    """
+    n = float(sizes.sum())
+    m = contrib.shape[0]
+    weights = np.zeros(contrib.shape[1])
+    var = np.zeros(m)
+    for h, nh in enumerate(sizes):
+        idx = np.flatnonzero(groups == h)
+        if nh == 0:
+            continue
+        t = len(idx)
+        if t == 0:
+            raise RepauditError("a stratum has no evaluated doc yet: the rounds must slice every stratum")
+        weights[idx] = nh / (n * t)
+        if census[h] or t >= nh:
+            continue
+        y = contrib[:, idx]
+        ss = ((y - y.mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
+        s2 = (ss + value_range ** 2) / max(t - 1, 1)
+        var += (nh / n) ** 2 * (1 - t / nh) * s2 / t
+    return contrib @ weights, constant * np.sqrt(var), weights
+
+
+def run_stratified_rounds(census: list[int], strata: dict[str, list[int]], precision: float, seed: int,
+                          round_docs: int | None, run_round: Callable[[list[int]], np.ndarray],
+                          alpha: float = 0.05, value_range: float = 1.0, gate: int | None = None
+                          ) -> tuple[np.ndarray, np.ndarray, SequentialReport]:
+    """:func:`run_rounds` for a stratified design (:func:`plan_strata`): the ``census`` docs (those
+    that flip between the recorded runs) first and in full, the ``strata`` in proportional slices.
+
+    With the same fraction ``f_k`` of every sampled stratum at look k, the stratified estimator's
+    variance is ``(1/f_k − 1) · const``, so standardised estimates at two looks are correlated as for
+    simple random sampling of the sampled docs, and the Pocock-type constant of
+    :func:`boundary_constant` over the sampled docs' looks gives repeated intervals with simultaneous
+    coverage (the census part has no sampling error).
+
+    Returns:
+        ``(contributions so far (m, t), weight per doc (t,) with ``contrib @ w`` the estimate, report)``.
+
+    Raises:
+        RepauditError: a precision that is not a positive number, or no docs.
+    """
+    if not (precision > 0 and math.isfinite(precision)):
+        raise RepauditError(f"--precision must be a positive number of points, got {100 * precision:g}")
+    chunks = plan_strata(census, strata, seed, round_docs)
+    names = ["flip", *sorted(strata)]
+    of = {d: 0 for d in census} | {d: 1 + i for i, name in enumerate(sorted(strata)) for d in strata[name]}
+    sizes = np.array([len(census), *(len(strata[k]) for k in sorted(strata))])
+    is_census = np.array([True] + [False] * len(strata))
+    n = int(sizes.sum())
+    n_sampled = n - len(census)
+    looks = tuple(int(x) for x in np.cumsum([len([d for d in c if of[d] > 0]) for c in chunks]))
+    c = boundary_constant(looks, n_sampled, alpha) if n_sampled else boundary_constant((1,), 2, alpha)
+    parts: list[np.ndarray] = []
+    used: list[int] = []
+    hw = np.zeros(0)
+    weights = np.zeros(0)
+    stopped = "docs exhausted"
+    for chunk in chunks:
+        parts.append(np.atleast_2d(np.asarray(run_round(chunk), dtype=np.float64)))
+        used += chunk
+        groups = np.array([of[d] for d in used])
+        _, hw, weights = stratified_estimate(np.concatenate(parts, axis=1), groups, sizes, is_census, c, value_range)
+        if len(used) < n and hw.size and float(hw[:gate].max()) <= precision:
+            stopped = "precision reached"
+            break
+    groups = np.array([of[d] for d in used])
+    strata_rep = [StratumReport(name=name, size=int(sizes[h]), used=int((groups == h).sum()), census=bool(is_census[h]))
+                  for h, name in enumerate(names)]
+    return np.concatenate(parts, axis=1), weights, SequentialReport(
+        design=STRATIFIED, precision=precision, alpha=alpha, seed=seed, round_docs=len(chunks[0]),
+        rounds_run=len(parts), rounds_planned=len(chunks), docs_used=len(used), docs_available=n, doc_ids=used,
+        constant=c, half_widths=[float(x) for x in hw], stopped=stopped, gating=len(hw[:gate]), strata=strata_rep)
+
+
 def sequential_summary(seq: SequentialReport) -> str:
     """One sentence for reports: the subset, the rounds, the design."""
     pts = 100 * seq.precision
@@ -191,8 +333,15 @@ def sequential_summary(seq: SequentialReport) -> str:
         how = f"{what} reached ±{pts:g} points"
     else:
         how = f"±{pts:g} points was not reached before the docs ran out, so these are the values on all docs"
-    return (f"Doc-adaptive estimate: {seq.docs_used} of {seq.docs_available} docs, a random subset (seed "
-            f"{seq.seed}) in {seq.rounds_run} of {seq.rounds_planned} rounds of {seq.round_docs}; {how}. "
+    if seq.strata:
+        parts = [f"all {x.size} that flip between the runs" if x.census else f"{x.used} of {x.size} {x.name}"
+                 for x in seq.strata if x.size]
+        subset = (f"a stratified random subset (seed {seq.seed}: {', '.join(parts)}, weighted by stratum size) in "
+                  f"{seq.rounds_run} of {seq.rounds_planned} rounds")
+    else:
+        subset = (f"a random subset (seed {seq.seed}) in {seq.rounds_run} of {seq.rounds_planned} rounds of "
+                  f"{seq.round_docs}")
+    return (f"Doc-adaptive estimate: {seq.docs_used} of {seq.docs_available} docs, {subset}; {how}. "
             f"Intervals are repeated confidence intervals for the value on all {seq.docs_available} docs "
             f"(Jennison & Turnbull 1989; c = {seq.constant:.3f}), valid whatever round the audit stopped at; "
             "the same command reproduces the subset, and a tighter --precision extends it from the batch store.")

@@ -122,9 +122,10 @@ def attribute_command(
             srcs = _sources(run_a, run_b, data_dir, model, cache_dir, task_config)
             rounds = None
             if precision is not None:
-                from repaudit.audit.sequential import plan_rounds
+                from repaudit.audit.attribution import attribution_strata
+                from repaudit.audit.sequential import plan_strata
 
-                rounds = plan_rounds(sorted(set(srcs[0].docs) & set(srcs[1].docs)), precision_seed, round_docs)
+                rounds = plan_strata(*attribution_strata(*srcs, metric), precision_seed, round_docs)
             plan = plan_grid(f"attribute {run_a.name} {run_b.name}", attribution_grid(*srcs), rounds=rounds)
             emit_dry_run(plan, report_format(fmt, output, as_json), output)
             return
