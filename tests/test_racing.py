@@ -42,12 +42,12 @@ def test_matchable_bounds_any_values_in_the_unit_interval():
 
 
 def test_race_drops_what_cannot_match_and_scores_survivors_as_the_full_search(packaged, tiny_model, tmp_path):
-    base = RunConfig(task="arc_easy", model=str(tiny_model), limit=60, batch_size=8, cache_dir=tmp_path / "c")
+    base = RunConfig(task="arc_easy", model=str(tiny_model), limit=40, batch_size=8, cache_dir=tmp_path / "c")
     moves = ("prompt_format",)
     full = reproduce(base, 0.30, lambda cfg: run(cfg), target_kind="raw", metric="acc", budget=10, moves=moves)
     raced = reproduce(base, 0.30, lambda cfg: run(cfg), target_kind="raw", metric="acc", budget=10, moves=moves,
                       race=True, round_docs=20)
-    assert raced.race is not None and raced.race.docs_available == 60 and raced.race.rounds_planned == 3
+    assert raced.race is not None and raced.race.docs_available == 40 and raced.race.rounds_planned == 2
     # every candidate that was not dropped has the full search's view: same score, interval and verdict
     kept = {v.label: v for v in raced.views if not v.dropped}
     for v in full.views:
@@ -65,3 +65,24 @@ def test_race_drops_what_cannot_match_and_scores_survivors_as_the_full_search(pa
     assert "racing dropped" in out.verdict
     with pytest.raises(RepauditError, match="--tolerance"):
         reproduce(base, 0.3, lambda cfg: run(cfg), budget=2, moves=moves, race=True, tolerance=2.0)
+
+
+def test_reproduce_race_through_the_cli_marks_dropped_rows(packaged, tiny_model, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from repaudit.cli import app
+
+    args = ["reproduce", "--task", "arc_easy", "--target", "99.9", "--target-kind", "raw", "--metric", "acc",
+            "--model", str(tiny_model), "--limit", "20", "--cache-dir", str(tmp_path / "c"), "--moves",
+            "prompt_format", "--race", "--round-docs", "10"]
+    res = CliRunner().invoke(app, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["race"]["rounds_run"] == 1 and all(v["dropped"] and v["n"] == 10 for v in data["views"])
+    md = CliRunner().invoke(app, [*args, "--format", "markdown"])
+    assert md.exit_code == 0 and "| dropped |" in md.stdout
+    assert "Racing (--race, seed 0, 1 of 2 rounds of 10 docs)" in md.stdout
+    bad = CliRunner().invoke(app, [*args, "--tolerance", "-1"])
+    assert bad.exit_code == 1 and bad.output.startswith("error: --tolerance must be between 0 and 100 points")
