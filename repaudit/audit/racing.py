@@ -37,8 +37,6 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from repaudit.errors import RepauditError
-
 Z95 = 1.959963984540054
 DESIGN = ("racing: shared seeded doc rounds; a candidate is dropped when every score's repeated 95 % interval "
           "(Jennison & Turnbull 1989) misses the all-doc scores that could match")
@@ -111,26 +109,28 @@ class RaceScore(BaseModel):
     key: str
 
 
-def race(labels: list[str], configs: list, doc_ids: list[int], targets: dict[str, tuple[float, float]],
+def race(labels: list[str], doc_ids: list[int], targets: dict[str, tuple[float, float]],
          run_round: Callable[[list[int], list[int]], list[Any]], scores: Callable[[Any], list[RaceScore]],
          seed: int = 0, round_docs: int | None = None, alpha: float = 0.05,
-         tolerance: float = 0.0) -> tuple[dict[int, list[Any]], RaceReport, dict[int, dict[str, tuple]]]:
+         tolerance: float = 0.0, random_baseline: float = 0.0
+         ) -> tuple[dict[int, list[Any]], RaceReport, dict[int, dict[str, tuple]]]:
     """Advance candidates through shared doc rounds and drop those that cannot match.
 
     Args:
-        labels / configs: the candidates (same length K).
+        labels: the candidates' labels (K of them; candidate i is index i).
         doc_ids: the N docs a full evaluation scores.
         targets: per form (``raw``, ``leaderboard_normalised``) the matchable interval of all-doc raw
             means (:func:`matchable`), already in raw units.
         run_round: ``(candidate indices, chunk of doc ids) -> one record per index`` for that chunk.
         scores: the raceable scores of a round record (an empty list: the candidate is never dropped).
+        tolerance, random_baseline: recorded in the report (``targets`` already include them).
 
     Returns:
         ``(records per candidate index, one per round run; report; per dropped index, per score key
         and form: (mean, interval low, interval high, docs))``.
 
     Raises:
-        RepauditError: no docs.
+        RepauditError: no docs (:func:`repaudit.audit.sequential.plan_rounds`).
     """
     from repaudit.audit.sequential import boundary_constant, half_widths, plan_rounds
 
@@ -138,8 +138,8 @@ def race(labels: list[str], configs: list, doc_ids: list[int], targets: dict[str
     n = len(doc_ids)
     looks = tuple(int(x) for x in np.cumsum([len(c) for c in chunks]))
     const = boundary_constant(looks, n, alpha)
-    recs: dict[int, list[Any]] = {i: [] for i in range(len(configs))}
-    alive = list(range(len(configs)))
+    recs: dict[int, list[Any]] = {i: [] for i in range(len(labels))}
+    alive = list(range(len(labels)))
     dropped: list[int] = []
     partial: dict[int, dict[str, tuple]] = {}
     rounds_run = 0
@@ -177,11 +177,9 @@ def race(labels: list[str], configs: list, doc_ids: list[int], targets: dict[str
             else:
                 still.append(i)
         alive = still
-    if not chunks:
-        raise RepauditError("no docs to race on")
-    used = {labels[i]: sum(len(rec.docs) for rec in recs[i]) for i in range(len(configs))}
+    used = {labels[i]: sum(len(rec.docs) for rec in recs[i]) for i in range(len(labels))}
     return recs, RaceReport(
         seed=seed, round_docs=len(chunks[0]), rounds_planned=len(chunks), rounds_run=rounds_run,
-        docs_available=n, tolerance=tolerance, alpha=alpha, constant=const, random_baseline=0.0,
+        docs_available=n, tolerance=tolerance, alpha=alpha, constant=const, random_baseline=random_baseline,
         docs_evaluated=used, dropped=[labels[i] for i in dropped], doc_evaluations=sum(used.values()),
-        full_doc_evaluations=n * len(configs)), partial
+        full_doc_evaluations=n * len(labels)), partial

@@ -203,15 +203,10 @@ def _dropped_views(c: Candidate, partial: dict[str, tuple], baseline: float, tar
 def race_docs(base: RunConfig) -> tuple[list[int], float]:
     """The doc ids a full evaluation of ``base`` scores and their chance score (mean of 1/choices,
     rounded as the runner records it; 0 for generate_until), read without loading a model."""
-    from rich.console import Console
-
-    from repaudit.run.docs import load_docs
+    from repaudit.audit.sweep import base_docs
     from repaudit.run.normalise import random_baseline
-    from repaudit.run.runner import get_task
 
-    task = get_task(base.task, base.task_config)
-    cfg = base.model_copy(update={"num_fewshot": 0, "fewshot_ids": None, "fewshot_from": None})
-    docs = load_docs(task, cfg, Console(quiet=True)).docs
+    task, docs = base_docs(base)
     counts = [len(task.doc_to_choice(d.row)) for d in docs] if task.has_choices() else []
     return [d.doc_id for d in docs], round(random_baseline(counts), 6)
 
@@ -374,7 +369,6 @@ def _race(todo: list[Candidate], base: RunConfig, ex, target: float, kinds: tupl
             out.append(RaceScore(name=m.name, key=key))
         return out
 
-    recs, report, partial = race([c.label for c in todo], [c.config for c in todo], doc_ids, targets, run_round,
-                                 scores, seed=seed, round_docs=round_docs, tolerance=tolerance)
-    report.random_baseline = baseline
+    recs, report, partial = race([c.label for c in todo], doc_ids, targets, run_round, scores, seed=seed,
+                                 round_docs=round_docs, tolerance=tolerance, random_baseline=baseline)
     return [recs[i] for i in range(len(todo))], report, partial

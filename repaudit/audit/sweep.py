@@ -95,15 +95,22 @@ def _restrict(cfg: RunConfig, chunk: list[int] | None) -> RunConfig:
     return cfg if chunk is None else cfg.model_copy(update={"doc_ids": chunk})
 
 
-def sweep_doc_ids(base: RunConfig) -> list[int]:
-    """The doc ids ``base`` evaluates (its split after ``--limit``), read without loading a model."""
+def base_docs(base: RunConfig) -> tuple[Any, list]:
+    """``(task, docs)``: the docs ``base`` evaluates (its split after ``--limit``), read without loading a
+    model or drawing few-shot examples."""
     from rich.console import Console
 
     from repaudit.run.docs import load_docs
     from repaudit.run.runner import get_task
 
+    task = get_task(base.task, base.task_config)
     cfg = base.model_copy(update={"num_fewshot": 0, "fewshot_ids": None, "fewshot_from": None})
-    return [d.doc_id for d in load_docs(get_task(base.task, base.task_config), cfg, Console(quiet=True)).docs]
+    return task, load_docs(task, cfg, Console(quiet=True)).docs
+
+
+def sweep_doc_ids(base: RunConfig) -> list[int]:
+    """The doc ids ``base`` evaluates (its split after ``--limit``), read without loading a model."""
+    return [d.doc_id for d in base_docs(base)[1]]
 
 
 def floor_configs(base: RunConfig, num_fewshot: int, noise_seeds: int) -> tuple[list[RunConfig], str]:
