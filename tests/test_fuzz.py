@@ -12,10 +12,20 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from fuzzgen import CATEGORIES, FORMATS, Generator, check_in_browser, headless_chromium, run_case  # noqa: E402
+from fuzzgen import (  # noqa: E402
+    CATEGORIES,
+    EVAL_CATEGORIES,
+    FORMATS,
+    EvalGenerator,
+    Generator,
+    check_in_browser,
+    headless_chromium,
+    run_case,
+)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lmeval"
 LIGHTEVAL = Path(__file__).resolve().parent / "fixtures" / "lighteval" / "arc_easy_0shot"
+INSPECT = Path(__file__).resolve().parent / "fixtures" / "inspect" / "arc_easy_a.eval"
 CASES_PER_CATEGORY = 20
 
 
@@ -78,3 +88,26 @@ def test_compare_survives_mutated_inputs(bases, tmp_path):
     assert not failures, failures[:5]
     assert pages  # HTML reports were written and judged
     assert statuses.get("ok", 0) > 20 and statuses.get("refused", 0) > 20, statuses  # both paths exercised
+
+
+def test_compare_survives_mutated_eval_logs(tmp_path):
+    """inspect_ai .eval logs: truncated ZIPs, flipped bytes, bombs (declared and lying sizes), path-traversal
+    entry names, other compression methods, wrong types inside members, injections: no traceback, no
+    partial output, every refusal one line."""
+    gen = EvalGenerator(INSPECT, tmp_path / "cases", seed=7)
+    failures, statuses = [], {}
+    for i in range(3 * len(EVAL_CATEGORIES) * 2):
+        category = EVAL_CATEGORIES[i % len(EVAL_CATEGORIES)]
+        fmt = FORMATS[(i // len(EVAL_CATEGORIES)) % len(FORMATS)]
+        out_dir = tmp_path / "out" / str(i)
+        out_dir.mkdir(parents=True)
+        outcome = run_case(gen.case(i, category), fmt, out_dir)
+        statuses[(category, outcome.status)] = statuses.get((category, outcome.status), 0) + 1
+        if outcome.status not in ("ok", "refused"):
+            failures.append((i, category, fmt, outcome.status, outcome.detail[:400]))
+    assert not failures, failures[:5]
+    # the archive-level attacks are refused every time; an injected task name is reported literally
+    for category in ("zip_truncate", "zip_declared_bomb", "zip_lying_size", "zip_traversal", "zip_method",
+                     "zip_duplicate_sample"):
+        assert statuses.get((category, "refused"), 0) == 6, (category, statuses)
+    assert statuses.get(("zip_injection", "ok"), 0) == 6, statuses

@@ -11,7 +11,15 @@ Harnesses and harness versions name one benchmark differently. Tasks are paired,
    ↔ 0.4 ``exact_match,strict-match``; versioned 0.3-fork names ``chabsa-1.0-0.1`` ↔ ``chabsa`` (the
    prompt version, the name's last part, becomes the factor ``prompt_format.prompt_version``);
 4. two one-task runs whose shared docs have the same content (``doc_hash`` or scored continuations):
-   a lighteval custom task ``arc_easy_local`` is lm-eval's ``arc_easy``.
+   a lighteval custom task ``arc_easy_local`` is lm-eval's ``arc_easy``;
+5. two one-task runs of which one (inspect_ai) names its docs' question, choices and target, when at
+   least half of its docs match a doc of the other run by content (:mod:`repaudit.audit.docmatch`):
+   inspect's ``arc_easy_mc`` is lm-eval's ``arc_easy``; the docs are re-keyed under the other run's
+   doc ids, and inspect's ``accuracy`` is compared as lm-eval's ``acc`` where that is the other's metric
+   (said in a note: a generated, extracted letter vs the most likely continuation — the metric variant
+   differs, and the factor table shows it).
+
+Docs of two inspect runs of one task pair by sample id, not position (their orders may differ).
 
 Tasks left over are listed as *only in A* / *only in B* by every report — never dropped silently.
 Groups (lm-eval ``group_subtasks`` with subtasks, ``groups``) are marked so that reports keep them
@@ -236,9 +244,60 @@ def pair_tasks(a: ComparableRun, b: ComparableRun, patterns: dict[str, str] | No
         if _same_docs(a.tasks[ta], b.tasks[tb]):
             b = _with_tasks(b, {ta: _renamed(b.tasks[tb], ta)}, {ta: _renamed_factors(b.factors[tb], ta)})
             notes.append(f"B's task '{tb}' is compared as A's '{ta}' (their shared docs have the same content)")
+        else:
+            a, b = _content_pairs(a, b, ta, tb, notes)
+    b = _key_pairs(a, b, notes)
     only_a = [a.tasks[t].source_name or t for t in a.tasks if t not in b.tasks]
     only_b = [b.tasks[t].source_name or t for t in b.tasks if t not in a.tasks]
     return TaskSets(a=a, b=b, only_a=only_a, only_b=only_b, notes=notes)
+
+
+def _key_pairs(a: ComparableRun, b: ComparableRun, notes: list[str]) -> ComparableRun:
+    """B's docs of each shared task under A's doc ids where both carry doc keys (inspect sample ids) and
+    their positions differ."""
+    from repaudit.audit.docmatch import by_key, rekey
+
+    for name in [t for t in b.tasks if t in a.tasks]:
+        m = by_key(b.tasks[name], a.tasks[name])
+        if m is None or all(i == j for i, j in m.pairs.items()):
+            continue
+        b.tasks[name] = rekey(b.tasks[name], a.tasks[name], m)
+        notes.append(f"{name}: B's docs paired with A's by sample id ({len(m.pairs)} paired; the runs list them "
+                     "in different orders)")
+    return b
+
+
+def _content_pairs(a: ComparableRun, b: ComparableRun, ta: str, tb: str,
+                   notes: list[str]) -> tuple[ComparableRun, ComparableRun]:
+    """Rule 5 of the module docstring: one-task runs paired by their docs' content."""
+    from repaudit.audit.docmatch import by_content, rekey
+
+    for src, dst, s_name, d_name, label in ((b, a, tb, ta, "B"), (a, b, ta, tb, "A")):
+        m = by_content(src.tasks[s_name], dst.tasks[d_name])
+        if m is None:
+            continue
+        n = len(src.tasks[s_name].docs or {})
+        if len(m.pairs) * 2 < n:
+            notes.append(f"{label}'s task '{s_name}' and the other run's '{d_name}' share {len(m.pairs)} of {n} docs "
+                         "by content (question, choices, target): too few to pair the tasks")
+            return a, b
+        t = rekey(src.tasks[s_name], dst.tasks[d_name], m)
+        rename = None
+        other = dst.tasks[d_name].reported
+        if "accuracy" in t.reported and "accuracy" not in other and "acc" in other and "acc" not in t.reported:
+            rename = {**{k: k for k in t.reported}, "accuracy": "acc"}
+        t = _renamed(t, d_name, rename)
+        new = _with_tasks(src, {d_name: t}, {d_name: _renamed_factors(src.factors[s_name], d_name)})
+        notes.append(f"{label}'s task '{s_name}' is compared as '{d_name}': {len(m.pairs)} of {n} docs paired by "
+                     "content (question, choices and target)" + (f"; {len(m.ambiguous)} match several docs and "
+                                                          f"{len(m.unmatched)} none, left unpaired"
+                                                          if m.ambiguous or m.unmatched else ""))
+        if rename:
+            notes.append(f"{label}'s 'accuracy' ({src.source}: the scorer's answer, extracted from generated text) is "
+                         f"compared as the other run's 'acc' (the most likely continuation by log-likelihood): one "
+                         "quantity, correctness per doc, measured two ways — the metric variant differs")
+        return (a, new) if label == "B" else (new, b)
+    return a, b
 
 
 def matches(name: str, pattern: str) -> bool:

@@ -53,7 +53,8 @@ CacheDirOption = Annotated[Optional[Path], typer.Option(help="With --attribute o
 
 def compare_command(
     run_a: Annotated[Path, typer.Argument(metavar="RUN_A", help="Run A: a repaudit run, an lm-eval or lighteval "
-                                                               "results file, or an output directory.")],
+                                                               "results file, an inspect_ai log (.eval or .json), "
+                                                               "or an output directory.")],
     run_b: Annotated[Path, typer.Argument(metavar="RUN_B", help="Run B, likewise.")],
     samples_a: SamplesOption = None,
     samples_b: Annotated[Optional[list[Path]], typer.Option(help="Samples or details of B.")] = None,

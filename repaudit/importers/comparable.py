@@ -41,6 +41,12 @@ class DocOutcome:
     #: scored continuations; ``None`` where the file does not keep them (repaudit runs rebuild the prompt)
     prompt: str | None = None
     choices: list[str] | None = None
+    #: the harness's own id of the doc where it is not a row index (inspect's sample id): pairs two runs
+    #: whose doc orders differ
+    key: str | None = None
+    #: ``(question, choices, target)`` as the harness gave them (inspect: the last user message of the
+    #: input, the choice texts, the target letter): pairs docs across harnesses by content
+    content: tuple[str, list[str] | None, str] | None = None
 
 
 @dataclass

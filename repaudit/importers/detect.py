@@ -16,7 +16,7 @@ from repaudit.boundary import InputError, read_json
 from repaudit.importers.comparable import ComparableRun
 
 #: kinds :func:`sniff` returns that :func:`load_run` can read
-RUN_KINDS = ("repaudit.run", "lmeval.results", "lighteval.results")
+RUN_KINDS = ("repaudit.run", "lmeval.results", "lighteval.results", "inspect.log")
 #: most JSON files looked at when a directory is given
 MAX_DIR_FILES = 2000
 
@@ -29,6 +29,10 @@ def sniff(obj: Any) -> str:
         return "json.scalar"
     if obj.get("kind") == "repaudit.run":
         return "repaudit.run"
+    from repaudit.importers.inspect_log import looks_like_log
+
+    if looks_like_log(obj):
+        return "inspect.log"
     if "config_general" in obj and ("config_tasks" in obj or "summary_tasks" in obj or "results" in obj):
         return "lighteval.results"
     if isinstance(obj.get("results"), dict) and ("config" in obj or "versions" in obj or "configs" in obj):
@@ -61,8 +65,8 @@ def refuse(kind: str, obj: Any, path: Path) -> InputError:
     if kind in _WHAT:
         return InputError(path, None, "is " + _WHAT[kind])
     keys = ", ".join(sorted(str(k)[:30] for k in obj)[:8]) if isinstance(obj, dict) else ""
-    return InputError(path, None, "is not an evaluation file: neither a repaudit run nor an lm-eval or lighteval "
-                                  f"results file (top-level keys: {keys or 'none'})")
+    return InputError(path, None, "is not an evaluation file: neither a repaudit run, an lm-eval or lighteval "
+                                  f"results file nor an inspect_ai log (top-level keys: {keys or 'none'})")
 
 
 def find_results(directory: Path) -> Path:
@@ -102,6 +106,12 @@ def load_run(path: Path, samples: list[Path] | None = None, tokenizer: Any = Non
     path = Path(path)
     if path.is_dir():
         path = find_results(path)
+    from repaudit.importers.inspect_log import is_zip, load_inspect
+
+    if is_zip(path):  # an inspect_ai .eval log, or a ZIP that is not one (its reader says which)
+        if samples:
+            raise InputError(path, None, "is an inspect_ai log, which carries its own samples: drop --samples")
+        return load_inspect(path)
     obj = read_json(path)
     kind = sniff(obj)
     if kind == "repaudit.run":
@@ -119,4 +129,8 @@ def load_run(path: Path, samples: list[Path] | None = None, tokenizer: Any = Non
         from repaudit.importers.lighteval import load_lighteval
 
         return load_lighteval(path, samples, obj)
+    if kind == "inspect.log":
+        if samples:
+            raise InputError(path, None, "is an inspect_ai log, which carries its own samples: drop --samples")
+        return load_inspect(path, obj)
     raise refuse(kind, obj, path)

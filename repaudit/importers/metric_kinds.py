@@ -77,6 +77,8 @@ TABLE: dict[str, tuple] = {
                        "pem", "pqem", "quasi_exact_match", "prefix_exact_match", "f1", "mc1", "mc2", "mc3",
                        "contains", "pass@1", "pass@10", "pass_at_1", "prompt_level_strict_acc",
                        "prompt_level_loose_acc", "maj@8", "map", "ndcg", "mrr",
+                       # inspect_ai's accuracy(): the mean of value_to_float over samples
+                       "accuracy",
                        # ROUGE F-measures: 0-1 in most tasks, 0-100 in some (the value tells, see metric_kind)
                        "rouge1", "rouge2", "rougeL", "rougeLsum", "rouge_l", "rouge_1", "rouge_2")},
     # IFEval's instruction-level accuracy pools instructions, not docs: no per-doc mean
