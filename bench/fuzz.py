@@ -1,6 +1,6 @@
 """Fuzz ``repaudit compare`` with ≥ 2,000 seeded mutations of real files and print a table of outcomes.
 
-    .venv/bin/python bench/fuzz.py [--cases 2400] [--seed 0] [--run-file run.json]
+    .venv/bin/python bench/fuzz.py [--cases 2400] [--eval-cases 500] [--seed 0] [--run-file run.json]
 
 Inputs: a repaudit run file of the default model (made here, 20 ARC-Easy docs, unless ``--run-file``
 is given), lm-eval 0.4.13's own run ``../shared/lmeval_runs/s1`` (results + 570 samples), and public
@@ -11,6 +11,11 @@ one ``error:`` line and no output file; injected strings must be shown literally
 was written is then opened in headless Chromium (Selenium; skipped with the reason where absent): it must
 finish loading, open no alert, keep its title, hold no ``img``/``iframe`` and log no console error
 (``script_ran`` / ``broken_page`` otherwise). Failures are listed with their first lines.
+
+``--eval-cases`` more cases mutate a real inspect_ai ``.eval`` log (``tests/fixtures/inspect/arc_easy_a.eval``):
+truncated ZIPs, flipped bytes, wrong types and injections inside members, bombs (a declared size over the
+limit; a member larger than its declared size), path-traversal entry names, other compression methods, no
+header, a sample written twice (``EVAL_CATEGORIES`` in ``bench/fuzzgen.py``).
 """
 
 from __future__ import annotations
@@ -24,7 +29,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fuzzgen import CATEGORIES, FORMATS, Generator, check_in_browser, headless_chromium, run_case  # noqa: E402
+from fuzzgen import (  # noqa: E402
+    CATEGORIES,
+    EVAL_CATEGORIES,
+    FORMATS,
+    EvalGenerator,
+    Generator,
+    check_in_browser,
+    headless_chromium,
+    run_case,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -86,6 +100,7 @@ def browse(pages: list[tuple[int, str, Path]], table, failures) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=2400)
+    ap.add_argument("--eval-cases", type=int, default=500, help="cases that mutate an inspect_ai .eval log")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--run-file", type=Path)
     args = ap.parse_args()
@@ -120,6 +135,22 @@ def main() -> None:
             if (i + 1) % 200 == 0:
                 print(f"{i + 1}/{args.cases} cases, {len(failures)} failures, {time.perf_counter() - t0:.0f} s",
                       file=sys.stderr, flush=True)
+        gen_eval = EvalGenerator(ROOT / "tests" / "fixtures" / "inspect" / "arc_easy_a.eval", work / "eval-cases",
+                                 seed=args.seed)
+        for i in range(args.eval_cases):
+            category = EVAL_CATEGORIES[i % len(EVAL_CATEGORIES)]
+            fmt = FORMATS[(i // len(EVAL_CATEGORIES)) % len(FORMATS)]
+            out_dir = work / "eval-out" / f"{i}"
+            out_dir.mkdir(parents=True)
+            outcome = run_case(gen_eval.case(i, category), fmt, out_dir)
+            if fmt == "html" and outcome.status == "ok":
+                pages.append((args.cases + i, category, out_dir / "report.html"))
+            else:
+                table[category][outcome.status] += 1
+            if outcome.status == "refused" and category not in examples:
+                examples[category] = outcome.detail.split(str(work))[-1][:160]
+            if outcome.status not in ("ok", "refused"):
+                failures.append((args.cases + i, category, fmt, outcome))
         t_cases = time.perf_counter() - t0
         browser_note = browse(pages, table, failures)
     statuses = ["ok", "refused", "traceback", "partial_output", "bad_error", "bad_output", "not_literal",
@@ -127,12 +158,13 @@ def main() -> None:
     print(f"| category | cases | {' | '.join(statuses)} |")
     print("|---|---:|" + "---:|" * len(statuses))
     total: collections.Counter = collections.Counter()
-    for cat in CATEGORIES:
+    for cat in CATEGORIES + EVAL_CATEGORIES:
         c = table[cat]
         total.update(c)
         print(f"| {cat} | {sum(c.values())} | " + " | ".join(str(c[s]) for s in statuses) + " |")
     print(f"| **all** | {sum(total.values())} | " + " | ".join(str(total[s]) for s in statuses) + " |")
-    print(f"\n{args.cases} cases in {time.perf_counter() - t0:.0f} s ({t_cases:.0f} s compare, the rest in the "
+    print(f"\n{args.cases} + {args.eval_cases} cases in {time.perf_counter() - t0:.0f} s ({t_cases:.0f} s compare, "
+          "the rest in the "
           f"browser), seed {args.seed}; {len(failures)} failures; {browser_note}")
     print("\nOne refusal per category (paths shortened):")
     for cat, line in examples.items():

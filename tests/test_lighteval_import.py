@@ -157,11 +157,64 @@ def test_prompt_hash_is_the_plain_text_prompt():
     assert d.prompt_hash == sha256_text(row["doc"]["query"])  # 0-shot, no instruction: the query itself
 
 
-def test_attribute_says_lighteval_runs_cannot_be_replayed_yet(tmp_path):
+def test_max_samples_doc_choice_is_lightevals():
+    """lighteval's --max-samples keeps the first N of a Random(42) shuffle: the fixtures' doc ids (written by
+    lighteval itself, 40 and 100 of ARC-Easy's 570 validation rows) are exactly that choice."""
+    from repaudit.audit.replay import lighteval_doc_ids
+
+    for path, n in ((ZERO, 40), (THREE, 100)):
+        (t,) = load_run(path).tasks.values()
+        assert lighteval_doc_ids(570, n) == sorted(t.docs)
+    assert lighteval_doc_ids(570, None) == list(range(570))
+
+
+def test_replay_config_of_a_lighteval_run(tmp_path):
     from repaudit.audit.replay import load_replay_source
 
-    with pytest.raises(RepauditError, match="is a lighteval run: repaudit compares lighteval runs but cannot replay"):
-        load_replay_source(ZERO, None, cache_dir=tmp_path)
+    src = load_replay_source(THREE, None, model="default", cache_dir=tmp_path)
+    cfg = src.config
+    assert (cfg.task, cfg.split, cfg.num_fewshot, cfg.fewshot_split, cfg.prompt_format) == \
+        ("arc_easy", "validation", 3, "validation", "lmeval")
+    assert cfg.doc_ids == sorted(src.docs) and len(cfg.doc_ids) == 100
+    assert cfg.fewshot_from is not None and (cfg.dtype, cfg.batch_size, cfg.chat_template) == ("float32", 8, False)
+
+
+def test_lighteval_replay_agrees_with_the_recorded_docs(default_model_available, tmp_path):
+    """20 docs of the 0-shot run and 8 of the 3-shot run (each doc's own three examples, doc 12 among
+    its own) replayed with the default model: the same prompts (sha256 of lighteval's plain-text prompt), the
+    same predictions, and log-likelihoods within 1e-3 nats of lighteval's."""
+    from repaudit.audit.replay import load_replay_source
+    from repaudit.run.runner import run
+
+    for path, n in ((ZERO, 20), (THREE, 8)):
+        src = load_replay_source(path, None, model="default", cache_dir=tmp_path)
+        cfg = src.config.model_copy(update={"doc_ids": sorted(src.docs)[:n]})
+        rec = run(cfg)
+        assert len(rec.docs) == n
+        for d in rec.docs:
+            o = src.docs[d.doc_id]
+            assert d.prompt_hash == o.prompt_hash, d.doc_id
+            assert d.prediction == o.prediction, d.doc_id
+            assert max(abs(x - y) for x, y in zip(d.loglikelihoods, o.loglikelihoods)) < 1e-3, d.doc_id
+            assert d.fewshot_ids == o.fewshot_ids
+        assert any(d.doc_id in d.fewshot_ids for d in rec.docs) == (path == THREE)
+
+
+def test_lighteval_runs_that_cannot_be_replayed_say_why(tmp_path):
+    from repaudit.audit.replay import load_replay_source
+
+    results, _ = _copy(THREE, tmp_path)
+    obj = json.loads(results.read_text())
+    key = next(iter(obj["config_tasks"]))
+    obj["config_tasks"][key]["prompt_function"] = "hellaswag_prompt"
+    results.write_text(json.dumps(obj))
+    with pytest.raises(RepauditError, match="prompt function 'hellaswag_prompt' on 'ARC-Easy' is not reimplemented"):
+        load_replay_source(results, None, cache_dir=tmp_path)
+    obj["config_tasks"][key]["prompt_function"] = "arc_prompt"
+    obj["config_general"]["model_config"]["override_chat_template"] = True
+    results.write_text(json.dumps(obj))
+    with pytest.raises(RepauditError, match="ran with a chat template"):
+        load_replay_source(results, None, cache_dir=tmp_path)
 
 
 def test_lighteval_leak_is_flagged_in_every_format(tmp_path):

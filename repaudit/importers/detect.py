@@ -70,22 +70,31 @@ def refuse(kind: str, obj: Any, path: Path) -> InputError:
 
 
 def find_results(directory: Path) -> Path:
-    """The one results file in an output directory, recognised by content (any ``*.json`` name).
+    """The one results file in an output directory, recognised by content (any ``*.json`` name, or an inspect_ai
+    ``*.eval`` log).
 
     Raises:
         InputError: no results file, or more than one (they are listed).
     """
+    from repaudit.importers.inspect_log import is_zip
+
     found = []
-    for n, p in enumerate(sorted(directory.rglob("*.json"))):
+    files = sorted(p for p in directory.rglob("*") if p.suffix in (".json", ".eval"))
+    for n, p in enumerate(files):
         if n >= MAX_DIR_FILES:
-            raise InputError(directory, None, f"holds more than {MAX_DIR_FILES} JSON files: pass the results file")
+            raise InputError(directory, None, f"holds more than {MAX_DIR_FILES} JSON or .eval files: pass the "
+                                              "results file")
+        if p.suffix == ".eval":  # an inspect_ai log (a ZIP): told by its first bytes, read later
+            if is_zip(p):
+                found.append(p)
+            continue
         if p.stat().st_size > (256 << 20):
             continue
         try:
             kind = sniff(read_json(p))
         except InputError:
             continue
-        if kind in ("lmeval.results", "lighteval.results", "repaudit.run"):
+        if kind in ("lmeval.results", "lighteval.results", "repaudit.run", "inspect.log"):
             found.append(p)
     if len(found) != 1:
         listed = ", ".join(str(p.relative_to(directory)) for p in found[:5])

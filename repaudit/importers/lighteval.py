@@ -167,6 +167,7 @@ def task_factors(res: LightevalResults, key: str, docs: dict[int, DocOutcome] | 
         f["metric_variant"] = {"metrics": names, "sample_level_fn": norms or UNKNOWN, "filters": ["none"]}
         version = (res.versions or {}).get(key, tc.version)
         f["data"] = {"task": canonical_task(key), "task_version": _or_unknown(version),
+                     "subset": _or_unknown(tc.hf_subset),
                      "split": _or_unknown(eval_split), "content_sha256": UNKNOWN,
                      "limit": cg.max_samples, "n_docs": len(docs) if docs else UNKNOWN}
     else:

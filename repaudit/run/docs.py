@@ -9,6 +9,7 @@ because lm-eval's sampler RNG runs over docs in order.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.console import Console
 
@@ -80,15 +81,37 @@ def _fewshot_pool(task: Task, cfg: RunConfig, root: DataRoot, split: str, eval_d
     return to_docs(task, rows), wanted
 
 
+def fewshot_ids_from(path: Path) -> dict[int, list[int]]:
+    """Every doc's few-shot example ids (in order) as a run recorded them: a repaudit run file, or a lighteval
+    results file whose details list each doc's examples (their ids are rows of the few-shot split).
+
+    Raises:
+        RepauditError: a file that records no per-doc examples, or holds several tasks.
+    """
+    from repaudit.boundary import read_json
+    from repaudit.importers.detect import load_run, sniff
+
+    path = Path(path)
+    if path.is_file() and path.suffix == ".json" and sniff(read_json(path)) == "repaudit.run":
+        return {d.doc_id: list(d.fewshot_ids) for d in read_record(path).docs}
+    run = load_run(path)
+    if len(run.tasks) != 1:
+        raise RepauditError(f"--fewshot-from '{path}' holds {len(run.tasks)} tasks: give a run of one task")
+    (t,) = run.tasks.values()
+    if not t.docs or any(d.fewshot_ids is None for d in t.docs.values()):
+        raise RepauditError(f"--fewshot-from '{path}' records no per-doc few-shot examples")
+    return {i: list(d.fewshot_ids) for i, d in t.docs.items()}
+
+
 def _select(task: Task, cfg: RunConfig, n: int, eval_docs: list[Doc], pool: list[Doc], same_split: bool
             ) -> tuple[dict[int, list[int]], str]:
     if cfg.fewshot_from is not None:
-        other = read_record(cfg.fewshot_from)
-        bad = sorted({i for d in other.docs for i in d.fewshot_ids if i >= len(pool)})
+        recorded = fewshot_ids_from(cfg.fewshot_from)
+        bad = sorted({i for ids in recorded.values() for i in ids if i >= len(pool)})
         if bad:
             raise RepauditError(f"--fewshot-from '{cfg.fewshot_from}' names few-shot ids {bad[:5]} beyond the "
                                 f"pool of {len(pool)} docs: it is a run of other data")
-        return {d.doc_id: d.fewshot_ids for d in other.docs}, "replayed"
+        return recorded, "replayed"
     if cfg.fewshot_ids is not None:
         bad = [i for i in cfg.fewshot_ids if i >= len(pool)]
         if bad:
