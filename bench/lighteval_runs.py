@@ -27,6 +27,11 @@ equal, prediction agreement, paired Δacc with its interval, docs whose own text
 examples (lighteval 0.13 draws ARC's few-shot examples from the evaluation split and never removes the
 doc itself: its ``x != formatted_doc`` compares Doc objects whose ``task_name`` differs), and wall time.
 
+``--replay`` then replays both runs with repaudit (``attribute``'s replay of a lighteval run: the docs and
+each doc's few-shot examples from the details, lighteval's ARC prompt as repaudit's ``lmeval`` format) and
+prints per-doc agreement with lighteval (predictions, prompt_hash, max |Δ log-likelihood|), and attributes the
+3-shot − 0-shot difference on their shared docs (the Shapley value of n-shot and the residual).
+
 ``--fixtures DIR`` also runs the 40-doc runs the tests read (``tests/fixtures/lighteval/``; the
 tests' 3-shot fixture is the 100-doc 3-shot run itself, copied).
 """
@@ -116,6 +121,7 @@ def main() -> None:
     ap.add_argument("--docs-0", type=int, default=570, help="docs of the 0-shot run (570 = the whole split)")
     ap.add_argument("--docs-3", type=int, default=100, help="docs of the 3-shot run")
     ap.add_argument("--fixtures", type=Path, help="also write 40-doc runs here (the tests' fixtures)")
+    ap.add_argument("--replay", action="store_true", help="replay both runs with repaudit and attribute")
     args = ap.parse_args()
     if not LIGHTEVAL.exists():
         sys.exit("lighteval is not installed: make install-lighteval")
@@ -130,17 +136,50 @@ def main() -> None:
                  ("fixture 3-shot", 3, 40, args.fixtures.resolve() / "arc_easy_3shot")]
     table = [row(name, *lighteval(shots, docs, out, dest)) for name, shots, docs, dest in runs]
     print("| lighteval run | docs | lighteval acc | paired with lm-eval s1 | prompt_hash equal | choices equal | "
-          "prediction agreement | Δacc (lighteval − lm-eval) [95 % CI] | verdict | docs among own few-shot | "
+          "prediction agreement | Δacc (lighteval − lm-eval), pts [95 % CI] | verdict | docs among own few-shot | "
           "wall |")
     print("|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|")
     for r in table:
         print(f"| {r['name']} | {r['n']} | {r['acc']:.4f} | {r['shared']} | {r['prompt']}/{r['shared']} | "
-              f"{r['choices']}/{r['shared']} | {r['pred']}/{r['shared']} | {100 * r['delta']:+.2f} "
-              f"[{100 * r['ci'][0]:+.2f}, {100 * r['ci'][1]:+.2f}] | {r['verdict']} | {r['leaks']} | "
+              f"{r['choices']}/{r['shared']} | {r['pred']}/{r['shared']} | {r['delta']:+.2f} "
+              f"[{r['ci'][0]:+.2f}, {r['ci'][1]:+.2f}] | {r['verdict']} | {r['leaks']} | "
               f"{r['wall']:.0f} s |")
     print("\nfactors that differ (lm-eval s1 vs lighteval): " + "; ".join(
         f"{r['name']}: {', '.join(r['differ'])}" for r in table))
+    if args.replay:
+        replay(out, [next(dest.rglob("results_*.json")) for _, _, _, dest in runs[:2]])
 
+
+def replay(out: Path, results: list[Path]) -> None:
+    """Replay each lighteval run with repaudit; attribute the second minus the first on their shared docs."""
+    from repaudit.audit.attribution import run_attribution
+    from repaudit.audit.executor import LocalExecutor
+    from repaudit.audit.replay import load_replay_source
+
+    cache = out / "repaudit-cache"
+    srcs = [load_replay_source(p, None, "default", cache) for p in results]
+    ex = LocalExecutor()
+    print("\n| lighteval run replayed | docs | predictions equal | prompt_hash equal | max \\|Δ log-likelihood\\| | "
+          "acc lighteval / replay |")
+    print("|---|---:|---:|---:|---:|---|")
+    for p, src in zip(results, srcs):
+        t0 = time.perf_counter()
+        rec = ex.map([src.config])[0]
+        docs = [d for d in rec.docs if d.doc_id in src.docs]
+        same = sum(d.prediction == src.docs[d.doc_id].prediction for d in docs)
+        ph = sum(d.prompt_hash == src.docs[d.doc_id].prompt_hash for d in docs)
+        dll = max(max(abs(x - y) for x, y in zip(d.loglikelihoods, src.docs[d.doc_id].loglikelihoods)) for d in docs)
+        acc_l = sum(src.docs[d.doc_id].metrics["acc"] for d in docs) / len(docs)
+        acc_r = sum(d.metrics["acc"] for d in docs) / len(docs)
+        print(f"| {src.config.num_fewshot}-shot ({p.parent.parent.parent.name}) | {len(docs)} | {same}/{len(docs)} | "
+              f"{ph}/{len(docs)} | {dll:.1e} | {acc_l:.4f} / {acc_r:.4f} ({time.perf_counter() - t0:.0f} s) |")
+    att = run_attribution(srcs[0], srcs[1], ex, n_boot=2000)
+    delta = 100 * (att.recorded_b - att.recorded_a)
+    phis = ", ".join(f"{f} {100 * v:+.2f} [{100 * c[0]:+.2f}, {100 * c[1]:+.2f}]"
+                     for f, v, c in zip(att.factors, att.phi, att.phi_ci))
+    print(f"\nattribution (3-shot − 0-shot, {att.n_docs} shared docs): recorded Δacc {delta:+.2f} pts; {phis}; "
+          f"residual {100 * att.residual:+.2f} pts; fidelity {100 * att.fidelity_a:.1f} % / "
+          f"{100 * att.fidelity_b:.1f} %; {att.wall_s:.0f} s")
 
 if __name__ == "__main__":
     main()

@@ -307,9 +307,8 @@ def _load_hub(task: Task, split: str, revision: str | None) -> tuple[list[dict[s
 
 
 def to_docs(task: Task, rows: list[dict[str, Any]]) -> list[Doc]:
-    """Apply the task's ``process`` and number the docs in file order (lm-eval's ``doc_id``)."""
-    docs = []
-    for i, row in enumerate(rows):
-        processed = task.process(row)
-        docs.append(Doc(doc_id=i, row=processed, cluster=task.cluster(processed)))
-    return docs
+    """Apply the task's ``process`` (``process_rows`` where a task maps the whole split) and number the docs in
+    the resulting order (lm-eval's ``doc_id``)."""
+    split_level = getattr(task, "process_rows", None)
+    processed_rows = split_level(rows) if split_level is not None else [task.process(r) for r in rows]
+    return [Doc(doc_id=i, row=row, cluster=task.cluster(row)) for i, row in enumerate(processed_rows)]

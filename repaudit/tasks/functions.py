@@ -4,7 +4,8 @@ A results file records a YAML ``!function utils.process_docs`` as ``<function pr
 (lm-eval ≤ 0.4.3 and ≥ 0.4.8) or as the function's Python source, ``def process_docs(dataset): …``
 (≈ 0.4.4–0.4.7); only the name is used. repaudit never runs code from a file; it looks the name up in
 this registry, keyed by (field, function name) and the task family the function belongs to (the
-task name's prefix). An unknown function is an error that names it.
+task name's prefix), then — with the ``lmeval`` extra — in the installed lm-eval's own task folder
+(:mod:`repaudit.tasks.lmeval_installed`). An unknown function is an error that names it.
 """
 
 from __future__ import annotations
@@ -87,6 +88,43 @@ def resolve(field: str, value: str, task: str) -> Callable:
     for family in sorted(families, key=len, reverse=True):
         if task == family or task.startswith(family + "_") or task.startswith(family):
             return families[family]
+    from repaudit.tasks.lmeval_installed import Mismatch, installed_function, installed_lmeval
+
+    source = value if isinstance(value, str) and _SOURCE.match(value) else None
+    try:
+        found = installed_function(task, field, name, source)
+    except Mismatch as exc:
+        raise RepauditError(f"configs.{task}.{field}: {exc}") from None
+    if found is not None:
+        fn, origin = found
+        return _split_level(fn, origin) if field == "process_docs" else _labelled(fn, origin)
     shown = value.strip().splitlines()[0][:60]
+    have = installed_lmeval()
+    why = (f"nor does the installed lm-eval {have[1]} define it for this task" if have else
+           "and lm-eval is not installed (pip install 'repaudit[lmeval]' runs lm-eval's own function)")
     raise RepauditError(f"configs.{task}.{field} is the python function '{name}' ({shown}), which "
-                        f"repaudit does not know for this task: it reimplements {'; '.join(known_functions())}")
+                        f"repaudit does not know for this task ({why}): it reimplements "
+                        f"{'; '.join(known_functions())}")
+
+
+def _labelled(fn: Callable, origin: str) -> Callable:
+    def call(*args: Any) -> Any:
+        return fn(*args)
+
+    call.origin = origin  # type: ignore[attr-defined]
+    return call
+
+
+def _split_level(fn: Callable, origin: str) -> Callable:
+    """lm-eval's ``process_docs`` maps a ``datasets.Dataset``: given the split's rows, it returns the processed
+    rows (some functions filter or reorder docs, so it cannot run one doc at a time)."""
+
+    def call(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        import datasets
+
+        out = fn(datasets.Dataset.from_list(list(rows)))
+        return out.to_list() if hasattr(out, "to_list") else list(out)
+
+    call.origin = origin  # type: ignore[attr-defined]
+    call.split_level = True  # type: ignore[attr-defined]
+    return call

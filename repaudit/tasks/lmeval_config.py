@@ -120,6 +120,15 @@ class ConfigTask(Task):
         fn = self.config.get("process_docs")
         return resolve("process_docs", fn, self.name)(row) if fn else row
 
+    def process_rows(self, rows):
+        """The split's rows after ``process_docs``: lm-eval's own function (with the ``lmeval`` extra) maps the
+        whole split; a reimplemented one maps doc by doc."""
+        fn = self.config.get("process_docs")
+        if not fn:
+            return list(rows)
+        impl = resolve("process_docs", fn, self.name)
+        return impl(rows) if getattr(impl, "split_level", False) else [impl(r) for r in rows]
+
     # --- the harness view ---
     def _where(self, key: str) -> str:
         return f"task {self.name}: {key}"
@@ -234,8 +243,8 @@ def task_from_config(name: str, cfg: dict[str, Any], version: float = 1.0) -> Co
         raise RepauditError(f"{where}.fewshot_config.sampler '{fs.get('sampler')}' is not one repaudit implements "
                             "(default, first_n)")
     samples = fs.get("samples")
-    if function_name(samples):
-        resolve("fewshot_config.samples", samples, name)  # none is known: fails naming the function
+    if function_name(samples):  # lm-eval's own list of examples (with the lmeval extra); else fails naming it
+        samples = resolve("fewshot_config.samples", samples, name)()
     if samples is not None and not (isinstance(samples, list) and all(isinstance(s, dict) for s in samples)):
         raise RepauditError(f"{where}.fewshot_config.samples is {str(samples)[:60]!r}: only a recorded list of docs "
                             "can be replayed")
