@@ -79,3 +79,28 @@ def test_process_docs_maps_the_whole_split(lmeval):
         assert texts[task.gold_index(d.row, choices)] == "right"
         orders.add(tuple(texts))
     assert len(orders) > 1  # shuffled per doc
+
+
+def test_a_task_of_lmevals_own_folder_runs_from_the_original_bbh_files(lmeval, tiny_model, shared_data, tmp_path):
+    """``run --task leaderboard_bbh_navigate``: lm-eval's own YAML (3 fixed examples, ``Q: …\\nA:``, acc_norm),
+    its rows from BIG-Bench-Hard's navigate.json under --data-dir; the fingerprint carries the configuration, so
+    the run replays where lm-eval is not installed."""
+    from repaudit.run.runner import RunConfig, run
+
+    rec = run(RunConfig(task="leaderboard_bbh_navigate", model=str(tiny_model), data_dir=shared_data, limit=4,
+                        batch_size=4, cache_dir=tmp_path))
+    fp = rec.fingerprint
+    assert fp.task_config is not None and fp.task_config["dataset_name"] == "navigate"
+    assert (fp.fewshot.num_fewshot, fp.fewshot.sampler, fp.data.n_docs_split) == (3, "first_n", 250)
+    assert [m.name for m in rec.metrics if m.variant == "char_length"] == ["acc_norm"]
+    assert len(rec.docs) == 4 and all(d.choices == ["Yes", "No"] for d in rec.docs)
+
+
+def test_the_leaderboard_protocol_runs_its_tasks_under_their_own_names(lmeval):
+    from repaudit.run.protocol import apply_protocol, load_protocol
+
+    proto, _ = load_protocol("open_llm_leaderboard_v2")
+    fields, rec = apply_protocol(proto, "leaderboard_bbh_navigate", {})
+    assert fields["task"] == "leaderboard_bbh_navigate" and fields["num_fewshot"] == 3
+    with pytest.raises(RepauditError, match="leaderboard_ifeval"):
+        apply_protocol(proto, "leaderboard_ifeval", {})

@@ -56,8 +56,10 @@ class Setting(_Strict):
 
 class TaskProtocol(_Strict):
     """A task's fixed factors. ``repaudit_task`` ``None`` (written ``null``) means repaudit has no
-    such task; unset means the key is repaudit's task name. ``aliases`` are glob patterns of the
-    task names other harness versions use (``hendrycksTest-*``)."""
+    such task; unset means the key is repaudit's task name; ``__task__`` means the task asked for
+    (the key or one of its aliases) is run under its own name, as the installed lm-eval defines it
+    (the ``lmeval`` extra: ``leaderboard_bbh_navigate`` for the key ``leaderboard_bbh``). ``aliases`` are
+    glob patterns of the task names other harness versions use (``hendrycksTest-*``)."""
 
     repaudit_task: str | None = "__key__"
     aliases: list[str] = []
@@ -214,6 +216,8 @@ def apply_protocol(proto: Protocol, task: str, explicit: dict[str, Any]) -> tupl
     target = proto.tasks[key].repaudit_task
     if target is None:
         raise RepauditError(f"protocol {proto.name} needs task '{key}', which repaudit does not have")
+    if target == "__task__":
+        target = task
     fields: dict[str, Any] = {"task": target}
     rec = ProtocolRecord(name=proto.name, sha256=proto.sha256())
     known = _factors()

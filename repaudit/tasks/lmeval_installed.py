@@ -175,3 +175,16 @@ def installed_function(task: str, field: str, name: str, source: str | None = No
             raise Mismatch(f"{task}.{field} '{name}' recorded in the file differs from the installed lm-eval "
                            f"{version}'s: the task changed between the lm-eval that ran and the one installed")
     return fn, f"lm-eval {version} tasks/{file.relative_to(tasks_dir)}:{attr}"
+
+
+def installed_task_config(task: str) -> dict[str, Any] | None:
+    """The configuration of ``task`` as the installed lm-eval's own YAML defines it (includes merged, functions
+    as ``<function module.name>``, read with the safe loader of :mod:`repaudit.importers.lmeval_tasks`), or
+    ``None`` where lm-eval is not installed or has no such task."""
+    path = _task_index().get(task)
+    if path is None:
+        return None
+    from repaudit.importers.lmeval_tasks import read_task_yaml
+
+    cfg = read_task_yaml(path)
+    return cfg if cfg.get("task") == task else None
