@@ -90,9 +90,17 @@ def attribution_configs(src_a, src_b, factors: list[str], subs: list[frozenset[i
         RepauditError: a hybrid this machine cannot run (the first bad setting).
     """
     from repaudit.audit.replay import hybrid
+    from repaudit.errors import RepauditError
     from repaudit.run.runner import check_config
 
     configs = {s: hybrid(src_a.config, src_b.config, factors, s) for s in subs}
+    ids_a, ids_b = src_a.config.doc_ids, src_b.config.doc_ids
+    if ids_a != ids_b and (ids_a is not None or ids_b is not None):
+        # runs of different doc lists (lighteval's --max-samples): every hybrid on the docs both evaluated
+        shared = sorted(set(ids_a if ids_a is not None else ids_b) & set(ids_b if ids_b is not None else ids_a))
+        if not shared:
+            raise RepauditError("the runs evaluated no doc in common: nothing to attribute")
+        configs = {s: c.model_copy(update={"doc_ids": shared}) for s, c in configs.items()}
     for cfg in configs.values():
         check_config(cfg)
     return configs

@@ -205,6 +205,7 @@ def config_from_lighteval(task: str, factors: dict[str, dict[str, Any]], path: P
         raise RepauditError(f"'{path}' is a {n_shot}-shot lighteval run without its details: the examples each doc "
                             "got are known only from them (lighteval's own few-shot draws are not reimplemented)")
     limit = factors.get("data", {}).get("limit")
+    split = str(need("data", "split"))
     if docs:
         doc_ids = sorted(docs)
     elif limit is None:
@@ -213,11 +214,9 @@ def config_from_lighteval(task: str, factors: dict[str, dict[str, Any]], path: P
         from repaudit.run.runner import get_task
         from repaudit.tasks.data import data_root, load_rows
 
-        split = str(need("data", "split"))
         t = get_task(ours, None)
         rows, _ = load_rows(t, split, data_root(t, data_dir))
         doc_ids = lighteval_doc_ids(len(rows), int(limit))
-    split = str(need("data", "split"))
     dtype = str(need("dtype", "dtype")).removeprefix("torch.")
     backend = str(need("backend", "name"))
     if backend not in ("hf", "vllm"):
