@@ -179,6 +179,26 @@ def test_replay_config_of_a_lighteval_run(tmp_path):
     assert cfg.fewshot_from is not None and (cfg.dtype, cfg.batch_size, cfg.chat_template) == ("float32", 8, False)
 
 
+def test_runs_of_different_doc_lists_are_attributed_on_their_shared_docs(tmp_path):
+    """The 0-shot fixture (40 docs) and the 3-shot one (100 docs) are both lighteval's --max-samples choice, so the
+    40 are among the 100: every hybrid evaluates exactly those 40."""
+    import dataclasses
+
+    from repaudit.audit.attribution import attribution_configs
+    from repaudit.audit.replay import load_replay_source
+
+    a = load_replay_source(ZERO, None, model="default", cache_dir=tmp_path)
+    b = load_replay_source(THREE, None, model="default", cache_dir=tmp_path)
+    assert set(a.docs) < set(b.docs)
+    subs = [frozenset(), frozenset({0})]
+    configs = attribution_configs(a, b, ["num_fewshot"], subs)
+    assert [c.doc_ids for c in configs.values()] == [sorted(a.docs)] * 2
+    assert [c.num_fewshot for c in configs.values()] == [0, 3]
+    far = dataclasses.replace(b, config=b.config.model_copy(update={"doc_ids": [10**6]}))
+    with pytest.raises(RepauditError, match="no doc in common"):
+        attribution_configs(a, far, ["num_fewshot"], subs)
+
+
 def test_lighteval_replay_agrees_with_the_recorded_docs(default_model_available, tmp_path):
     """20 docs of the 0-shot run and 8 of the 3-shot run (each doc's own three examples, doc 12 among
     its own) replayed with the default model: the same prompts (sha256 of lighteval's plain-text prompt), the

@@ -86,8 +86,13 @@ def _agreement(recorded: dict[int, Any], rec) -> float:
 def attribution_configs(src_a, src_b, factors: list[str], subs: list[frozenset[int]]) -> dict:
     """The hybrid RunConfig of every subset, each checked before the first one runs.
 
+    Where the two runs evaluated different doc lists (lighteval's ``--max-samples``, an lm-eval
+    ``--limit``), every hybrid evaluates the docs both runs evaluated (sorted ids), so that each
+    Shapley value and the recorded Δ are on the same docs.
+
     Raises:
-        RepauditError: a hybrid this machine cannot run (the first bad setting).
+        RepauditError: a hybrid this machine cannot run (the first bad setting), or runs with no
+            doc in common.
     """
     from repaudit.audit.replay import hybrid
     from repaudit.errors import RepauditError
