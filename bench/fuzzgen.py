@@ -411,7 +411,7 @@ EVAL_CATEGORIES = ["zip_truncate", "zip_byte_flip", "zip_member_json", "zip_decl
 
 
 def _zip_members(path: Path) -> list[tuple[str, bytes]]:
-    from repaudit.boundary import ZipArchive
+    from repaudit.ziparchive import ZipArchive
 
     with ZipArchive(path) as z:
         return [(name, z.read(name)) for name in z.names()]

@@ -177,6 +177,7 @@ def test_replay_config_of_a_lighteval_run(tmp_path):
         ("arc_easy", "validation", 3, "validation", "lmeval")
     assert cfg.doc_ids == sorted(src.docs) and len(cfg.doc_ids) == 100
     assert cfg.fewshot_from is not None and (cfg.dtype, cfg.batch_size, cfg.chat_template) == ("float32", 8, False)
+    assert sorted(cfg.fewshot_by_doc) == cfg.doc_ids and all(len(v) == 3 for v in cfg.fewshot_by_doc.values())
 
 
 def test_runs_of_different_doc_lists_are_attributed_on_their_shared_docs(tmp_path):

@@ -204,6 +204,9 @@ def config_from_lighteval(task: str, factors: dict[str, dict[str, Any]], path: P
     if n_shot and not docs:
         raise RepauditError(f"'{path}' is a {n_shot}-shot lighteval run without its details: the examples each doc "
                             "got are known only from them (lighteval's own few-shot draws are not reimplemented)")
+    if n_shot and any(d.fewshot_ids is None for d in docs.values()):
+        raise RepauditError(f"'{path}' is a {n_shot}-shot lighteval run whose details do not list every doc's "
+                            "few-shot examples")
     limit = factors.get("data", {}).get("limit")
     split = str(need("data", "split"))
     if docs:
@@ -228,7 +231,9 @@ def config_from_lighteval(task: str, factors: dict[str, dict[str, Any]], path: P
                      batch_size=int(batch_size), device="cpu", backend=backend,
                      fewshot_split=str(few.get("split")) if n_shot and few.get("split") not in (None, UNKNOWN)
                      else None,
-                     fewshot_from=Path(path) if n_shot and docs else None)
+                     fewshot_from=Path(path) if n_shot and docs else None,
+                     fewshot_by_doc={i: list(d.fewshot_ids) for i, d in docs.items()} if n_shot and docs
+                     else None)
 
 
 def load_replay_source(path: Path, data_dir: Path | None, model: str | None = None,
@@ -307,8 +312,8 @@ def hybrid(cfg_a: RunConfig, cfg_b: RunConfig, factors: list[str], subset: froze
             update[f] = getattr(cfg_b, f)
     # examples recorded per doc (a lighteval run's details) go with B's n-shot: without them a hybrid with B's
     # n-shot would draw other examples than B's
-    if "num_fewshot" in update and cfg_b.fewshot_from is not None:
-        update["fewshot_from"] = cfg_b.fewshot_from
-    elif "num_fewshot" in update and cfg_a.fewshot_from is not None:
-        update["fewshot_from"] = None
+    if "num_fewshot" in update and (cfg_b.fewshot_from is not None or cfg_b.fewshot_by_doc is not None):
+        update.update(fewshot_from=cfg_b.fewshot_from, fewshot_by_doc=cfg_b.fewshot_by_doc)
+    elif "num_fewshot" in update and (cfg_a.fewshot_from is not None or cfg_a.fewshot_by_doc is not None):
+        update.update(fewshot_from=None, fewshot_by_doc=None)
     return cfg_a.model_copy(update=update)

@@ -104,7 +104,8 @@ def base_docs(base: RunConfig) -> tuple[Any, list]:
     from repaudit.run.runner import get_task
 
     task = get_task(base.task, base.task_config)
-    cfg = base.model_copy(update={"num_fewshot": 0, "fewshot_ids": None, "fewshot_from": None})
+    cfg = base.model_copy(update={"num_fewshot": 0, "fewshot_ids": None, "fewshot_from": None,
+                                  "fewshot_by_doc": None})
     return task, load_docs(task, cfg, Console(quiet=True)).docs
 
 

@@ -215,7 +215,8 @@ def variance_grid(base: RunConfig, formats: list[str], fewshot_seeds: int, order
         raise RepauditError("--formats is empty: give at least one prompt format")
     task = check_config(base)
     nshot = base.num_fewshot if base.num_fewshot is not None else task.default_num_fewshot
-    if nshot == 0 or base.fewshot_ids is not None or base.fewshot_from is not None:
+    if (nshot == 0 or base.fewshot_ids is not None or base.fewshot_from is not None
+            or base.fewshot_by_doc is not None):
         raise RepauditError("variance varies the few-shot draw: give an n-shot base (--num-fewshot N > 0) without "
                             "fixed few-shot ids")
     out = []

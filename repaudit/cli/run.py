@@ -79,6 +79,8 @@ def run_command(
     from repaudit.tasks.fewshot import parse_fewshot_ids
 
     with user_errors():
+        from repaudit.importers.fewshot import fewshot_ids_from
+
         recorded = None
         if task_config is not None:
             from repaudit.importers.lmeval_tasks import load_task_config
@@ -88,7 +90,8 @@ def run_command(
                         trust_remote_code=trust_remote_code, data_dir=data_dir, device=device, cache_dir=cache_dir,
                         doc_ids=parse_fewshot_ids(doc_ids, "--doc-ids") if doc_ids else None,
                         fewshot_ids=parse_fewshot_ids(fewshot_ids) if fewshot_ids else None,
-                        fewshot_from=fewshot_from, use_batch_cache=not no_cache, **factor_settings(factors))
+                        fewshot_from=fewshot_from, fewshot_by_doc=fewshot_ids_from(fewshot_from) if fewshot_from
+                        else None, use_batch_cache=not no_cache, **factor_settings(factors))
         if protocol is not None:
             settings.update(_protocol_settings(ctx, protocol, settings))
         cfg = RunConfig(**settings)

@@ -1,8 +1,7 @@
 """Task configurations from lm-eval files: a task YAML, or ``configs.<task>`` of a results file.
 
-YAML is read with PyYAML's safe loader plus lm-eval's two extensions: ``!function module.name``
-(kept as the string ``<function module.name>``; repaudit never imports code named by a file) and
-``include: other.yaml`` (relative to the including file; the including file's keys win).
+YAML is read by :func:`repaudit.tasks.lmeval_yaml.read_task_yaml` (safe loader, ``!function`` kept as a
+string, ``include:`` followed).
 """
 
 from __future__ import annotations
@@ -10,54 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from repaudit.boundary import LIMITS, InputError, check_values, decode, read_bytes, read_json
+from repaudit.boundary import InputError, read_json
 from repaudit.errors import RepauditError
 from repaudit.importers.lmeval_factors import clean
+from repaudit.tasks.lmeval_yaml import read_task_yaml
 
-#: includes followed at most this deep (a cycle is an error, not a hang)
-MAX_INCLUDES = 8
-
-
-class _Loader(yaml.SafeLoader):
-    """Safe YAML plus lm-eval's ``!function`` tag."""
-
-
-def _function(loader: _Loader, node: yaml.Node) -> str:
-    return f"<function {loader.construct_scalar(node)}>"
-
-
-_Loader.add_constructor("!function", _function)
-
-
-def read_task_yaml(path: Path, depth: int = 0) -> dict[str, Any]:
-    """One lm-eval task YAML with its includes merged.
-
-    Raises:
-        InputError: unreadable, not YAML, not a mapping, over a limit, or an include cycle.
-    """
-    path = Path(path)
-    if depth > MAX_INCLUDES:
-        raise InputError(path, None, f"includes are nested more than {MAX_INCLUDES} deep (a cycle?)")
-    text = decode(read_bytes(path, LIMITS, "task YAML"), path)
-    try:
-        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark else ""
-        raise InputError(path, None, f"is not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
-    if not isinstance(data, dict):
-        raise InputError(path, None, "is not an lm-eval task YAML (expected a mapping of keys)")
-    check_values(data, path)
-    include = data.pop("include", None)
-    if include is None:
-        return data
-    merged: dict[str, Any] = {}
-    for inc in [include] if isinstance(include, str) else list(include):
-        merged.update(read_task_yaml(path.parent / str(inc), depth + 1))
-    merged.update(data)
-    return merged
+__all__ = ["configs_recorded", "load_task_config", "read_task_yaml"]
 
 
 def load_task_config(path: Path, task: str | None) -> tuple[str, dict[str, Any]]:

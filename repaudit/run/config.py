@@ -56,6 +56,10 @@ class RunConfig(BaseModel):
     """Explicit example doc ids, in order, for every doc; None = the sampler's."""
     fewshot_from: Path | None = None
     """A run file whose per-doc example ids are reused."""
+    fewshot_by_doc: dict[int, list[int]] | None = None
+    """Every doc's example ids, in order, as ``fewshot_from`` records them (a lighteval run's details), resolved by
+    the caller (:func:`repaudit.importers.fewshot.fewshot_ids_from`); None = read ``fewshot_from`` (a repaudit run
+    file) or draw."""
     fewshot_order_seed: int | None = None
     """Seed of a per-doc permutation of the selected examples; None = the sampler's order."""
     prompt_format: str = "lmeval"

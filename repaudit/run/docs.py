@@ -9,7 +9,6 @@ because lm-eval's sampler RNG runs over docs in order.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from rich.console import Console
 
@@ -81,32 +80,12 @@ def _fewshot_pool(task: Task, cfg: RunConfig, root: DataRoot, split: str, eval_d
     return to_docs(task, rows), wanted
 
 
-def fewshot_ids_from(path: Path) -> dict[int, list[int]]:
-    """Every doc's few-shot example ids (in order) as a run recorded them: a repaudit run file, or a lighteval
-    results file whose details list each doc's examples (their ids are rows of the few-shot split).
-
-    Raises:
-        RepauditError: a file that records no per-doc examples, or holds several tasks.
-    """
-    from repaudit.boundary import read_json
-    from repaudit.importers.detect import load_run, sniff
-
-    path = Path(path)
-    if path.is_file() and path.suffix == ".json" and sniff(read_json(path)) == "repaudit.run":
-        return {d.doc_id: list(d.fewshot_ids) for d in read_record(path).docs}
-    run = load_run(path)
-    if len(run.tasks) != 1:
-        raise RepauditError(f"--fewshot-from '{path}' holds {len(run.tasks)} tasks: give a run of one task")
-    (t,) = run.tasks.values()
-    if not t.docs or any(d.fewshot_ids is None for d in t.docs.values()):
-        raise RepauditError(f"--fewshot-from '{path}' records no per-doc few-shot examples")
-    return {i: list(d.fewshot_ids) for i, d in t.docs.items()}
-
-
 def _select(task: Task, cfg: RunConfig, n: int, eval_docs: list[Doc], pool: list[Doc], same_split: bool
             ) -> tuple[dict[int, list[int]], str]:
-    if cfg.fewshot_from is not None:
-        recorded = fewshot_ids_from(cfg.fewshot_from)
+    if cfg.fewshot_by_doc is not None or cfg.fewshot_from is not None:
+        # another harness's examples arrive resolved (fewshot_by_doc); a repaudit run file is read here
+        recorded = cfg.fewshot_by_doc if cfg.fewshot_by_doc is not None else {
+            d.doc_id: list(d.fewshot_ids) for d in read_record(cfg.fewshot_from).docs}
         bad = sorted({i for ids in recorded.values() for i in ids if i >= len(pool)})
         if bad:
             raise RepauditError(f"--fewshot-from '{cfg.fewshot_from}' names few-shot ids {bad[:5]} beyond the "
@@ -137,7 +116,7 @@ def load_docs(task: Task, cfg: RunConfig, err: Console) -> DocSet:
     all_docs = to_docs(task, rows)
     n_shot = len(cfg.fewshot_ids) if cfg.fewshot_ids is not None else (
         cfg.num_fewshot if cfg.num_fewshot is not None else task.default_num_fewshot)
-    if n_shot or cfg.fewshot_from:
+    if n_shot or cfg.fewshot_from or cfg.fewshot_by_doc is not None:
         pool, pool_split = _fewshot_pool(task, cfg, root, split, all_docs)
     else:
         pool, pool_split = [], None

@@ -333,7 +333,8 @@ FACTORS: tuple[Factor, ...] = (
 BY_NAME: dict[str, Factor] = {f.name: f for f in FACTORS}
 #: RunConfig fields that are not factors: what is evaluated, where things are read and written
 NON_FACTOR_FIELDS = ("task", "model", "revision", "trust_remote_code", "data_dir", "doc_ids",
-                     "fewshot_ids", "fewshot_from", "device", "cache_dir", "use_batch_cache", "protocol")
+                     "fewshot_ids", "fewshot_from", "fewshot_by_doc", "device", "cache_dir", "use_batch_cache",
+                     "protocol")
 
 
 def get(name: str) -> Factor:

@@ -179,12 +179,12 @@ def installed_function(task: str, field: str, name: str, source: str | None = No
 
 def installed_task_config(task: str) -> dict[str, Any] | None:
     """The configuration of ``task`` as the installed lm-eval's own YAML defines it (includes merged, functions
-    as ``<function module.name>``, read with the safe loader of :mod:`repaudit.importers.lmeval_tasks`), or
+    as ``<function module.name>``, read with the safe loader of :mod:`repaudit.tasks.lmeval_yaml`), or
     ``None`` where lm-eval is not installed or has no such task."""
     path = _task_index().get(task)
     if path is None:
         return None
-    from repaudit.importers.lmeval_tasks import read_task_yaml
+    from repaudit.tasks.lmeval_yaml import read_task_yaml
 
     cfg = read_task_yaml(path)
     return cfg if cfg.get("task") == task else None

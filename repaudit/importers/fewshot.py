@@ -1,0 +1,34 @@
+"""Every doc's few-shot example ids as a run recorded them (``--fewshot-from``), from any file repaudit reads.
+
+The result goes into :attr:`repaudit.run.config.RunConfig.fewshot_by_doc`, so that the run stage never reads
+another harness's files itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from repaudit.errors import RepauditError
+
+
+def fewshot_ids_from(path: Path) -> dict[int, list[int]]:
+    """Every doc's few-shot example ids (in order) as a run recorded them: a repaudit run file, or a lighteval
+    results file whose details list each doc's examples (their ids are rows of the few-shot split).
+
+    Raises:
+        RepauditError: a file that records no per-doc examples, or holds several tasks.
+    """
+    from repaudit.boundary import read_json
+    from repaudit.importers.detect import load_run, sniff
+    from repaudit.run.records import read_record
+
+    path = Path(path)
+    if path.is_file() and path.suffix == ".json" and sniff(read_json(path)) == "repaudit.run":
+        return {d.doc_id: list(d.fewshot_ids) for d in read_record(path).docs}
+    run = load_run(path)
+    if len(run.tasks) != 1:
+        raise RepauditError(f"--fewshot-from '{path}' holds {len(run.tasks)} tasks: give a run of one task")
+    (t,) = run.tasks.values()
+    if not t.docs or any(d.fewshot_ids is None for d in t.docs.values()):
+        raise RepauditError(f"--fewshot-from '{path}' records no per-doc few-shot examples")
+    return {i: list(d.fewshot_ids) for i, d in t.docs.items()}
