@@ -16,16 +16,21 @@ from repaudit.tasks.lmeval_config import task_from_config
 from repaudit.tasks.lmeval_installed import installed_lmeval
 
 PUBLIC = Path(__file__).resolve().parents[2] / "shared" / "lmeval_public"
-#: configurations built only with lm-eval's own functions (110 build without lm-eval)
+#: configurations built only with lm-eval's own functions (106 build without lm-eval)
 FROM_LMEVAL = {"mnli", "mnli_mismatch", "leaderboard_gpqa_diamond", "leaderboard_gpqa_extended",
                "leaderboard_gpqa_main", "leaderboard_mmlu_pro", "leaderboard_musr_murder_mysteries",
                "leaderboard_musr_object_placements", "leaderboard_musr_team_allocation", "truthfulqa_gen"}
 #: tasks of forks and private suites: lm-eval 0.4.13 has no such task
 NOT_IN_LMEVAL = {"halftruthdetection", "leaderboard_arabic_copa_light", "negotiationtom_belief",
                  "negotiationtom_desire", "negotiationtom_intention", "polymer_tg_prediction"}
-#: lm-eval changed MATH's process_docs after the version that ran (Level 5 filter, no answer normalisation)
+#: lm-eval changed MATH's process_docs after the version that ran (Level 5 filter, no answer normalisation), and the
+#: process_results of TruthfulQA MC2 (split at the first false label → a mask of true labels) and EQ-Bench
 CHANGED = {f"leaderboard_math_{s}_hard" for s in ("algebra", "counting_and_prob", "geometry", "intermediate_algebra",
-                                                    "num_theory", "prealgebra", "precalculus")}
+                                                    "num_theory", "prealgebra", "precalculus")} | {
+    "truthfulqa_mc2", "eqbench_ca", "eqbench_es"}
+#: lm-eval's own module for the task cannot be imported here: coqa's imports transformers.data.metrics (gone from
+#: transformers 5), IFEval's langdetect (not in lm-eval's hf and math extras)
+UNIMPORTABLE = {"coqa", "leaderboard_ifeval"}
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +45,7 @@ def lmeval():
 
 def test_public_configs_build_with_lmevals_own_functions(lmeval):
     """Of the 134 configurations in ../shared/lmeval_public, every one whose functions the installed lm-eval
-    0.4.13 defines unchanged builds (120); the rest are refused, each for its reason."""
+    0.4.13 defines unchanged builds (116); the rest are refused, each for its reason."""
     built, refused = set(), {}
     for path in sorted(PUBLIC.glob("*.json")):
         for task in (json.loads(path.read_text()).get("configs") or {}):
@@ -50,13 +55,14 @@ def test_public_configs_build_with_lmevals_own_functions(lmeval):
             except RepauditError as exc:
                 refused[task] = str(exc)
     assert len(built) + len(refused) == 134
-    assert built >= FROM_LMEVAL and len(built) == 120, sorted(set(refused) - NOT_IN_LMEVAL - CHANGED)
+    assert built >= FROM_LMEVAL and len(built) == 116, sorted(set(refused) - NOT_IN_LMEVAL - CHANGED)
     for task in NOT_IN_LMEVAL:
         assert f"nor does the installed lm-eval {lmeval[1]} define it" in refused[task]
     for task in CHANGED:
         assert "differs from the installed lm-eval" in refused[task] and "task changed" in refused[task]
     assert "tasks/coqa/utils.py cannot be imported here" in refused["coqa"]
-    assert set(refused) == NOT_IN_LMEVAL | CHANGED | {"coqa"}
+    assert "leaderboard/ifeval/utils.py cannot be imported here" in refused["leaderboard_ifeval"]
+    assert set(refused) == NOT_IN_LMEVAL | CHANGED | UNIMPORTABLE
 
 
 def test_process_docs_maps_the_whole_split(lmeval):
@@ -104,3 +110,48 @@ def test_the_leaderboard_protocol_runs_its_tasks_under_their_own_names(lmeval):
     assert fields["task"] == "leaderboard_bbh_navigate" and fields["num_fewshot"] == 3
     with pytest.raises(RepauditError, match="leaderboard_ifeval"):
         apply_protocol(proto, "leaderboard_ifeval", {})
+
+
+def test_process_results_metrics_are_lmevals_own(lmeval, tiny_model, shared_data, tmp_path):
+    """truthfulqa_mc2's ``acc`` is lm-eval's ``process_results_mc2``: per doc, the probability mass the choices put on
+    the true answers (normalised over the choices), recomputed here from the recorded log-likelihoods and the labels;
+    never the argmax accuracy a multiple-choice task would give."""
+    import math
+
+    from repaudit.run.runner import RunConfig, run
+    from repaudit.tasks.lmeval_installed import installed_task_config
+
+    rows = json.loads((shared_data / "truthfulqa" / "v1" / "mc_task.json").read_text())[:4]
+    with open(tmp_path / "mc.jsonl", "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps({"question": r["question"], **{k: {"choices": list(r[k]), "labels": list(r[k].values())}
+                                                              for k in ("mc1_targets", "mc2_targets")}}) + "\n")
+    cfg = installed_task_config("truthfulqa_mc2")
+    assert cfg is not None and "process_results_mc2" in cfg["process_results"]
+    cfg.update(dataset_path="json", dataset_name=None,
+               dataset_kwargs={"data_files": {"validation": str(tmp_path / "mc.jsonl")}})
+    rec = run(RunConfig(task="truthfulqa_mc2", task_config=cfg, model=str(tiny_model), batch_size=4,
+                        cache_dir=tmp_path))
+    assert len(rec.docs) == 4
+    for d, r in zip(rec.docs, rows):
+        p = [math.exp(x) for x in d.loglikelihoods]
+        labels = list(r["mc2_targets"].values())
+        assert d.metrics["acc"] == pytest.approx(sum(q for q, y in zip(p, labels) if y) / sum(p), abs=1e-9)
+    values = [d.metrics["acc"] for d in rec.docs]
+    assert any(0 < v < 1 for v in values) and values != [float(d.prediction == d.gold) for d in rec.docs]
+    acc = next(m for m in rec.metrics if m.name == "acc")
+    assert acc.variant == "none" and acc.value == pytest.approx(sum(d.metrics["acc"] for d in rec.docs) / 4)
+
+
+def test_process_results_lists_are_not_recorded_as_numbers(lmeval):
+    """IFEval's instruction-level metrics are lists per doc, aggregated by lm-eval's own function: not recorded;
+    its module imports langdetect, so where that is missing the task is refused in one line naming the file."""
+    path = next(p for p in sorted(PUBLIC.glob("*.json"))
+                if "leaderboard_ifeval" in (json.loads(p.read_text()).get("configs") or {}))
+    try:
+        task = task_from_config(*load_task_config(path, "leaderboard_ifeval"))
+    except RepauditError as exc:
+        assert "cannot be imported here" in str(exc)
+    else:
+        assert task.metrics == ("prompt_level_strict_acc", "prompt_level_loose_acc")
+        assert set(task.unsupported) == {"inst_level_strict_acc", "inst_level_loose_acc"}

@@ -92,6 +92,18 @@ def test_other_formats_change_prompt_and_template_hash(tiny_model, shared_data, 
         assert b.docs[0].choices[:2] == ["A", "B"]
 
 
+def test_system_prompt_without_a_chat_template_is_lmevals(tiny_model, shared_data, lmeval_runs, tmp_path):
+    """lm-eval 0.4.13 without a chat template: the system instruction and the task's description joined by
+    maybe_delimit, then the prompt with no delimiter (ARC-Easy has no description, so "Be brief.Question: …"), as an
+    lm-eval run with --system_instruction shows (bench/lmeval_mc2_runs.py). The contexts are lm-eval's own (s1)."""
+    from repaudit.hashing import sha256_text
+
+    rec = run(_cfg(tiny_model, shared_data, tmp_path, limit=2, system_prompt="Be brief."))
+    contexts = {s["doc_id"]: s["arguments"]["gen_args_0"]["arg_0"]
+                for s in map(json.loads, next((lmeval_runs / "s1").rglob("samples_*.jsonl")).open())}
+    assert [d.prompt_hash for d in rec.docs] == [sha256_text("Be brief." + contexts[d.doc_id]) for d in rec.docs]
+
+
 def test_chat_template_is_applied_and_recorded(tiny_model, shared_data, tmp_path):
     rec = run(_cfg(tiny_model, shared_data, tmp_path, limit=2, chat_template=True, system_prompt="Be brief."))
     assert rec.fingerprint.prompt.chat_template and rec.fingerprint.prompt.chat_template_sha256

@@ -186,7 +186,10 @@ def render_requests(task: Task, cfg: RunConfig, docset: DocSet, backend,
                                                or None, turns)
     elif cfg.system_prompt:
         def chat(description: str, turns: list[tuple[str, str]], user: str) -> str:
-            return cfg.system_prompt + "\n\n" + description + user  # lm-eval's system prompt without a chat template
+            # lm-eval 0.4.13 without a chat template: the system message is the system prompt and the description
+            # joined by maybe_delimit, then the examples and the doc with no delimiter at all (checked against an
+            # lm-eval run with --system_instruction: bench/lmeval_mc2_runs.py)
+            return _delimit(cfg.system_prompt, description, task.fewshot_delimiter) + user
     else:
         chat = None
     pool_by_id = {d.doc_id: d for d in docset.pool}

@@ -5,6 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import numpy as np
+
+from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json, sha256_text
 from repaudit.run.metrics import argmax_first, multiple_choice_metrics
 from repaudit.run.records import DocResult
@@ -30,7 +33,10 @@ def pipelines(task: Task):
 def metric_variants(task: Task, acc_norm: str = "char_length") -> dict[str, str]:
     """Per-doc metric key -> the variant recorded with its aggregate (acc_norm's: its normalisation)."""
     if task.output_type is OutputType.generate_until:
-        return {f"exact_match,{p.name}": p.name for p in pipelines(task)}
+        names = task.metrics if task.results_function() else ("exact_match",)
+        return {f"{m},{p.name}": p.name for m in names for p in pipelines(task)}
+    if task.results_function():
+        return {m: "none" for m in task.metrics}  # lm-eval's key "<metric>,none": no filter on log-likelihoods
     if task.output_type is OutputType.loglikelihood:
         return {"acc": "is_greedy"}
     return {m: acc_norm if m == "acc_norm" else MC_VARIANTS[m] for m in task.metrics}
@@ -42,6 +48,30 @@ def em_options(task: Task, ignore_case: bool | None = None, ignore_punctuation: 
     given = dict(ignore_case=ignore_case, ignore_punctuation=ignore_punctuation,
                  regexes_to_ignore=None if regexes_to_ignore is None else tuple(regexes_to_ignore))
     return dataclasses.replace(task.em_options, **{k: v for k, v in given.items() if v is not None})
+
+
+def _lmeval_metrics(task: Task, fn, rd: RenderedDoc, results: list) -> dict[str, float]:
+    """``task.metrics`` of one doc from lm-eval's ``process_results(doc, results)``, each one number.
+
+    Raises:
+        RepauditError: the function fails on this doc, or a metric it does not return or returns as other than
+            one number (a list: lm-eval aggregates those otherwise).
+    """
+    try:
+        out = fn(rd.doc.row, results)
+    except Exception as exc:  # lm-eval's code on this doc: its failure is the user's answer, not a traceback
+        raise RepauditError(f"{task.name}: lm-eval's process_results failed on doc {rd.doc.doc_id}: "
+                            f"{type(exc).__name__}: {str(exc)[:200]}") from None
+    metrics = {}
+    for m in task.metrics:
+        v = out.get(m) if isinstance(out, dict) else None
+        # lm-eval's functions return Python or numpy scalars (MC2's np.float64, IFEval's bools)
+        if isinstance(v, (bool, int, float, np.bool_, np.integer, np.floating)):
+            metrics[m] = float(v)
+            continue
+        raise RepauditError(f"{task.name}: lm-eval's process_results gave {m!r} = {str(v)[:40]!r} for doc "
+                            f"{rd.doc.doc_id}, not one number per doc (repaudit records one number per doc and metric)")
+    return metrics
 
 
 def doc_result(task: Task, rd: RenderedDoc, answers: list, acc_norm: str = "char_length",
@@ -65,8 +95,13 @@ def doc_result(task: Task, rd: RenderedDoc, answers: list, acc_norm: str = "char
         text = gen.text
         extracted = {p.name: p.apply(text) for p in pipelines(task)}
         opts = options or task.em_options
-        metrics = {f"exact_match,{name}": match_answer(a, rd.target, opts, answer_match)
-                   for name, a in extracted.items()}
+        fn = task.results_function()
+        if fn is not None:
+            metrics = {f"{m},{name}": v for name, a in extracted.items()
+                       for m, v in _lmeval_metrics(task, fn, rd, [a]).items()}
+        else:
+            metrics = {f"exact_match,{name}": match_answer(a, rd.target, opts, answer_match)
+                       for name, a in extracted.items()}
         return DocResult(**base, target=rd.target, target_hash=sha256_text(rd.target), gold=None,
                          loglikelihoods=[], is_greedy=[], continuation_tokens=[],
                          prediction=next(iter(extracted.values())), metrics=metrics, generation=text,
@@ -76,9 +111,13 @@ def doc_result(task: Task, rd: RenderedDoc, answers: list, acc_norm: str = "char
     uncond = [a.logprob for a in answers[len(rd.requests):]] or None
     lls = [a.logprob for a in results]
     greedy = [a.is_greedy for a in results]
-    if task.output_type is OutputType.loglikelihood:
+    fn = task.results_function()
+    if fn is not None:
+        metrics = _lmeval_metrics(task, fn, rd, list(zip(lls, greedy)))
+        prediction: int | str = argmax_first(lls) if task.output_type is OutputType.multiple_choice else int(greedy[0])
+    elif task.output_type is OutputType.loglikelihood:
         metrics = {"acc": float(greedy[0])}
-        prediction: int | str = int(greedy[0])
+        prediction = int(greedy[0])
     else:
         all_metrics = multiple_choice_metrics(lls, rd.choices, rd.gold, greedy, acc_norm,
                                               [a.n_tokens for a in results], uncond)

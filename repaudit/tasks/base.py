@@ -142,6 +142,11 @@ class Task:
     def check_runnable(self) -> None:
         """Raise RepauditError when this task cannot be evaluated here (built-in tasks always can)."""
 
+    def results_function(self):
+        """lm-eval's ``process_results`` of this task: ``(doc, results) -> {metric: value}``, or ``None``
+        where repaudit computes the metrics itself (every built-in task)."""
+        return None
+
     # --- generic multiple-choice view ---
     def mc_view(self, row: dict[str, Any]) -> MCView:
         raise NotImplementedError

@@ -78,6 +78,12 @@ def render_template(template: str, doc: dict[str, Any], where: str) -> str:
                             f"{str(exc)[:120]})") from None
 
 
+@lru_cache(maxsize=64)
+def _resolved(field_name: str, value: str, task: str):
+    # once per task, not per doc: resolving reads the installed lm-eval's YAML include chain
+    return resolve(field_name, value, task)
+
+
 @dataclass
 class ConfigTask(Task):
     """A task defined by a recorded lm-eval configuration (see the module docstring).
@@ -103,6 +109,19 @@ class ConfigTask(Task):
             raise RepauditError(f"configs.{self.name}.metric_list names {', '.join(self.unsupported)}, which "
                                 f"repaudit does not compute for {self.output_name} (it computes "
                                 f"{', '.join(METRICS[self.output_type])})")
+
+    def results_function(self):
+        """The recorded ``process_results`` resolved to lm-eval's own function (``lmeval`` extra), or ``None``.
+
+        lm-eval calls it as ``process_results(doc, results)`` with the processed doc and, per doc,
+        ``[(loglikelihood, is_greedy)]`` per choice (multiple_choice, loglikelihood) or ``[answer]``
+        per filter (generate_until); it returns ``{metric: value}`` and replaces every built-in metric.
+
+        Raises:
+            RepauditError: a function repaudit cannot resolve (named; without lm-eval, the extra).
+        """
+        fn = self.config.get("process_results")
+        return _resolved("process_results", fn, self.name) if isinstance(fn, str) and fn else None
 
     # --- identity ---
     def template_identity(self) -> dict[str, Any]:
@@ -232,6 +251,14 @@ def task_from_config(name: str, cfg: dict[str, Any], version: float = 1.0) -> Co
     out = OUTPUT_TYPES.get(output_name, OutputType.generate_until)
     requested = [str(m.get("metric")) for m in cfg.get("metric_list") or [] if isinstance(m, dict)]
     supported = METRICS[out]
+    if cfg.get("process_results"):
+        # lm-eval's process_results computes every metric of the list; repaudit records one number per doc, so
+        # it keeps those lm-eval averages over docs (IFEval's instruction-level lists are aggregated otherwise)
+        resolve("process_results", cfg["process_results"], name)
+        supported = tuple(str(m.get("metric")) for m in cfg.get("metric_list") or []
+                          if isinstance(m, dict) and m.get("aggregation") in (None, "mean"))
+        if not requested:
+            raise RepauditError(f"{where}.process_results is set but metric_list is empty: no metric to record")
     metrics = [m for m in requested if m in supported] if requested else list(supported[:1])
     unsupported = tuple(m for m in requested if m not in supported)
     for key in ("process_docs", "doc_to_text", "doc_to_target", "doc_to_choice"):
