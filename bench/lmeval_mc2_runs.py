@@ -1,7 +1,9 @@
 """A real lm-eval 0.4.13 run of a task whose metric is lm-eval's ``process_results`` (TruthfulQA MC2), replayed.
 
     make install install-lmeval
-    .venv-lmeval/bin/python bench/lmeval_mc2_runs.py [--limit 48] [--out out/lmeval_mc2]   # the replay needs the lmeval extra
+    .venv-lmeval/bin/python bench/lmeval_mc2_runs.py [--limit 48] [--out out/lmeval_mc2]
+
+(``.venv-lmeval``'s Python: the replay needs the ``lmeval`` extra.)
 
 ``truthfulqa_mc2``'s ``acc`` is not an accuracy: lm-eval's ``process_results_mc2`` gives each doc the probability
 mass its choices put on the true answers (log-likelihoods → probabilities normalised over the choices → the sum

@@ -262,8 +262,11 @@ def load_replay_source(path: Path, data_dir: Path | None, model: str | None = No
     if crun.source.startswith("lighteval"):
         cfg = config_from_lighteval(task, crun.factors[task], path, outcome.docs, data_dir, model, cache_dir)
     elif crun.source.startswith("inspect_ai"):
-        raise RepauditError(f"'{path}' is an inspect_ai log: repaudit compares inspect runs but cannot replay "
-                            "them yet")
+        from repaudit.audit.inspect_replay import config_from_inspect
+
+        cfg, docs = config_from_inspect(path, crun.factors[task], outcome.docs or {}, model, cache_dir)
+        return ReplaySource(path=Path(path), source=crun.source, task=cfg.task, config=cfg, factors=crun.factors[task],
+                            docs=docs)
     elif crun.source.startswith("repaudit"):
         cfg = config_from_record(read_record(Path(path)), data_dir, model, cache_dir)
     else:

@@ -114,7 +114,7 @@ def _text(content: Any, attachments: dict[str, str]) -> str:
     return s
 
 
-def _messages(msgs: Any, attachments: dict[str, str]) -> list[tuple[str, str]]:
+def messages_of(msgs: Any, attachments: dict[str, str]) -> list[tuple[str, str]]:
     if isinstance(msgs, str):
         return [("user", _text(msgs, attachments))]
     return [(m.role, _text(m.content, attachments)) for m in msgs or []]
@@ -124,7 +124,7 @@ def _render(msgs: list[tuple[str, str]]) -> str:
     return "\n\n".join(f"[{role}]\n{text}" for role, text in msgs)
 
 
-def _load(path: Path, raw: Any = None) -> tuple[EvalLog, list[tuple[EvalSample, str]], list[SampleReductions] | None,
+def read_log(path: Path, raw: Any = None) -> tuple[EvalLog, list[tuple[EvalSample, str]], list[SampleReductions] | None,
                                                 list[str]]:
     """The log's header, its samples (with the shape each was read from), its reductions and notes."""
     notes: list[str] = []
@@ -175,7 +175,7 @@ def load_inspect(path: Path, raw: Any = None) -> ComparableRun:
         InputError: the file fails the boundary or the schema, or holds the same (sample, epoch) twice.
     """
     path = Path(path)
-    header, samples, reductions, notes = _load(path, raw)
+    header, samples, reductions, notes = read_log(path, raw)
     spec = header.eval
     task = spec.task
     run = ComparableRun(path=str(path), source="inspect_ai " + ((spec.packages or {}).get("inspect_ai") or "?"),
@@ -200,7 +200,7 @@ def load_inspect(path: Path, raw: Any = None) -> ComparableRun:
     reported, score_names = _reported(header)
     means = _mean_metrics(header)
     score_names = score_names or list(means)
-    order = _doc_order(header, list(by_id), ids)
+    order = doc_order(header, list(by_id), ids)
     reduced = _reduced(reductions)
     docs: dict[int, DocOutcome] = {}
     epoch_values: dict[str, list[list[float]]] = {}
@@ -265,7 +265,7 @@ def metric_key(metric: str, score: str, names: list[str]) -> str:
     return metric if len(names) <= 1 else f"{metric},{score}"
 
 
-def _doc_order(header: EvalLog, keys: list[str], ids: dict[str, Any]) -> list[str]:
+def doc_order(header: EvalLog, keys: list[str], ids: dict[str, Any]) -> list[str]:
     """Sample ids in the run's dataset order (``eval.dataset.sample_ids``), others after them in id order."""
     listed = [str(i) for i in (header.eval.dataset.sample_ids or [])] if header.eval.dataset else []
     present = set(keys)
@@ -289,7 +289,7 @@ def _doc(doc_id: int, key: str, epochs: dict[int, EvalSample], reduced: dict[str
     """One doc from its samples (one per epoch): the first epoch's text, the reduced score."""
     first = epochs[min(epochs)]
     att = first.attachments or {}
-    msgs = _messages(first.input, att)
+    msgs = messages_of(first.input, att)
     choices = list(first.choices) if first.choices else None
     target = first.target if isinstance(first.target, str) else "\n".join(first.target)
     names = score_names or sorted({n for s in epochs.values() for n in (s.scores or {})})
@@ -323,7 +323,7 @@ def _doc(doc_id: int, key: str, epochs: dict[int, EvalSample], reduced: dict[str
     if completion is None and out is not None and out.choices and out.choices[0].message is not None:
         completion = _text(out.choices[0].message.content, att)
     stop = out.choices[0].stop_reason if out is not None and out.choices else None
-    prompt_msgs = _prompt_messages(first, att)
+    prompt_msgs = prompt_messages(first, att)
     prompt = _render(prompt_msgs) if prompt_msgs is not None else None
     d = DocOutcome(doc_id=doc_id, doc_hash=sha256_json({"input": msgs, "choices": choices, "target": target}),
                    prompt_hash=sha256_text(prompt) if prompt is not None else None, target=target, cluster=None,
@@ -335,12 +335,12 @@ def _doc(doc_id: int, key: str, epochs: dict[int, EvalSample], reduced: dict[str
     return d, per_epoch
 
 
-def _prompt_messages(s: EvalSample, att: dict[str, str]) -> list[tuple[str, str]] | None:
+def prompt_messages(s: EvalSample, att: dict[str, str]) -> list[tuple[str, str]] | None:
     """The conversation the model answered: ``messages`` without the final assistant turn (the output);
     ``None`` where the sample keeps no messages (the folder shape keeps them in chunk members)."""
     if not s.messages:
         return None
-    msgs = _messages(s.messages, att)
+    msgs = messages_of(s.messages, att)
     if msgs and msgs[-1][0] == "assistant":
         msgs = msgs[:-1]
     return msgs
