@@ -29,19 +29,22 @@ def test_default_model_is_cached_as_safetensors(default_model):
 
 
 def test_arc_easy_parity_with_lmeval(default_model, shared_data, lmeval_runs, tmp_path):
-    rec = run(RunConfig(task="arc_easy", data_dir=shared_data, dtype="float32", batch_size=8,
+    """The first 200 of lm-eval's 570 ARC-Easy docs (s1: 0-shot, float32, batch 8) with the default model: the same
+    docs, prompts and predictions, the same per-doc acc and acc_norm; compare pairs the 200 and names the doc count
+    as the one data difference (the full 570-doc parity is bench/parity_lmeval.py's)."""
+    rec = run(RunConfig(task="arc_easy", data_dir=shared_data, dtype="float32", batch_size=8, limit=200,
                         cache_dir=tmp_path))
     samples = {json.loads(line)["doc_id"]: json.loads(line)
                for line in next((lmeval_runs / "s1").rglob("samples_*.jsonl")).open()}
-    results = json.loads(next((lmeval_runs / "s1").rglob("results_*.json")).read_text())["results"]["arc_easy"]
-    assert len(rec.docs) == len(samples) == 570
+    assert len(samples) == 570 and [d.doc_id for d in rec.docs] == list(range(200))
     assert rec.fingerprint.model.weights_sha256.startswith("a672150f")
     agree = sum(int(np.argmax([float(r[0][0]) for r in samples[d.doc_id]["resps"]])) == d.prediction
                 for d in rec.docs)
-    assert agree / 570 >= 0.99
-    acc = {m.name: m.value for m in rec.metrics}
-    assert abs(acc["acc"] - results["acc,none"]) <= 0.005
-    assert abs(acc["acc_norm"] - results["acc_norm,none"]) <= 0.005
+    assert agree / 200 >= 0.99
+    for metric in ("acc", "acc_norm"):
+        theirs = np.mean([float(samples[d.doc_id][metric]) for d in rec.docs])
+        ours = next(m.value for m in rec.metrics if m.name == metric)
+        assert abs(ours - theirs) <= 0.005, metric
     assert all(d.doc_hash == samples[d.doc_id]["doc_hash"] and d.prompt_hash == samples[d.doc_id]["prompt_hash"]
                for d in rec.docs)
     # compare reports the parity and the remaining factor differences honestly
@@ -52,14 +55,14 @@ def test_arc_easy_parity_with_lmeval(default_model, shared_data, lmeval_runs, tm
     write_record(rec, path)
     c = compare(load_run(path), load_run(next((lmeval_runs / "s1").rglob("results_*.json"))), n_boot=500)
     ag = c.docs[0]
-    assert ag.n_shared == 570 and ag.doc_hash_equal == 570 and ag.prompt_hash_equal == 570 and ag.choices_equal == 570
-    assert ag.prediction_equal >= 565
+    assert ag.n_shared == 200 and ag.doc_hash_equal == 200 and ag.prompt_hash_equal == 200 and ag.choices_equal == 200
+    assert ag.prediction_equal >= 198
     differing = {(f.group, f.field) for f in c.differing()}
     # the evaluation protocol itself is the same ...
     for same in [("dtype", "dtype"), ("batch_size", "batch_size"), ("fewshot", "num_fewshot"),
-                 ("fewshot", "ids_sha256"), ("seed", "fewshot"), ("data", "split"), ("data", "n_docs"),
+                 ("fewshot", "ids_sha256"), ("seed", "fewshot"), ("data", "split"),
                  ("metric_variant", "metrics"), ("prompt_format", "target_delimiter")]:
         assert same not in differing
-    # ... and what does differ is named: the model is a path there and an alias here
-    assert ("model", "name") in differing
+    # ... and what does differ is named: the model is a path there and an alias here; 200 docs here, 570 there
+    assert ("model", "name") in differing and any(g == "data" and f in ("limit", "n_docs") for g, f in differing)
     assert all(r.verdict == "within noise" for r in c.scores)

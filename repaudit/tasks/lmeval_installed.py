@@ -1,7 +1,8 @@
 """Python functions of lm-eval task configurations, taken from the installed lm-eval's own task folder.
 
 A results file records a YAML ``!function utils.process_docs`` only by its name (``<function process_docs at
-0x…>``, lm-eval ≤ 0.4.3 and ≥ 0.4.8) or by its source (≈ 0.4.4–0.4.7). repaudit never runs code from a file;
+0x…>``) or by its source, depending on the lm-eval version (0.4.7 and 0.4.13 record the source: seen in
+``../shared/lmeval_public`` and in runs made here). repaudit never runs code from a file;
 with the ``lmeval`` extra installed (``pip install 'repaudit[lmeval]'``) it runs lm-eval's own function instead:
 
 1. the installed lm-eval is located without importing it (``importlib.util.find_spec``);
