@@ -63,17 +63,22 @@ def prepare(out: Path, subtask: str) -> tuple[Path, Path]:
     return data, tasks
 
 
-def lmeval(task: str, shots: int, limit: int, data: Path, tasks: Path, model_dir: Path, out: Path) -> Path:
-    dest = out / f"{task}_{shots}shot"
+def lmeval_run(task: str, dest: Path, extra: list[str], limit: int, data: Path, tasks: Path, model_dir: Path) -> Path:
+    """One lm-eval run of ``task`` (the YAMLs under ``tasks``) from ``data``, into ``dest`` unless a results file is
+    already there; the default model folder, float32, batch 8, the first ``limit`` docs, offline."""
     if not list(dest.rglob("results_*.json")):
         cmd = [str(LMEVAL), "--model", "hf", "--model_args", f"pretrained={model_dir},dtype=float32", "--tasks", task,
-               "--include_path", str(tasks), "--device", "cpu", "--batch_size", "8", "--num_fewshot", str(shots),
-               "--limit", str(limit), "--log_samples", "--output_path", str(dest)]
+               "--include_path", str(tasks), "--device", "cpu", "--batch_size", "8", "--limit", str(limit),
+               "--log_samples", "--output_path", str(dest), *extra]
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
         proc = subprocess.run(cmd, cwd=data, env=env, capture_output=True, text=True)
         if proc.returncode:
             sys.exit(f"lm-eval failed:\n{proc.stderr[-3000:]}")
     return next(dest.rglob("results_*.json"))
+
+
+def lmeval(task: str, shots: int, limit: int, data: Path, tasks: Path, model_dir: Path, out: Path) -> Path:
+    return lmeval_run(task, out / f"{task}_{shots}shot", ["--num_fewshot", str(shots)], limit, data, tasks, model_dir)
 
 
 def main() -> None:

@@ -21,14 +21,12 @@ Shapley value of max_gen_toks, the residual and the attribution's wall time.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lmeval_bbh_runs import lmeval_tasks_dir  # noqa: E402
+from lmeval_bbh_runs import lmeval_run, lmeval_tasks_dir  # noqa: E402
 from lmeval_config_runs import LMEVAL, ROOT, SHARED  # noqa: E402
 
 TASK = "hendrycks_math500"
@@ -55,16 +53,7 @@ def prepare(out: Path) -> tuple[Path, Path]:
 
 
 def lmeval(name: str, extra: list[str], limit: int, data: Path, tasks: Path, model_dir: Path, out: Path) -> Path:
-    dest = out / name
-    if not list(dest.rglob("results_*.json")):
-        cmd = [str(LMEVAL), "--model", "hf", "--model_args", f"pretrained={model_dir},dtype=float32", "--tasks", TASK,
-               "--include_path", str(tasks), "--device", "cpu", "--batch_size", "8", "--limit", str(limit),
-               "--log_samples", "--output_path", str(dest), *extra]
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-        proc = subprocess.run(cmd, cwd=data, env=env, capture_output=True, text=True)
-        if proc.returncode:
-            sys.exit(f"lm-eval failed:\n{proc.stderr[-3000:]}")
-    return next(dest.rglob("results_*.json"))
+    return lmeval_run(TASK, out / name, extra, limit, data, tasks, model_dir)
 
 
 def main() -> None:
