@@ -14,9 +14,10 @@ from repaudit.run.diagnostics import diagnose
 from repaudit.run.records import read_record
 
 
-def _run(args: list[str], out: Path) -> None:
+def _run(args: list[str], out: Path) -> str:
     r = CliRunner().invoke(app, ["run", *args, "-o", str(out)])
     assert r.exit_code == 0, r.output
+    return r.output
 
 
 def _compare(a: Path, b: Path, fmt: str, tmp_path: Path, *extra: str) -> str:
@@ -65,7 +66,7 @@ def test_generation_budget_shows_as_truncation_with_doc_ids(shared_data, tiny_mo
     common = ["--task", "gsm8k", "--data-dir", str(shared_data), "--model", str(tiny_model), "--limit", "6",
               "--num-fewshot", "1", "--cache-dir", str(tmp_path / "cache")]
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    _run([*common, "--max-gen-toks", "4"], a)
+    said = _run([*common, "--max-gen-toks", "4"], a)
     _run([*common, "--max-gen-toks", "24"], b)
     for path, budget in ((a, 4), (b, 24)):
         rec = read_record(path)
@@ -76,6 +77,7 @@ def test_generation_budget_shows_as_truncation_with_doc_ids(shared_data, tiny_mo
         assert failed == sorted(d.doc_id for d in rec.docs if d.extracted["strict-match"] == "[invalid]")
     da = read_record(a).diagnostics
     assert len(da.truncated) >= 5  # 4 random tokens almost never end on a stop sequence
+    assert f"note: {len(da.truncated)} of 6 generations stopped at the token budget (max_gen_toks 4)" in said
     md = _compare(a, b, "markdown", tmp_path)
     ids = ", ".join(map(str, da.truncated))
     assert f"| gsm8k | truncated (generations cut at max_gen_toks) | {len(da.truncated)} (docs {ids}) |" in md

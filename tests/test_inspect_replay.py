@@ -63,6 +63,8 @@ def test_what_cannot_be_replayed_is_refused_in_one_line(tmp_path):
         with pytest.raises(RepauditError, match=message) as exc:
             load_replay_source(_edited_json_log(tmp_path, edit), None, "default", tmp_path)
         assert "\n" not in str(exc.value)
+    with pytest.raises(RepauditError, match=r"model_path\), which is not a folder here .*--model default"):
+        load_replay_source(FIX / "arc_easy_a.eval", None, None, tmp_path)  # the log's relative model path
 
 
 def test_an_inspect_run_replays_sample_by_sample(default_model_available, tmp_path):

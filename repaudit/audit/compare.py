@@ -38,7 +38,7 @@ Status = Literal["same", "differs", "unknown"]
 
 class FactorRow(BaseModel):
     """One factor field: A's and B's value and whether they are the same, differ, or are unknown
-    (not recorded by one run). ``note`` says when two spellings were judged the same (a function's
+    (not recorded by one or both runs). ``note`` says when two spellings were judged the same (a function's
     name and its source; lm-eval's backend aliases)."""
 
     model_config = ConfigDict(extra="forbid")

@@ -169,9 +169,10 @@ def config_from_inspect(path: Path, factors: dict[str, dict[str, Any]], docs: di
     if scorers != ["choice"]:
         raise RepauditError(f"'{path}': scorer(s) {', '.join(scorers) or 'none'}; only choice() is replayed")
     system, prompts, mc = _plan(Path(path), (header.plan.steps or []) if header.plan else [])
-    if factors["sampling"].get("do_sample") is not False:
-        raise RepauditError(f"'{path}' sampled its generations (or does not say it did not): sampled draws cannot "
-                            "be replayed doc by doc")
+    sampled = factors["sampling"].get("do_sample")
+    if sampled is not False:
+        why = "sampled its generations" if sampled is True else "does not record greedy generation (do_sample)"
+        raise RepauditError(f"'{path}' {why}: sampled draws cannot be replayed doc by doc")
     by_key = {str(s.id): s for s, _ in loaded if s.epoch == 1}
     order = doc_order(header, list(by_key), {k: s.id for k, s in by_key.items()})
     samples = [by_key[k] for k in order]
@@ -185,6 +186,11 @@ def config_from_inspect(path: Path, factors: dict[str, dict[str, Any]], docs: di
         return v
 
     margs = dict(spec.model_args or {})
+    recorded_path = margs.get("model_path")
+    if model is None and recorded_path and not Path(str(recorded_path)).is_dir():
+        raise RepauditError(f"'{path}' ran on the local model '{recorded_path}' (model_args.model_path), which is not "
+                            f"a folder here (paths resolve against {Path.cwd()}): pass --model DIR, or --model default "
+                            "for the packaged SmolLM2-135M-Instruct")
     body = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
     file = Path(cache_dir or default_cache_dir()) / "inspect" / f"{sha256_text(body)}.jsonl"
     if not file.is_file():

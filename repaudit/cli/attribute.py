@@ -80,11 +80,14 @@ def _attribute(run_a: Path, run_b: Path, data_dir, model, metric, n_boot, cache_
 
 
 def attribute_command(
-    run_a: Annotated[Path, typer.Argument(metavar="RUN_A", help="Run A: anything compare reads (a repaudit run, an "
-                                          "lm-eval results file or output directory); one task, per-doc results.")],
+    run_a: Annotated[Path, typer.Argument(metavar="RUN_A", help="Run A: a repaudit run, an lm-eval results file or "
+                                          "output directory, a lighteval results file (ARC log-likelihood) or an "
+                                          "inspect_ai log (multiple_choice on hf/); one task, per-doc results.")],
     run_b: Annotated[Path, typer.Argument(metavar="RUN_B", help="Run B, likewise.")],
     data_dir: Annotated[Optional[Path], typer.Option(help="Local data the runs read (shared/data layout).")] = None,
-    model: Annotated[Optional[str], typer.Option(help="Override the model location recorded in the runs.")] = None,
+    model: Annotated[Optional[str], typer.Option(help="Override the model location recorded in the runs: 'default' "
+                                                 "(the packaged SmolLM2-135M-Instruct), a local directory or a hub "
+                                                 "id.")] = None,
     metric: Annotated[Optional[str], typer.Option(help="Metric to attribute (default: the task's first).")] = None,
     task_config: Annotated[Optional[Path], typer.Option(
         help="An lm-eval task YAML (or results file) that defines the task, for runs whose files record no "
@@ -109,6 +112,8 @@ def attribute_command(
     Example: repaudit attribute a.json b.json --data-dir ../shared/data -o attribution.md --plot waterfall
 
     Example: repaudit attribute a.json b.json --precision 2 --dry-run
+
+    Example: repaudit attribute logs/a.eval logs/b.eval --model default   (inspect_ai logs)
     """
     from repaudit.report.audit import attribution_latex, attribution_markdown
 

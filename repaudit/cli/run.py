@@ -122,6 +122,13 @@ def _print_run(record, output: Optional[Path], as_json: bool) -> None:
         extra = "".join(f"; {k} {v[0]!r} overridden by {v[1]!r}" for k, v in pr.overrides.items())
         extra += "".join(f"; {k} not applied ({v})" for k, v in pr.not_applied.items())
         err.print(rich_text(f"protocol: {pr.name} (sha256 {pr.sha256[:12]}){extra}"), highlight=False, soft_wrap=True)
+    diag, n = record.diagnostics, len(record.docs)
+    if diag is not None and diag.truncated:
+        # a score near 0 on a generative task is often a budget, not the model: say so where the run is read
+        budget = fp.generation.max_gen_toks if fp.generation is not None else None
+        err.print(rich_text(f"note: {len(diag.truncated)} of {n} generations stopped at the token budget"
+                            + (f" (max_gen_toks {budget})" if budget else "") + ": their answers may be cut off"),
+                  highlight=False, soft_wrap=True)
     t = record.timings
     err.print(rich_text(f"data: {fp.data.source} {fp.data.origin if fp.data.source != 'data_dir' else ''} "
                      f"{fp.data.location} (split {fp.data.split})".replace("  ", " ")), highlight=False, soft_wrap=True)

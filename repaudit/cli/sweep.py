@@ -62,9 +62,10 @@ def sweep_command(
     values: Annotated[str, typer.Option(help="Comma-separated values, e.g. '1,4,16' (fewshot_order: seeds, "
                                              "'none' = sampler order; until: a|b per value).")],
     base_run: Annotated[Optional[Path], typer.Option("--base", help="Take the base configuration from this run: "
-                                                                    "anything compare reads (a repaudit run, an "
-                                                                    "lm-eval results file or output directory); "
-                                                                    "the base options are then ignored.")] = None,
+                                                                    "a repaudit run, an lm-eval results file or "
+                                                                    "output directory, a lighteval results file or "
+                                                                    "an inspect_ai log; the base options are then "
+                                                                    "ignored.")] = None,
     task: Annotated[str, typer.Option(help="Task of the base configuration.")] = "arc_easy",
     model: Annotated[str, typer.Option(help="'default', a local directory or a hub id.")] = "default",
     data_dir: Annotated[Optional[Path], typer.Option(help="Local data laid out as shared/data.")] = None,

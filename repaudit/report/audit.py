@@ -59,7 +59,7 @@ def attribution_summary(r: AttributionReport, esc=str, cost: bool = True) -> str
     if r.not_replayable:
         s += f" Differs but not replayable here: {', '.join(r.not_replayable)}."
     if r.not_recorded:
-        s += f" Not recorded by one run (may differ): {', '.join(r.not_recorded)}."
+        s += f" Not recorded by one or both runs (may differ): {', '.join(r.not_recorded)}."
     if r.sequential is not None:
         s += " " + sequential_summary(r.sequential)
     return s

@@ -132,7 +132,7 @@ def render_rich(c: Comparison, console: Console, top: int = 10) -> None:
         console.print(Text(one_line("note: " + n)))
     unknown = unknown_fields(c)
     if unknown:
-        console.print(Text(one_line(f"Not recorded by one run ({len(unknown)} fields, cannot be told): "
+        console.print(Text(one_line(f"Not recorded by one or both runs ({len(unknown)} fields, cannot be told): "
                                     + ", ".join(unknown))))
 
 
@@ -177,7 +177,8 @@ def render_markdown(c: Comparison, top: int = 10) -> str:
     out += [""] + [f"> {md(n)}" for n in c.notes]
     unknown = unknown_fields(c)
     if unknown:
-        out += ["", md(f"Not recorded by one run ({len(unknown)} fields, cannot be told): " + ", ".join(unknown))]
+        out += ["", md(f"Not recorded by one or both runs ({len(unknown)} fields, cannot be told): "
+                       + ", ".join(unknown))]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -117,5 +117,5 @@ def render_latex(c: Comparison, top: int = 10) -> str:
     lines += [r"{\footnotesize"] + [_par(n, "Note.") for n in c.notes] + ["}"]
     unknown = unknown_fields(c)
     if unknown:
-        lines.append(_par(f"Not recorded by one run ({len(unknown)} fields): " + ", ".join(unknown)))
+        lines.append(_par(f"Not recorded by one or both runs ({len(unknown)} fields): " + ", ".join(unknown)))
     return "\n".join(lines).rstrip() + "\n"

@@ -149,7 +149,7 @@ def headline(c: Comparison) -> list[str]:
             f"{m.task} {m.metric} {num(m.delta, m.unit, True)} {m.unit} {interval(m.ci_low, m.ci_high, m.unit)} "
             f"({m.moved})" for m in s.largest) + ".")
     lines.append(f"Factors that differ: {differing_summary(c)}. Same: {s.same_fields} fields; not recorded by "
-                 f"one run: {s.unknown_fields} fields.")
+                 f"one or both runs: {s.unknown_fields} fields.")
     if c.tasks and (c.tasks.only_a or c.tasks.only_b or c.tasks.groups_only_a or c.tasks.groups_only_b):
         only = [f"only in {k}: {_count(t, g)}" for k, t, g in (("A", c.tasks.only_a, c.tasks.groups_only_a),
                                                                 ("B", c.tasks.only_b, c.tasks.groups_only_b))

@@ -129,7 +129,8 @@ def compare_sections(c: Comparison) -> list[Section]:
                                                                                      task_lines(c, 60)]
     unknown = unknown_fields(c)
     if unknown:
-        fac.after.append(f"Not recorded by one run ({len(unknown)} fields, cannot be told): " + ", ".join(unknown))
+        fac.after.append(f"Not recorded by one or both runs ({len(unknown)} fields, cannot be told): "
+                         + ", ".join(unknown))
     blocks, footnotes = score_blocks(c)
     sc = Section("scores", "Scores", before=[scores_caption(c)], head=["task", *SCORE_HEAD],
                  numeric={"A", "B", "Δ", "95% CI", "p adj"})
