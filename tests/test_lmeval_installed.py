@@ -29,8 +29,8 @@ CHANGED = {f"leaderboard_math_{s}_hard" for s in ("algebra", "counting_and_prob"
                                                     "num_theory", "prealgebra", "precalculus")} | {
     "truthfulqa_mc2", "eqbench_ca", "eqbench_es"}
 #: lm-eval's own module for the task cannot be imported here: coqa's imports transformers.data.metrics (gone from
-#: transformers 5), IFEval's langdetect (not in lm-eval's hf and math extras)
-UNIMPORTABLE = {"coqa", "leaderboard_ifeval"}
+#: transformers 5)
+UNIMPORTABLE = {"coqa"}
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def lmeval():
 
 def test_public_configs_build_with_lmevals_own_functions(lmeval):
     """Of the 134 configurations in ../shared/lmeval_public, every one whose functions the installed lm-eval
-    0.4.13 defines unchanged builds (116); the rest are refused, each for its reason."""
+    0.4.13 defines unchanged builds (117); the rest are refused, each for its reason."""
     built, refused = set(), {}
     for path in sorted(PUBLIC.glob("*.json")):
         for task in (json.loads(path.read_text()).get("configs") or {}):
@@ -55,13 +55,13 @@ def test_public_configs_build_with_lmevals_own_functions(lmeval):
             except RepauditError as exc:
                 refused[task] = str(exc)
     assert len(built) + len(refused) == 134
-    assert built >= FROM_LMEVAL and len(built) == 116, sorted(set(refused) - NOT_IN_LMEVAL - CHANGED)
+    assert built >= FROM_LMEVAL | {"leaderboard_ifeval"} and len(built) == 117, \
+        sorted(set(refused) - NOT_IN_LMEVAL - CHANGED)
     for task in NOT_IN_LMEVAL:
         assert f"nor does the installed lm-eval {lmeval[1]} define it" in refused[task]
     for task in CHANGED:
         assert "differs from the installed lm-eval" in refused[task] and "task changed" in refused[task]
     assert "tasks/coqa/utils.py cannot be imported here" in refused["coqa"]
-    assert "leaderboard/ifeval/utils.py cannot be imported here" in refused["leaderboard_ifeval"]
     assert set(refused) == NOT_IN_LMEVAL | CHANGED | UNIMPORTABLE
 
 
@@ -144,17 +144,13 @@ def test_process_results_metrics_are_lmevals_own(lmeval, tiny_model, shared_data
 
 
 def test_process_results_lists_are_not_recorded_as_numbers(lmeval):
-    """IFEval's instruction-level metrics are lists per doc, aggregated by lm-eval's own function: not recorded;
-    its module imports langdetect, so where that is missing the task is refused in one line naming the file."""
+    """IFEval (lm-eval's ifeval extra): its prompt-level metrics are one number per doc and recorded; its
+    instruction-level ones are lists per doc, aggregated by lm-eval's own function, and are not."""
     path = next(p for p in sorted(PUBLIC.glob("*.json"))
                 if "leaderboard_ifeval" in (json.loads(p.read_text()).get("configs") or {}))
-    try:
-        task = task_from_config(*load_task_config(path, "leaderboard_ifeval"))
-    except RepauditError as exc:
-        assert "cannot be imported here" in str(exc)
-    else:
-        assert task.metrics == ("prompt_level_strict_acc", "prompt_level_loose_acc")
-        assert set(task.unsupported) == {"inst_level_strict_acc", "inst_level_loose_acc"}
+    task = task_from_config(*load_task_config(path, "leaderboard_ifeval"))
+    assert task.metrics == ("prompt_level_strict_acc", "prompt_level_loose_acc")
+    assert set(task.unsupported) == {"inst_level_strict_acc", "inst_level_loose_acc"}
 
 
 def test_math500_generations_are_scored_by_lmevals_process_results(lmeval, tiny_model, shared_data, tmp_path):

@@ -143,6 +143,18 @@ def _check_rebuilt(path: Path, samples, rows, turns, system: str | None) -> int:
     return checked
 
 
+def _write_rows(rows: list[dict[str, Any]], cache: Path) -> Path:
+    """The docs as JSON lines under ``cache/inspect/<sha256 of the text>.jsonl`` (written once, atomically)."""
+    body = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+    file = cache / "inspect" / f"{sha256_text(body)}.jsonl"
+    if not file.is_file():
+        file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = file.with_suffix(".tmp")
+        tmp.write_text(body, encoding="utf-8")
+        tmp.replace(file)
+    return file
+
+
 def config_from_inspect(path: Path, factors: dict[str, dict[str, Any]], docs: dict[int, Any], model: str | None,
                         cache_dir: Path | None) -> tuple[RunConfig, dict[int, Any]]:
     """The RunConfig that replays an inspect_ai multiple-choice run (see the module docstring), and the recorded
@@ -191,13 +203,7 @@ def config_from_inspect(path: Path, factors: dict[str, dict[str, Any]], docs: di
         raise RepauditError(f"'{path}' ran on the local model '{recorded_path}' (model_args.model_path), which is not "
                             f"a folder here (paths resolve against {Path.cwd()}): pass --model DIR, or --model default "
                             "for the packaged SmolLM2-135M-Instruct")
-    body = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
-    file = Path(cache_dir or default_cache_dir()) / "inspect" / f"{sha256_text(body)}.jsonl"
-    if not file.is_file():
-        file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = file.with_suffix(".tmp")
-        tmp.write_text(body, encoding="utf-8")
-        tmp.replace(file)
+    file = _write_rows(rows, Path(cache_dir or default_cache_dir()))
     task_config = {
         "task": f"inspect_{spec.task}", "dataset_path": "json", "dataset_kwargs": {"data_files": {"test": str(file)}},
         "test_split": "test", "output_type": "generate_until", "doc_to_text": "{{prompt}}",
