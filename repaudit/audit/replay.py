@@ -240,13 +240,14 @@ def load_replay_source(path: Path, data_dir: Path | None, model: str | None = No
                        cache_dir: Path | None = None, task_config: dict[str, Any] | None = None,
                        need_docs: bool = True) -> ReplaySource:
     """Read anything ``compare`` reads — a repaudit run file, an lm-eval results file (with its
-    ``--log_samples`` output) or an output directory — as a run to replay. ``task_config`` (from
-    ``--task-config``) defines the task of an lm-eval run whose file records no configuration;
-    ``need_docs=False`` (a grid's ``--base``) accepts a run without per-doc results.
+    ``--log_samples`` output) or an output directory, a lighteval results file with its details
+    (:func:`config_from_lighteval`), an inspect_ai log (:mod:`repaudit.audit.inspect_replay`) — as a run to
+    replay. ``task_config`` (from ``--task-config``) defines the task of an lm-eval run whose file records no
+    configuration; ``need_docs=False`` (a grid's ``--base``) accepts a run without per-doc results.
 
     Raises:
-        RepauditError: unreadable or foreign file, more than one task, no per-doc results, a lighteval run,
-            or the real reason its task cannot be rebuilt.
+        RepauditError: unreadable or foreign file, more than one task, no per-doc results, or the real reason
+            its task cannot be rebuilt (a lighteval prompt function or an inspect solver not rebuilt, …).
     """
     from repaudit.importers.detect import load_run
     from repaudit.run.records import read_record
