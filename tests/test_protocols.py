@@ -97,8 +97,12 @@ def test_leaderboard_normalisation_matches_the_documented_example():
     assert random_baseline([]) == 0.0
     assert leaderboard_denormalise(leaderboard_normalise(0.6, 0.1), 0.1) == pytest.approx(0.6)
     assert parse_target("41.3") == pytest.approx(0.413) and parse_target(0.413) == pytest.approx(0.413)
-    with pytest.raises(RepauditError):
-        parse_target("x")
+    # a score of at most 1 point: '0.5' is a fraction (50 %), '0.5%' half a point
+    assert parse_target("0.5") == pytest.approx(0.5) and parse_target(" 0.5% ") == pytest.approx(0.005)
+    assert parse_target("41.3%") == pytest.approx(0.413)
+    for bad in ("x", "101%", "%", "-1"):
+        with pytest.raises(RepauditError):
+            parse_target(bad)
 
 
 def test_run_with_protocol_then_conformance_names_n_shot(packaged, tiny_model, tmp_path):

@@ -39,7 +39,8 @@ def _moves_help() -> str:
 
 @with_factor_options()
 def reproduce_command(
-    target: Annotated[str, typer.Option(help="The reported score: 41.3 (percent) or 0.413.")],
+    target: Annotated[str, typer.Option(help="The reported score: 41.3 (percent), 0.413 (a fraction) "
+                                                "or 0.5% (a score of at most 1 point needs the sign).")],
     task: Annotated[str, typer.Option(help="Task the number was reported on.")] = "arc_easy",
     metric: Annotated[Optional[str], typer.Option(help="Only this metric (acc, acc_norm, acc_bytes, "
                                                        "acc,subject_macro, …); default: every metric.")] = None,
