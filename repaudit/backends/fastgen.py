@@ -30,6 +30,8 @@ from collections import Counter, deque
 from collections.abc import Callable
 from typing import Any
 
+from repaudit.backends.prefix import cache_keyword
+
 __all__ = ["shared_prefix_length", "prefix_groups", "generate_continuous"]
 
 #: a group's members share at least this many tokens, and forming a group costs this many (a shorter prefix
@@ -298,7 +300,7 @@ def _forward(model) -> Callable:
     """``forward(ids, mask, positions, cache)`` → the model output with the logits of the last position only;
     the cache keyword is ``cache`` in transformers ≥ 5.2x (``past_key_values`` before, deprecated after)."""
     params = inspect.signature(model.forward).parameters
-    key = "cache" if "cache" in params else "past_key_values"
+    key = cache_keyword(model)
     last = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
 
     def fwd(ids, mask, pos, cache):

@@ -25,12 +25,19 @@ SGLang's RadixAttention (Zheng et al., 2024); implementation is repaudit's own.
 
 from __future__ import annotations
 
+import inspect
 import time
 from dataclasses import dataclass, field
 
 #: prefixes shorter than this are not worth a separate key/value pass
 MIN_SHARED_PREFIX = 32
 
+
+
+def cache_keyword(model) -> str:
+    """The keyword ``model``'s forward takes a key/value cache under: ``cache`` in transformers ≥ 5.2x,
+    ``past_key_values`` before (deprecated after, with a FutureWarning on every call)."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 @dataclass
 class Unit:
@@ -209,7 +216,7 @@ class PrefixScorer:
         mask.masked_fill_(~allowed, torch.finfo(dtype).min)
         kwargs = {}
         if p:
-            kwargs["past_key_values"] = DynamicCache(
+            kwargs[cache_keyword(self.base)] = DynamicCache(
                 ddp_cache_data=[(k.expand(B, -1, -1, -1), v.expand(B, -1, -1, -1)) for k, v in self._prefix(prefix)])
         # positions that predict continuation tokens: the context's last one, then each continuation's inputs
         starts = [len(u.ctx) - p - 1 for u in batch]
