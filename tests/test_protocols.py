@@ -139,7 +139,7 @@ def test_conformance_of_a_real_lmeval_run(lmeval_runs):
 
 
 def test_reproduce_finds_a_planted_configuration(packaged, tiny_model, tmp_path):
-    base = RunConfig(task="arc_easy", model=str(tiny_model), limit=8, batch_size=4, cache_dir=tmp_path / "c")
+    base = RunConfig(task="arc_easy", model=str(tiny_model), limit=4, batch_size=4, cache_dir=tmp_path / "c")
     planted = run(base.model_copy(update={"prompt_format": "lettered", "num_fewshot": 5}))
     write_record(planted, tmp_path / "c.json")
     acc = next(m for m in planted.metrics if m.name == "acc")
