@@ -25,7 +25,7 @@ def test_killed_run_resumes_without_recomputing(tiny_model, shared_data, tmp_pat
     cache = tmp_path / "cache"
     out = tmp_path / "run.json"
     cmd = [sys.executable, "-m", "repaudit", "run", "--task", "arc_easy", "--model", str(tiny_model),
-           "--data-dir", str(shared_data), "--limit", "150", "--batch-size", "1", "--cache-dir", str(cache),
+           "--data-dir", str(shared_data), "--limit", "60", "--batch-size", "1", "--cache-dir", str(cache),
            "-o", str(out)]
     env = {**os.environ, "REPAUDIT_CACHE_DIR": str(cache)}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
