@@ -90,7 +90,7 @@ def parse_target(text: str | float) -> float:
     ``0.5`` reads as 50 %.
 
     Raises:
-        RepauditError: not a number, or outside [0, 100] (percent) / [0, 1] with a sign above 100.
+        RepauditError: not a number, or outside [0, 100].
     """
     raw = text.strip() if isinstance(text, str) else text
     percent = isinstance(raw, str) and raw.endswith("%")

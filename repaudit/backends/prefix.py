@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 MIN_SHARED_PREFIX = 32
 
 
-
 def cache_keyword(model) -> str:
     """The keyword ``model``'s forward takes a key/value cache under: ``cache`` in transformers ≥ 5.2x,
     ``past_key_values`` before (deprecated after, with a FutureWarning on every call)."""
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
 
 @dataclass
 class Unit:
