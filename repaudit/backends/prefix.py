@@ -159,6 +159,7 @@ class PrefixScorer:
         self.torch = torch
         self.model = model
         self.base = model.base_model
+        self.cache_key = cache_keyword(self.base)  # read once: score() runs per batch
         self.head = model.get_output_embeddings()
         self.softcap = getattr(model.config, "final_logit_softcapping", None)
         self.device = device
@@ -216,7 +217,7 @@ class PrefixScorer:
         mask.masked_fill_(~allowed, torch.finfo(dtype).min)
         kwargs = {}
         if p:
-            kwargs[cache_keyword(self.base)] = DynamicCache(
+            kwargs[self.cache_key] = DynamicCache(
                 ddp_cache_data=[(k.expand(B, -1, -1, -1), v.expand(B, -1, -1, -1)) for k, v in self._prefix(prefix)])
         # positions that predict continuation tokens: the context's last one, then each continuation's inputs
         starts = [len(u.ctx) - p - 1 for u in batch]
