@@ -41,6 +41,23 @@ def test_matchable_bounds_any_values_in_the_unit_interval():
     assert wide[0] < lo and wide[1] > hi
 
 
+def test_reproduce_intervals_stay_inside_what_the_metric_can_take():
+    from repaudit.audit.reproduce import Candidate, _views
+    from repaudit.run.metrics import Metric
+
+    c = Candidate(label="L", kind="base", changes={}, config=RunConfig(task="sciq"))
+    se = float(np.sqrt(0.005 * 0.995 / 199))  # acc 1 of 200 docs: the normal interval starts at -0.0048
+    low_acc = Metric(name="acc", variant="none", value=0.005, stderr=se, n=200)
+    (v,) = _views(c, [low_acc], None, 0.005, ("raw",), None)
+    assert v.ci_low == 0.0 and v.ci_high == pytest.approx(0.005 + Z95 * se) and v.contains
+    high = Metric(name="acc", variant="none", value=0.995, stderr=se, n=200)
+    assert _views(c, [high], None, 1.0, ("raw",), None)[0].ci_high == 1.0
+    # a perplexity is at least 1 and has no upper bound
+    ppl = _views(c, [Metric(name="word_perplexity", variant="none", value=1.5, stderr=1.0, n=200)], None, 1.0,
+                 ("raw",), None)[0]
+    assert (ppl.ci_low, ppl.ci_high) == (1.0, pytest.approx(1.5 + Z95))
+
+
 def test_race_drops_what_cannot_match_and_scores_survivors_as_the_full_search(packaged, tiny_model, tmp_path):
     base = RunConfig(task="arc_easy", model=str(tiny_model), limit=40, batch_size=8, cache_dir=tmp_path / "c")
     moves = ("prompt_format",)

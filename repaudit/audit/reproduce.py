@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from repaudit.audit.racing import Z95, RaceReport, matchable
 from repaudit.errors import RepauditError
 from repaudit.importers.comparable import metric_key
+from repaudit.importers.metric_kinds import metric_kind
 from repaudit.run.config import RunConfig
 from repaudit.run.factors import get as get_factor
 from repaudit.run.factors import moves as registry_moves
@@ -181,7 +182,7 @@ def _views(c: Candidate, metrics, baseline: float | None, target: float, kinds: 
         key = metric_key(m.name, m.variant)
         if metric is not None and key != metric:
             continue
-        lo, hi = m.value - Z95 * m.stderr, m.value + Z95 * m.stderr
+        lo, hi = _clipped(key, m.value, m.value - Z95 * m.stderr, m.value + Z95 * m.stderr)
         forms = [("raw", m.value, lo, hi)]
         if "leaderboard_normalised" in kinds and baseline is not None and 0 <= baseline < 1:
             nz = [leaderboard_normalise(x, baseline) for x in (m.value, max(lo, 0.0), min(hi, 1.0))]
@@ -194,11 +195,21 @@ def _views(c: Candidate, metrics, baseline: float | None, target: float, kinds: 
     return out
 
 
+def _clipped(key: str, value: float, lo: float, hi: float) -> tuple[float, float]:
+    """``[lo, hi]`` cut to the range the metric can take (``[0, 1]`` for a proportion such as acc): a
+    normal interval around a score near 0 or 1 crosses the bound (acc 0.005 on 200 docs: −0.0048), and a
+    negative accuracy is a number no reader should be shown. Containment of a target inside the range is
+    unchanged by the cut."""
+    kind = metric_kind(key, [value])
+    return (lo if kind.low is None else max(lo, kind.low)), (hi if kind.high is None else min(hi, kind.high))
+
+
 def _dropped_views(c: Candidate, partial: dict[str, tuple], baseline: float, target: float) -> list[View]:
     """A dropped candidate's views: its mean so far and repeated interval, per score and form."""
     out = []
     for key, (mean, lo, hi, t) in partial.items():
         name, form = key.rsplit("|", 1)
+        lo, hi = _clipped(name, mean, lo, hi)
         if form == "leaderboard_normalised":
             mean, lo, hi = (leaderboard_normalise(x, baseline) for x in (mean, lo, hi))
         out.append(View(label=c.label, kind=c.kind, changes=c.changes, metric=name, form=form, score=mean,
