@@ -307,3 +307,10 @@ def test_another_prompt_format_is_a_factor_not_other_docs(tiny_model, shared_dat
     assert c.docs[0].doc_hash_equal == 24 and c.docs[0].choices_equal == 0
     assert all(r.verdict in ("within noise", "significant") for r in c.scores)
     assert ("prompt_format", "format") in {(f.group, f.field) for f in c.differing()}
+
+
+def test_counts_take_the_plural_they_need():
+    from repaudit.report.glossary import plural
+
+    assert [plural(1, "batch"), plural(2, "batch"), plural(0, "doc"), plural(1, "doc")] == \
+        ["1 batch", "2 batches", "0 docs", "1 doc"]

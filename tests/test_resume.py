@@ -51,3 +51,20 @@ def test_killed_run_resumes_without_recomputing(tiny_model, shared_data, tmp_pat
     fresh = json.loads(fresh_out.read_text())
     assert [d["loglikelihoods"] for d in resumed["docs"]] == [d["loglikelihoods"] for d in fresh["docs"]]
     assert resumed["fingerprint_digest"] == fresh["fingerprint_digest"]
+
+
+def test_log_progress_ends_on_how_long_the_work_took_not_on_a_time_left():
+    import io
+
+    from rich.console import Console
+
+    from repaudit.run.progress import progress
+
+    buf = io.StringIO()
+    with progress(Console(file=buf, force_terminal=False, width=200), "attribution", 80, unit="configurations",
+                  interval=0.0) as p:
+        p.advance(24)  # work that stops early, as --precision does when its precision is reached
+    lines = buf.getvalue().splitlines()
+    assert lines[0].startswith("attribution: 24/80 configurations (30 %)") and "left" in lines[0]
+    assert lines[-1].startswith("attribution: 24/80 configurations (30 %)") and "done in" in lines[-1]
+    assert "left" not in lines[-1]

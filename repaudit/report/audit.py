@@ -12,6 +12,7 @@ from repaudit.audit.sequential import sequential_summary
 from repaudit.audit.sweep import SweepResult
 from repaudit.escape import latex as e
 from repaudit.escape import md
+from repaudit.report.glossary import plural
 
 
 def _pts(x: float) -> str:
@@ -54,8 +55,8 @@ def attribution_summary(r: AttributionReport, esc=str, cost: bool = True) -> str
     s = (f"Scores: A {100 * r.recorded_a:.2f}, B {100 * r.recorded_b:.2f} ({esc(r.metric)}, {r.n_docs} docs). "
          f"Re-execution fidelity (per-doc prediction agreement with the recorded runs): A {100 * r.fidelity_a:.1f} %, "
          f"B {100 * r.fidelity_b:.1f} %. {r.configurations} configurations ({r.method})")
-    s += (f", {r.forward_configurations} of them computed now ({r.computed_batches} batches, {r.cached_batches} "
-          f"from cache), {r.wall_s:.0f} s." if cost else ".")
+    s += (f", {r.forward_configurations} of them computed now ({plural(r.computed_batches, 'batch')}, "
+          f"{r.cached_batches} from cache), {r.wall_s:.0f} s." if cost else ".")
     if r.not_replayable:
         s += f" Differs but not replayable here: {', '.join(r.not_replayable)}."
     if r.not_recorded:
@@ -105,8 +106,8 @@ def sweep_floor(s: SweepResult) -> str:
     """The noise floor in one sentence."""
     out = (f"Noise floor: sd {100 * s.noise_floor_sd:.2f} points ({s.noise_floor_method}: "
            + ", ".join(f"{100 * x:.2f}" for x in s.noise_floor_scores) + ").")
-    out += (f" The values' runs computed {s.computed_batches} batches now and read {s.cached_batches} from the "
-            "store.")
+    out += (f" The values' runs computed {plural(s.computed_batches, 'batch')} now and read {s.cached_batches} "
+            "from the store.")
     return out if s.sequential is None else out + " " + sequential_summary(s.sequential)
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from repaudit.audit.compare import Comparison, FactorRow, ScoreRow
 from repaudit.escape import one_line, visible_controls
-from repaudit.report.glossary import ADJUST, GROUPS, METHODS, factor_label, verdict_word
+from repaudit.report.glossary import ADJUST, GROUPS, METHODS, factor_label, plural, verdict_word
 
 ARROW = "→"
 
@@ -156,10 +156,6 @@ def headline(c: Comparison) -> list[str]:
                 if t or g]
         lines.append(f"Tasks: {len(c.tasks.shared)} compared; {'; '.join(only)} (listed below).")
     return lines
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def _count(tasks: list[str], groups: list[str]) -> str:

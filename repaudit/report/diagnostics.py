@@ -16,7 +16,7 @@ def _side(value, ids: list[int] | None, why: str | None) -> str:
     if ids is None:
         return str(value).lower() if isinstance(value, bool) else str(value)
     shown = ", ".join(map(str, ids[:SHOW_IDS])) + (" …" if len(ids) > SHOW_IDS else "")
-    return f"{value}" + (f" (docs {shown})" if ids else "")
+    return f"{value}" + (f" ({'doc' if len(ids) == 1 else 'docs'} {shown})" if ids else "")
 
 
 def diagnostic_cells(r: DiagnosticRow) -> list[str]:

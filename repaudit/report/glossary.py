@@ -63,3 +63,8 @@ def diagnostic_label(name: str) -> str:
 def verdict_word(verdict: str, moved: str | None) -> str:
     """The one word a table shows: better/worse/up/down for a significant row, else noise, n/c or —."""
     return moved if verdict == "significant" and moved else VERDICT_WORDS.get(verdict, verdict)
+
+
+def plural(n: int, word: str) -> str:
+    """``"1 batch"``, ``"2 batches"``, ``"0 docs"``: ``n`` and ``word`` with the English plural ending."""
+    return f"{n} {word}" + ("" if n == 1 else "es" if word.endswith(("s", "sh", "ch", "x")) else "s")

@@ -10,6 +10,7 @@ from repaudit.audit.variance import VarianceReport
 from repaudit.escape import latex as e
 from repaudit.escape import md
 from repaudit.report.audit import latex_rows, latex_table
+from repaudit.report.glossary import plural
 
 HEAD = ("format", "metric", "score", "±95% CI (docs, 1 run)", "seed sd", "seed range", "order sd", "SNR", "MDE 80%",
         "MDE unpaired", "docs for 1 pt", "seeds for 1 pt")
@@ -52,8 +53,8 @@ def variance_summary(r: VarianceReport, esc=str) -> str:
             f"percentile bootstrap over docs ({r.n_boot} replicates) of one run (the first seed's), shown as its "
             f"half-width; MDE: paired test, "
             f"α = {r.alpha:g}, power {r.power:.0%}, {r.n_docs} docs, per-doc disagreement of runs whose prompts "
-            f"differ (MDE unpaired: two independent samples). {len(r.runs)} runs, {r.computed_batches} batches "
-            f"computed, {r.cached_batches} from the store."
+            f"differ (MDE unpaired: two independent samples). {len(r.runs)} runs, "
+            f"{plural(r.computed_batches, 'batch')} computed, {r.cached_batches} from the store."
             + (" The sampler is first_n: seeds do not change the examples, only orders do." if r.sampler == "first_n"
                else ""))
 
