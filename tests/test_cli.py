@@ -36,6 +36,19 @@ def test_run_writes_a_record(tiny_model, shared_data, tmp_path):
     assert {m["name"] for m in json.loads(res.stdout)} == {"acc", "acc_norm"}
 
 
+
+def test_a_lettered_run_whose_answer_is_always_one_letter_says_so(tiny_model, shared_data, tmp_path):
+    # lm-eval's sciq lists the correct answer last: in the lettered format it is D in every doc
+    base = ["run", "--task", "sciq", "--model", str(tiny_model), "--data-dir", str(shared_data), "--limit", "4"]
+    res = _run([*base, "--prompt-format", "lettered", "-o", str(tmp_path / "l.json")])
+    assert res.exit_code == 0, res.output
+    preds = [d["prediction"] for d in json.loads((tmp_path / "l.json").read_text())["docs"]]
+    spread = ", ".join(f"{x} {preds.count(i)}" for i, x in enumerate("ABCD"))
+    assert (f"note: the correct answer is D in all 4 docs (the task's choice order), so acc counts how often the "
+            f"model answers D; its answers: {spread}") in res.stderr
+    cloze = _run([*base, "--prompt-format", "cloze"])
+    assert cloze.exit_code == 0 and "correct answer is" not in cloze.stderr
+
 @pytest.mark.parametrize("args,needle", [
     (["--task", "nope"], "unknown task 'nope'"),
     (["--prompt-format", "weird"], "unknown prompt format 'weird'"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -130,6 +131,9 @@ def _print_run(record, output: Optional[Path], as_json: bool) -> None:
         err.print(rich_text(f"note: {len(diag.truncated)} of {n} generations stopped at the token budget"
                             + (f" (max_gen_toks {budget})" if budget else "") + ": their answers may be cut off"),
                   highlight=False, soft_wrap=True)
+    same_gold = _same_gold_note(record)
+    if same_gold:
+        err.print(rich_text(same_gold), highlight=False, soft_wrap=True)
     t = record.timings
     err.print(rich_text(f"data: {fp.data.source} {fp.data.origin if fp.data.source != 'data_dir' else ''} "
                      f"{fp.data.location} (split {fp.data.split})".replace("  ", " ")), highlight=False, soft_wrap=True)
@@ -137,3 +141,18 @@ def _print_run(record, output: Optional[Path], as_json: bool) -> None:
                      f"{t.docs_per_s:.2f} docs/s; {plural(t.computed_batches, 'batch')} computed, "
                      f"{t.cached_batches} from cache)"
                      + (f"; wrote {output}" if output else "")), highlight=False, soft_wrap=True)
+
+
+def _same_gold_note(record) -> str | None:
+    """A note when a lettered run's correct answer has the same letter in every doc (SciQ lists its answer
+    last, as lm-eval's sciq.yaml does): acc then counts how often the model answers that letter, a
+    position preference rather than knowledge, so the run says which letters it chose."""
+    docs = [d for d in record.docs if d.gold is not None and d.prediction is not None]
+    if record.fingerprint.prompt.format != "lettered" or len(docs) < 2 or len({d.gold for d in docs}) > 1:
+        return None
+    letters = max((d.choices for d in docs), key=len)
+    chosen = Counter(d.prediction for d in docs)
+    spread = ", ".join(f"{letter} {chosen[i]}" for i, letter in enumerate(letters))
+    gold = letters[docs[0].gold]
+    return (f"note: the correct answer is {gold} in all {len(docs)} docs (the task's choice order), so acc counts "
+            f"how often the model answers {gold}; its answers: {spread}")
