@@ -46,6 +46,8 @@ def test_a_lettered_run_whose_answer_is_always_one_letter_says_so(tiny_model, sh
     spread = ", ".join(f"{x} {preds.count(i)}" for i, x in enumerate("ABCD"))
     assert (f"note: the correct answer is D in all 4 docs (the task's choice order), so acc counts how often the "
             f"model answers D; its answers: {spread}") in res.stderr
+    texts = _run([*base, "--prompt-format", "lettered", "--label-style", "none"])  # choices scored as their texts
+    assert texts.exit_code == 0 and "the correct answer is D in all 4 docs" in texts.stderr
     cloze = _run([*base, "--prompt-format", "cloze"])
     assert cloze.exit_code == 0 and "correct answer is" not in cloze.stderr
 

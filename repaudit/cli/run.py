@@ -150,9 +150,11 @@ def _same_gold_note(record) -> str | None:
     docs = [d for d in record.docs if d.gold is not None and d.prediction is not None]
     if record.fingerprint.prompt.format != "lettered" or len(docs) < 2 or len({d.gold for d in docs}) > 1:
         return None
-    letters = max((d.choices for d in docs), key=len)
+    from repaudit.tasks.definitions import lettered
+
+    # letters by position, not the scored choice texts: with --label-style none those are the answers themselves
     chosen = Counter(d.prediction for d in docs)
-    spread = ", ".join(f"{letter} {chosen[i]}" for i, letter in enumerate(letters))
-    gold = letters[docs[0].gold]
+    spread = ", ".join(f"{lettered(i)} {chosen[i]}" for i in range(max(len(d.choices) for d in docs)))
+    gold = lettered(docs[0].gold)
     return (f"note: the correct answer is {gold} in all {len(docs)} docs (the task's choice order), so acc counts "
             f"how often the model answers {gold}; its answers: {spread}")
