@@ -51,9 +51,11 @@ def load(path: str | Path, samples: list[str | Path] | None = None) -> Comparabl
 
 def compare(a: ComparableRun | str | Path, b: ComparableRun | str | Path, *, alpha: float = 0.05,
             adjust: str = "holm", tie_eps: float = 0.01, n_boot: int = 10_000,
-            task_map: dict[str, str] | None = None) -> Comparison:
+            task_map: dict[str, str] | None = None, names: tuple[str | None, str | None] = (None, None)
+            ) -> Comparison:
     """``repaudit compare A B``: factors, doc sets, scores with paired intervals and adjusted verdicts
-    (Δ = B − A in each metric's unit), flips, diagnostics. ``a``/``b``: runs from :func:`load`, or paths.
+    (Δ = B − A in each metric's unit), flips of every 0/1 metric, diagnostics. ``a``/``b``: runs from
+    :func:`load`, or paths; ``names``: the runs' labels in reports (default: file names, or what differs).
 
     Raises:
         RepauditError: no task in common, or an option out of range.
@@ -62,7 +64,8 @@ def compare(a: ComparableRun | str | Path, b: ComparableRun | str | Path, *, alp
 
     ra = a if not isinstance(a, (str, Path)) else load(a)
     rb = b if not isinstance(b, (str, Path)) else load(b)
-    return _compare(ra, rb, tie_eps=tie_eps, n_boot=n_boot, alpha=alpha, task_map=task_map, adjust=adjust)
+    return _compare(ra, rb, tie_eps=tie_eps, n_boot=n_boot, alpha=alpha, task_map=task_map, adjust=adjust,
+                    names=names)
 
 
 def attribute(a: str | Path, b: str | Path, *, data_dir: str | Path | None = None, model: str | None = None,

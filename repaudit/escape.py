@@ -8,7 +8,8 @@ output. Each function shows such text *literally*.
 * :func:`rich_text` — rich console markup: control characters made visible (``\\x1b``), then
   ``rich.markup.escape``.
 * :func:`md` — one Markdown table cell or line: control characters visible, inline syntax
-  (``\ ` * _ ] | ~`` where it could act) backslash-escaped, ``<``/``>``/``&`` as entities, and a leading
+  (``\ ` * _ ] | ~ <``, an ``&`` that would start a character reference) backslash-escaped — readable in the
+  raw text, unlike entities — and a leading
   ``# + - . !`` or digit-dot escaped so the text cannot start a heading, list or image.
 * :func:`latex` — pure ASCII LaTeX text: the ten specials, ``[ ] | < > "``, common symbols
   (Δ, −, ×, ↓, ↑, …) as commands, accented Latin letters as accent commands, anything else
@@ -43,8 +44,9 @@ def rich_text(text: Any) -> str:
     return _rich_escape(one_line(text))
 
 
-_MD_PUNCT = set("\\`*_[]|~")
-_MD_ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+_MD_PUNCT = set("\\`*_[]|~<")
+#: ``&name;`` / ``&#123;``: the only ``&`` CommonMark turns into something else (a character reference)
+_MD_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
 
 
 def md(text: Any, block: bool = True) -> str:
@@ -59,8 +61,8 @@ def md(text: Any, block: bool = True) -> str:
     s = visible_controls(str(text)).replace("\t", " ").replace("\n", " ")
     out = []
     for i, ch in enumerate(s):
-        if ch in _MD_ENTITIES:
-            out.append(_MD_ENTITIES[ch])
+        if ch == "&" and _MD_ENTITY.match(s, i):
+            out.append("\\&")
         elif ch == "_" and 0 < i < len(s) - 1 and s[i - 1].isalnum() and s[i + 1].isalnum():
             out.append(ch)
         elif ch == "[" or ch == "]" and s[i + 1:i + 2] not in ("(", "[", ":"):

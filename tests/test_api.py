@@ -54,10 +54,10 @@ def test_csv_cells_from_files_cannot_become_formulas():
 def test_csv_is_refused_where_a_command_has_no_table_for_it_before_any_work(tmp_path):
     res = CliRunner().invoke(app, ["sweep", "--task", "arc_easy", "--factor", "batch_size", "--values", "1", "-o",
                                    str(tmp_path / "s.csv")])
-    assert res.exit_code == 1 and res.output.startswith("error: CSV is written by compare")
+    assert res.exit_code == 2 and res.output.startswith("error: CSV is written by compare")
     res = CliRunner().invoke(app, ["compare", str(LIGHT / "arc_easy_0shot"), str(LIGHT / "arc_easy_3shot"),
                                    "--docs-csv", str(tmp_path / "d.txt")])
-    assert res.exit_code == 1 and "must end in .csv" in res.output
+    assert res.exit_code == 2 and "must end in .csv" in res.output
     assert not list(tmp_path.iterdir())
 
 

@@ -52,12 +52,15 @@ def test_flips_and_mcnemar_equal_an_independent_computation(lmeval_runs, x, y):
         expected_p = sps.binomtest(len(r2w), len(r2w) + len(w2r), 0.5).pvalue if r2w | w2r else 1.0
         assert row.mcnemar_p == pytest.approx(expected_p)
         assert row.unit == "pts" and row.delta == pytest.approx(100 * (len(w2r) - len(r2w)) / len(sa))
-    listed = {(f.doc_id, f.direction) for f in c.flips}
-    assert listed == {(i, "right_to_wrong") for i in r2w_acc(sa, sb)} | {(i, "wrong_to_right") for i in r2w_acc(sb, sa)}
+    # every 0/1 metric lists its flips (acc_norm may be the row that moved, not acc)
+    for metric in ("acc", "acc_norm"):
+        listed = {(f.doc_id, f.direction) for f in c.flips if f.metric == metric}
+        assert listed == ({(i, "right_to_wrong") for i in right_to_wrong(sa, sb, metric)}
+                          | {(i, "wrong_to_right") for i in right_to_wrong(sb, sa, metric)})
 
 
-def r2w_acc(sa, sb):
-    return {i for i in sa if sa[i]["acc"] == 1.0 and sb[i]["acc"] == 0.0}
+def right_to_wrong(sa, sb, metric="acc"):
+    return {i for i in sa if sa[i][metric] == 1.0 and sb[i][metric] == 0.0}
 
 
 def test_near_ties_are_counted_separately(lmeval_runs):

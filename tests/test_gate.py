@@ -159,7 +159,7 @@ def test_a_bad_policy_is_one_error_line_with_exit_65(lmeval_runs, tmp_path, poli
 def test_usage_errors_exit_64_and_a_good_policy_reads(lmeval_runs, tmp_path):
     res = _gate([str(lmeval_runs / "s1"), str(lmeval_runs / "s3"), "--margin", "x"])
     assert res.exit_code == 64 and res.stderr.startswith("error:")
-    assert _gate([str(lmeval_runs / "s1"), str(lmeval_runs / "s3")]).exit_code == 65  # no policy at all
+    assert _gate([str(lmeval_runs / "s1"), str(lmeval_runs / "s3")]).exit_code == 64  # no policy at all: usage
     p = tmp_path / "gate.yaml"
     p.write_text("alpha: 0.05\nmultiplicity: bh\nrows:\n  - task: arc_*\n    metric: acc\n    test: non_inferiority\n"
                  "    margin: 1.0\n    tier: critical\n")

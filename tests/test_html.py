@@ -100,7 +100,7 @@ def test_html_is_refused_where_a_command_has_none(tmp_path):
     for args in (["sweep", "--factor", "dtype", "--values", "float32", "--dry-run"],
                  ["compare", "a.json", "b.json", "--attribute"]):
         res = runner.invoke(app, [*args, "-o", str(tmp_path / "s.html")])
-        assert res.exit_code == 1 and "HTML is written by compare, gate" in res.stderr, args
+        assert res.exit_code == 2 and "HTML is written by compare, gate" in res.stderr, args
         assert not (tmp_path / "s.html").exists()
 
 
@@ -201,14 +201,16 @@ def test_browser_lmeval_pair_headline_flips_filter_and_doc(chrome, lmeval_runs, 
     c = json.loads(res.stdout)
     head = chrome.find_element(By.ID, "headline").text
     assert head.startswith("Verdict:") and f"{c['summary']['rows']} task×metric rows" in head
-    n_flips = sum(1 for d in data["docs"] if d["f"])
+    # a doc counts as a flip when any 0/1 metric flipped on it (acc in "f", acc_norm in "fo")
+    n_flips = sum(1 for d in data["docs"] if d["f"] or d.get("fo"))
+    assert any(d.get("fo") and not d["f"] for d in data["docs"])  # acc_norm flips on docs where acc did not
     assert int(chrome.find_element(By.ID, "flip-count").text) == n_flips
     assert len(chrome.find_elements(By.CSS_SELECTOR, "#doc-rows tr.doc")) == 100  # first page of 570
     _select(chrome, By, "f-view", "flips")
     rows = chrome.find_elements(By.CSS_SELECTOR, "#doc-rows tr.doc")
     assert len(rows) == n_flips == int(chrome.find_element(By.ID, "doc-count").text)
     _select(chrome, By, "f-view", "harmful")
-    harmful = sum(1 for d in data["docs"] if d["f"] == "h")
+    harmful = sum(1 for d in data["docs"] if "h" in [d["f"], *(code for _, code in d.get("fo", []))])
     assert len(chrome.find_elements(By.CSS_SELECTOR, "#doc-rows tr.doc")) == harmful
     _select(chrome, By, "f-view", "all")
     box = chrome.find_element(By.ID, "f-search")

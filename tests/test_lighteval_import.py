@@ -113,7 +113,7 @@ def test_cli_compare_reads_lighteval(tmp_path):
     text = out.read_text()
     assert "choices 40" in text and "prompt texts 40" in text and "lighteval" in text
     r = CliRunner().invoke(app, ["compare", str(S1), str(ZERO), "--pair-tasks", "arc_easy_local"])
-    assert r.exit_code == 1 and "error: --pair-tasks takes B_TASK=A_TASK, got 'arc_easy_local'" in r.stderr
+    assert r.exit_code == 2 and "error: --pair-tasks takes B_TASK=A_TASK, got 'arc_easy_local'" in r.stderr
     r = CliRunner().invoke(app, ["compare", str(S1), str(ZERO), "--pair-tasks", "x=arc_easy"])
     assert r.exit_code == 1 and "'x' must match a task of B (arc_easy_local)" in r.stderr
 

@@ -179,7 +179,7 @@ def test_precision_sweep_and_dry_runs_through_the_cli(tiny_model, shared_data, t
     assert value["docs"] == 40 and 0 < value["batches_stored"] < value["batches"]
     assert 0 < value["tokens_to_compute"] < first["tokens_to_compute"]
     bad = cli.invoke(app, ["sweep", "--factor", "prompt_format", "--values", "lettered", *base, "--precision", "0"])
-    assert bad.exit_code == 1 and bad.stderr.startswith("error: --precision must be between 0 and 100")
+    assert bad.exit_code == 2 and bad.stderr.startswith("error: --precision must be between 0 and 100")
 
 
 def test_attribute_dry_run_counts_the_stored_batches(tiny_model, shared_data, tmp_path):

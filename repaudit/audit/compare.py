@@ -25,11 +25,12 @@ from repaudit.audit.docsets import doc_set, same_docs
 from repaudit.audit.mechanisms import DiagnosticRow, Mechanism, explain
 from repaudit.audit.pairing import TaskSets, pair_tasks
 from repaudit.audit.scores import FlippedDoc, ScoreRow, judge, score_row
-from repaudit.errors import RepauditError
+from repaudit.errors import RepauditError, UsageError
 from repaudit.importers.comparable import ComparableRun, TaskOutcome
 from repaudit.importers.detect import load_run
-from repaudit.importers.factors import UNKNOWN, FactorGroup
+from repaudit.importers.factors import NOT_SET, UNKNOWN, FactorGroup
 from repaudit.importers.lmeval_factors import DEFAULT_DEVICE
+from repaudit.importers.metric_kinds import task_base
 
 __all__ = ["Comparison", "FactorRow", "FlippedDoc", "ScoreRow", "compare", "diff_factors", "load_run"]
 
@@ -228,40 +229,100 @@ def _not_comparable_reason(ag: DocAgreement) -> str | None:
     return None
 
 
-def _check_options(tie_eps: float, n_boot: int, alpha: float, adjust: str) -> None:
+def check_options(tie_eps: float, n_boot: int, alpha: float, adjust: str, top: int = 0) -> None:
+    """The comparison's options, before any file is read.
+
+    Raises:
+        UsageError: ``n_boot`` outside [100, 1000000], a negative or non-finite ``tie_eps``, ``alpha`` outside
+            (0, 1), an unknown ``adjust``, or a negative ``top``.
+    """
     import math
 
     if not 100 <= n_boot <= 1_000_000:
-        raise RepauditError(f"--n-boot must be between 100 and 1000000, got {n_boot}")
+        raise UsageError(f"--n-boot must be between 100 and 1000000, got {n_boot}")
     if not (math.isfinite(tie_eps) and tie_eps >= 0):
-        raise RepauditError(f"--tie-eps must be a non-negative number of nats, got {tie_eps}")
+        raise UsageError(f"--tie-eps must be a non-negative number of nats, got {tie_eps}")
     if not 0 < alpha < 1:
-        raise RepauditError(f"alpha must be in (0, 1), got {alpha}")
+        raise UsageError(f"alpha must be in (0, 1), got {alpha}")
     if adjust not in ("holm", "bh", "none"):
-        raise RepauditError(f"unknown multiplicity adjustment '{adjust}' (holm, bh or none)")
+        raise UsageError(f"--adjust must be holm, bh or none, got '{adjust}'")
+    if not 0 <= top <= 1_000_000:
+        raise UsageError(f"--top must be between 0 and 1000000, got {top}")
 
 
-def _label(run: ComparableRun) -> dict[str, str]:
+def _model_name(run: ComparableRun) -> str:
+    models = {str(f.get("model", {}).get("name")) for f in run.factors.values()} - {UNKNOWN, "None"}
+    return ", ".join(sorted(models)) if models else "not recorded"
+
+
+def _revision(run: ComparableRun) -> str | None:
+    revs = {str(f.get("model", {}).get("revision")) for f in run.factors.values()} - {UNKNOWN, NOT_SET, "None"}
+    return ", ".join(sorted(revs)) if revs else None
+
+
+#: the time stamp in lm-eval's and lighteval's file names: ``results_2026-11-23T04-07-29.104443.json``
+_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T[\d:.\-]+")
+
+
+def run_labels(a: ComparableRun, b: ComparableRun, names: tuple[str | None, str | None] = (None, None)
+               ) -> tuple[str, str]:
+    """How the report names each run: ``names`` where given (``--name-a``/``--name-b``), else the file name;
+    where the two file names are equal (``result.json`` twice, or lm-eval's ``results_<time>.json``), what
+    tells them apart — the model's name, its revision, else the folders the files sit in
+    (``llama2-7b/result.json``)."""
+    from pathlib import PurePath
+
+    pa, pb = PurePath(a.path), PurePath(b.path)
+    if _STAMP.sub("", pa.name) != _STAMP.sub("", pb.name):
+        derived = (pa.name, pb.name)
+    elif (ma := _model_name(a)) != (mb := _model_name(b)):
+        derived = (PurePath(ma).name or ma, PurePath(mb).name or mb)
+        if derived[0] == derived[1]:
+            derived = (ma, mb)
+    elif (ra := _revision(a)) != (rb := _revision(b)) and ra and rb:
+        derived = (f"{PurePath(ma).name}@{ra}", f"{PurePath(mb).name}@{rb}")
+    else:
+        derived = _by_folder(pa, pb)
+    return names[0] or derived[0], names[1] or derived[1]
+
+
+def _by_folder(pa, pb) -> tuple[str, str]:
+    """The shortest trailing folders of two paths that differ (``s1`` / ``s2`` for ``s1/results.json`` and
+    ``s2/results.json``); the file names where the folders are the same."""
+    for k in range(2, max(len(pa.parts), len(pb.parts)) + 1):
+        la, lb = "/".join(pa.parts[-k:-1]), "/".join(pb.parts[-k:-1])
+        if la != lb:
+            return la or pa.name, lb or pb.name
+    if pa.name != pb.name:  # one folder, two time-stamped files
+        return pa.name, pb.name
+    return f"{pa.name} (A)", f"{pb.name} (B)"  # one file twice
+
+
+def _label(run: ComparableRun, name: str) -> dict[str, str]:
     from pathlib import Path
 
-    models = {str(f.get("model", {}).get("name")) for f in run.factors.values()} - {UNKNOWN, "None"}
-    return {"path": run.path, "name": Path(run.path).name, "source": run.source,
-            "model": ", ".join(sorted(models)) if models else "not recorded"}
+    model = _model_name(run)
+    if len(model) > 300:  # a label: the whole name is in the factor rows
+        model = f"{model[:150]}…({len(model) - 300:,} characters left out)…{model[-150:]}"
+    return {"path": run.path, "name": name, "file": Path(run.path).name, "source": run.source, "model": model}
 
 
 def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: int = 10_000,
-            alpha: float = 0.05, task_map: dict[str, str] | None = None, adjust: str = "holm") -> Comparison:
+            alpha: float = 0.05, task_map: dict[str, str] | None = None, adjust: str = "holm",
+            names: tuple[str | None, str | None] = (None, None)) -> Comparison:
     """Compare two runs on every task they share (tasks paired first by :func:`pair_tasks`).
 
     Args:
         task_map: ``--pair-tasks`` patterns, ``{B pattern: A pattern}``.
         adjust: multiplicity adjustment of the p-values (``holm``, ``bh``, ``none``).
+        names: the runs' labels in every report (``--name-a``/``--name-b``); ``None``: :func:`run_labels`.
 
     Raises:
-        RepauditError: the runs have no task in common, a pattern that pairs nothing, or ``n_boot``/
-            ``tie_eps``/``alpha``/``adjust`` out of range.
+        RepauditError: the runs have no task in common, or a pattern that pairs nothing.
+        UsageError: ``n_boot``/``tie_eps``/``alpha``/``adjust`` out of range (:func:`check_options`).
     """
-    _check_options(tie_eps, n_boot, alpha, adjust)
+    check_options(tie_eps, n_boot, alpha, adjust)
+    label_a, label_b = run_labels(a, b, names)
     sets = pair_tasks(a, b, task_map)
     a, b = sets.a, sets.b
     shared_tasks = sets.shared()
@@ -271,17 +332,18 @@ def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: i
     factors, agreements, scores, flips = [], [], [], []
     diagnostics, mechanisms, warnings = [], [], []
     notes = list(a.notes) + list(b.notes) + sets.notes
+    one_harness = a.source.split(" ")[0] == b.source.split(" ")[0]
     for task in shared_tasks:
         factors += diff_factors(task, a.factors[task], b.factors[task])
         ta, tb = a.tasks[task], b.tasks[task]
+        same_task = one_harness and task_base(ta.source_name or task) == task_base(tb.source_name or task)
         shared, reason, basis = _doc_sets(task, ta, tb, a.factors[task], b.factors[task], agreements)
         common = [m for m in ta.reported if m in tb.reported]
         if not common and (ta.reported or tb.reported):
             notes.append(_no_shared_metric(task, ta, tb, a.source, b.source))
         for metric in common:
-            # every 0/1 metric classifies its flips; the task's first metric lists them as docs
-            row = score_row(task, metric, ta, tb, shared, reason, tie_eps, n_boot, alpha,
-                            flips if metric == common[0] else [])
+            # every 0/1 metric lists its flipped docs (acc_norm may be the row that moved, not acc)
+            row = score_row(task, metric, ta, tb, shared, reason, tie_eps, n_boot, alpha, flips, same_task)
             if basis and row.method == "unpaired_stderr":
                 row.note = f"{row.note}; {basis}" if row.note else basis
             scores.append(row)
@@ -293,8 +355,8 @@ def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: i
     judge(scores, alpha, adjust)
     _scale_mechanisms(mechanisms, scores)
     taskset = _task_set(sets, shared_tasks)
-    cmp = Comparison(a=_label(a), b=_label(b), tie_eps=tie_eps, alpha=alpha, adjust=adjust, tasks=taskset,
-                     factors=factors, docs=agreements, scores=scores, flips=flips, notes=notes,
+    cmp = Comparison(a=_label(a, label_a), b=_label(b, label_b), tie_eps=tie_eps, alpha=alpha, adjust=adjust,
+                     tasks=taskset, factors=factors, docs=agreements, scores=scores, flips=flips, notes=notes,
                      diagnostics=diagnostics, mechanisms=mechanisms, warnings=warnings)
     cmp.summary = summarise(cmp)
     return cmp

@@ -41,7 +41,7 @@ from repaudit.audit.compare import Comparison, FactorRow, ScoreRow
 from repaudit.audit.mechanisms import Mechanism
 from repaudit.audit.stats import benjamini_hochberg, holm, paired_score_interval, paired_score_z
 from repaudit.boundary import InputError, read_yaml, validate
-from repaudit.errors import RepauditError
+from repaudit.errors import UsageError
 
 Test = Literal["equivalence", "non_inferiority", "superiority"]
 Tier = Literal["critical", "supporting", "advisory"]
@@ -98,15 +98,23 @@ def inline_policy(max_drop: float | None, margin: float | None, alpha: float = 0
     """``--max-drop PTS`` (non-inferiority) or ``--margin PTS`` (equivalence) on every row, all critical.
 
     Raises:
-        RepauditError: neither or both given, or a negative or non-finite value.
+        UsageError: neither or both given, a negative or non-finite value, ``alpha`` outside (0, 0.5) or an
+            unknown ``multiplicity``.
     """
-    if (max_drop is None) == (margin is None):
-        raise RepauditError("give a policy: --policy FILE, or one of --max-drop PTS (non-inferiority) and "
-                            "--margin PTS (equivalence) for every task and metric")
+    if max_drop is not None and margin is not None:
+        raise UsageError("give --max-drop PTS (non-inferiority) or --margin PTS (equivalence), not both: one "
+                         "test per row; a policy file (--policy) can give different tests to different rows")
+    if max_drop is None and margin is None:
+        raise UsageError("give a policy: --policy FILE, or one of --max-drop PTS (non-inferiority) and "
+                         "--margin PTS (equivalence) for every task and metric")
     value = max_drop if max_drop is not None else margin
     if not (math.isfinite(value) and value >= 0):
-        raise RepauditError(f"{'--max-drop' if max_drop is not None else '--margin'} must be a non-negative "
-                            f"number of points, got {value}")
+        raise UsageError(f"{'--max-drop' if max_drop is not None else '--margin'} must be a non-negative "
+                         f"number of points, got {value}")
+    if not 0 < alpha < 0.5:
+        raise UsageError(f"--alpha must be between 0 and 0.5, got {alpha}")
+    if multiplicity not in ("holm", "bh", "none"):
+        raise UsageError(f"--multiplicity must be holm, bh or none, got '{multiplicity}'")
     test = "non_inferiority" if max_drop is not None else "equivalence"
     return Policy(alpha=alpha, multiplicity=multiplicity, rows=[PolicyRow(task="*", test=test, margin=value)])
 
@@ -124,6 +132,8 @@ class GateRow(BaseModel):
     unit: str
     direction: str
     d: float | None
+    #: compare's Δ = B − A of the row (not oriented), also where no test could be run
+    delta: float | None = None
     ci_low: float | None
     ci_high: float | None
     se: float | None
@@ -145,6 +155,8 @@ class GateRow(BaseModel):
     harmful: list[int] = []
     beneficial: list[int] = []
     churn: list[int] = []
+    #: flipped doc id -> the harness's own sample id, where it has one (inspect)
+    keys: dict[int, str] = {}
 
 
 class GateResult(BaseModel):
@@ -227,7 +239,7 @@ def _gate_row(r: ScoreRow, rule: PolicyRow, alpha: float) -> GateRow:
     direction = rule.direction or r.direction
     n_docs = r.n_shared if r.n_shared else min((x for x in (r.n_a, r.n_b) if x is not None), default=0)
     base = dict(task=r.task, metric=r.metric, test=rule.test, tier=rule.tier, margin=rule.margin, unit=r.unit,
-                direction=direction, method=r.method, n_docs=n_docs)
+                direction=direction, method=r.method, n_docs=n_docs, delta=r.delta)
     binary = r.right_to_wrong is not None and r.n_clusters is None and r.method == "paired_bootstrap"
     if r.verdict == "not comparable" or r.method == "none" or r.se is None or not math.isfinite(r.se) or (
             r.se <= 0 and not binary):  # the score test of a 0/1 metric needs no spread (no flip is evidence too)
@@ -289,8 +301,8 @@ def _decide(rows: list[GateRow], alpha: float, multiplicity: str) -> None:
             alone = "PASS" if r.p_pass < alpha else "FAIL" if r.p_fail < alpha else None
             why = (f"alone it would {alone} (p {min(r.p_pass, r.p_fail):.3g}), but not after the {multiplicity} "
                    f"adjustment over {len(tested)} claims" if alone else
-                   f"the interval straddles the margin; about {n:,} docs would decide it ({way}, at the observed "
-                   f"difference and spread)" if n is not None else way)
+                   f"about {n:,} docs would decide it ({way}, at the observed difference and spread)"
+                   if n is not None else way)
             r.reason = "; ".join(x for x in (r.reason, why) if x)
 
 
@@ -322,3 +334,4 @@ def explain(row: GateRow, c: Comparison) -> None:
     score = next((s for s in c.scores if s.task == row.task and s.metric == row.metric), None)
     classes = (score.flip_ids if score else None) or {}
     row.harmful, row.beneficial, row.churn = (classes.get(k, []) for k in ("harmful", "beneficial", "churn"))
+    row.keys = {f.doc_id: f.key for f in c.flips if f.task == row.task and f.metric == row.metric and f.key}

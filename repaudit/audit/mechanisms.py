@@ -36,6 +36,8 @@ class DiagnosticRow(BaseModel):
     b_ids: list[int] | None = None
     a_unknown: str | None = None
     b_unknown: str | None = None
+    #: doc id -> the harness's own sample id (inspect's), for the ids listed above that have one
+    keys: dict[int, str] = {}
 
 
 class Mechanism(BaseModel):
@@ -63,12 +65,26 @@ def _unknown(d: Diagnostics | None, name: str) -> str | None:
     return d.unknown.get(base) or d.unknown.get("gen_tokens" if base.startswith("gen_tokens") else base)
 
 
-def diagnostic_rows(task: str, da: Diagnostics | None, db: Diagnostics | None) -> list[DiagnosticRow]:
-    """Every diagnostic either run has, side by side."""
+def doc_keys(ids, *tasks: TaskOutcome) -> dict[int, str]:
+    """The harness's own sample ids (inspect's) of ``ids``, where a run's docs carry them."""
+    out: dict[int, str] = {}
+    for t in tasks:
+        for i in ids:
+            d = (t.docs or {}).get(i)
+            if d is not None and d.key and i not in out:
+                out[i] = d.key
+    return out
+
+
+def diagnostic_rows(task: str, da: Diagnostics | None, db: Diagnostics | None,
+                    ta: TaskOutcome | None = None, tb: TaskOutcome | None = None) -> list[DiagnosticRow]:
+    """Every diagnostic either run has, side by side (``ta``/``tb``: the tasks, for their docs' sample ids)."""
     sa, sb = (d.doc_sets() if d else {} for d in (da, db))
     rows = [DiagnosticRow(task=task, name=n, a=len(sa[n]) if n in sa else None, b=len(sb[n]) if n in sb else None,
                           a_ids=sa.get(n), b_ids=sb.get(n), a_unknown=None if n in sa else _unknown(da, n),
-                          b_unknown=None if n in sb else _unknown(db, n))
+                          b_unknown=None if n in sb else _unknown(db, n),
+                          keys=doc_keys([*sa.get(n, [])[:SHOW_IDS], *sb.get(n, [])[:SHOW_IDS]],
+                                        *(t for t in (ta, tb) if t is not None)))
             for n in dict.fromkeys([*sa, *sb])]
     for name in ("gen_tokens_mean", "gen_tokens_max", "finish", "fewshot_from_eval_split"):
         va, vb = (getattr(d, name) if d else None for d in (da, db))
@@ -89,11 +105,13 @@ def explain(task: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | Non
     diagnostic (``extraction_failed[strict-match]``) is scored on that filter's metric, any other
     on the first. ``shared`` is ``None`` when docs cannot be paired (no unaffected score then)."""
     da, db = ta.diagnostics, tb.diagnostics
-    rows = diagnostic_rows(task, da, db)
+    rows = diagnostic_rows(task, da, db, ta, tb)
     warnings = []
-    for side, d in (("A", da), ("B", db)):
+    for side, d, t in (("A", da, ta), ("B", db, tb)):
         if d is not None and d.fewshot_leaked:
-            ids = ", ".join(map(str, d.fewshot_leaked[:SHOW_IDS])) + (" …" if len(d.fewshot_leaked) > SHOW_IDS else "")
+            keys = doc_keys(d.fewshot_leaked[:SHOW_IDS], t)
+            ids = ", ".join(f"{keys[i]} (#{i})" if i in keys else str(i) for i in d.fewshot_leaked[:SHOW_IDS]) + (
+                " …" if len(d.fewshot_leaked) > SHOW_IDS else "")
             warnings.append(f"{task}: run {side} has {len(d.fewshot_leaked)} doc(s) among their own few-shot "
                             f"examples, answer included (doc ids {ids}): their scores are not an evaluation")
     mechanisms = []

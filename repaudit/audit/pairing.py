@@ -247,6 +247,8 @@ def pair_tasks(a: ComparableRun, b: ComparableRun, patterns: dict[str, str] | No
         else:
             a, b = _content_pairs(a, b, ta, tb, notes)
     b = _key_pairs(a, b, notes)
+    a, b = _content_docs(a, b, notes)
+    a, b = _accuracy_as_acc(a, b, notes)
     only_a = [a.tasks[t].source_name or t for t in a.tasks if t not in b.tasks]
     only_b = [b.tasks[t].source_name or t for t in b.tasks if t not in a.tasks]
     return TaskSets(a=a, b=b, only_a=only_a, only_b=only_b, notes=notes)
@@ -281,22 +283,62 @@ def _content_pairs(a: ComparableRun, b: ComparableRun, ta: str, tb: str,
             notes.append(f"{label}'s task '{s_name}' and the other run's '{d_name}' share {len(m.pairs)} of {n} docs "
                          "by content (question, choices, target): too few to pair the tasks")
             return a, b
-        t = rekey(src.tasks[s_name], dst.tasks[d_name], m)
-        rename = None
-        other = dst.tasks[d_name].reported
-        if "accuracy" in t.reported and "accuracy" not in other and "acc" in other and "acc" not in t.reported:
-            rename = {**{k: k for k in t.reported}, "accuracy": "acc"}
-        t = _renamed(t, d_name, rename)
+        t = _renamed(rekey(src.tasks[s_name], dst.tasks[d_name], m), d_name)
         new = _with_tasks(src, {d_name: t}, {d_name: _renamed_factors(src.factors[s_name], d_name)})
-        notes.append(f"{label}'s task '{s_name}' is compared as '{d_name}': {len(m.pairs)} of {n} docs paired by "
-                     "content (question, choices and target)" + (f"; {len(m.ambiguous)} match several docs and "
-                                                          f"{len(m.unmatched)} none, left unpaired"
-                                                          if m.ambiguous or m.unmatched else ""))
-        if rename:
-            notes.append(f"{label}'s 'accuracy' ({src.source}: the scorer's answer, extracted from generated text) is "
-                         f"compared as the other run's 'acc' (the most likely continuation by log-likelihood): one "
-                         "quantity, correctness per doc, measured two ways — the metric variant differs")
+        notes.append(f"{label}'s task '{s_name}' is compared as '{d_name}': {_paired_by_content(m, n)}")
         return (a, new) if label == "B" else (new, b)
+    return a, b
+
+
+def _paired_by_content(m, n: int) -> str:
+    return (f"{len(m.pairs)} of {n} docs paired by content (question, choices and target)"
+            + (f"; {len(m.ambiguous)} match several docs and {len(m.unmatched)} none, left unpaired"
+               if m.ambiguous or m.unmatched else ""))
+
+
+def _has_content(t: TaskOutcome) -> bool:
+    return bool(t.docs) and all(d.content is not None for d in t.docs.values())
+
+
+def _content_docs(a: ComparableRun, b: ComparableRun, notes: list[str]) -> tuple[ComparableRun, ComparableRun]:
+    """Shared tasks of an inspect log (its docs carry their content, its positions are its dataset's) and a run
+    of another harness (lm-eval, lighteval, repaudit: docs by their own ids): the inspect run's docs are
+    paired with the other's by content — question, choices and target — as one-task runs are, never by id."""
+    from repaudit.audit.docmatch import by_content, rekey
+
+    for name in [t for t in b.tasks if t in a.tasks]:
+        ta, tb = a.tasks[name], b.tasks[name]
+        if _has_content(ta) == _has_content(tb) or not ta.docs or not tb.docs:
+            continue
+        src, dst, label = (ta, tb, "A") if _has_content(ta) else (tb, ta, "B")
+        m = by_content(src, dst)
+        if m is None:
+            continue
+        moved = rekey(src, dst, m)
+        if label == "A":
+            a = _with_tasks(a, {**a.tasks, name: moved}, a.factors)
+        else:
+            b = _with_tasks(b, {**b.tasks, name: moved}, b.factors)
+        notes.append(f"{name}: {label}'s docs (an inspect log's) paired with the other run's by content: "
+                     f"{_paired_by_content(m, len(src.docs))}")
+    return a, b
+
+
+def _accuracy_as_acc(a: ComparableRun, b: ComparableRun, notes: list[str]) -> tuple[ComparableRun, ComparableRun]:
+    """inspect's ``accuracy`` compared as the other run's ``acc`` (lm-eval, lighteval, repaudit) in every shared
+    task where only one run reports each, however the task was paired (name, pattern, content)."""
+    for label in ("A", "B"):
+        side, other = (a, b) if label == "A" else (b, a)
+        for name in [t for t in side.tasks if t in other.tasks]:
+            t, o = side.tasks[name].reported, other.tasks[name].reported
+            if not ("accuracy" in t and "accuracy" not in o and "acc" in o and "acc" not in t):
+                continue
+            renamed = _renamed(side.tasks[name], name, {**{k: k for k in t}, "accuracy": "acc"})
+            side = _with_tasks(side, {**side.tasks, name: renamed}, side.factors)
+            notes.append(f"{name}: {label}'s 'accuracy' ({side.source}: the scorer's answer, extracted from generated "
+                         "text) is compared as the other run's 'acc' (the most likely continuation by log-likelihood):"
+                         " one quantity, correctness per doc, measured two ways — the metric variant differs")
+        a, b = (side, other) if label == "A" else (other, side)
     return a, b
 
 

@@ -92,7 +92,7 @@ def config_from_lmeval(task: str, factors: dict[str, dict[str, Any]], path: Path
         RepauditError: a setting the file does not record (e.g. ``batch_size`` "auto" without the
             sizes used), or a task repaudit does not define.
     """
-    from repaudit.importers.factors import UNKNOWN
+    from repaudit.importers.factors import NOT_SET, UNKNOWN
     from repaudit.importers.lmeval_tasks import configs_recorded, load_task_config
     from repaudit.run.runner import get_task
 
@@ -107,6 +107,9 @@ def config_from_lmeval(task: str, factors: dict[str, dict[str, Any]], path: Path
         v = factors.get(group, {}).get(name, UNKNOWN)
         if v == UNKNOWN:
             raise RepauditError(f"'{path}' does not record {group}.{name}: it cannot be replayed")
+        if v == NOT_SET:
+            raise RepauditError(f"'{path}' does not set {group}.{name} (lm-eval took its default, which depends on "
+                                "its version): it cannot be replayed")
         return v
 
     dtype = str(need("dtype", "dtype")).removeprefix("torch.")

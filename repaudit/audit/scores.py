@@ -104,6 +104,8 @@ class FlippedDoc(BaseModel):
     a_margin: float | None
     b_margin: float | None
     near_tie: bool
+    #: the harness's own id of the doc where it is not the position (inspect's sample id)
+    key: str | None = None
 
 
 def _finite(x) -> float | None:
@@ -117,24 +119,37 @@ def _row(task: str, metric: str, kind: MetricKind, va: float, vb: float, method:
                     **{"se": None, "ci_low": None, "ci_high": None, **kw})
 
 
-def row_kind(metric: str, ta: TaskOutcome, tb: TaskOutcome) -> tuple[MetricKind, MetricKind, MetricKind | None, str]:
-    """Each side's kind and the kind the pair is compared under (``None`` with a reason when incompatible)."""
-    ka = metric_kind(metric, [ta.reported[metric][0]], ta.higher_is_better.get(metric))
-    kb = metric_kind(metric, [tb.reported[metric][0]], tb.higher_is_better.get(metric))
-    kind, why = pair_kinds(ka, kb)
+def side_kind(metric: str, t: TaskOutcome) -> MetricKind:
+    """The kind of ``metric`` as one run reports it, its scale settled by the run's evidence: the value, the
+    run's per-doc values, the task's other metrics (:func:`~repaudit.importers.metric_kinds.reported_scale`)."""
+    vals = [d.metrics[metric] for d in (t.docs or {}).values() if metric in d.metrics]
+    mean = sum(vals) / len(vals) if t.docs and len(vals) == len(t.docs) and all(map(math.isfinite, vals)) else None
+    siblings = {m: v for m, (v, _) in t.reported.items() if m != metric}
+    return metric_kind(metric, [t.reported[metric][0]], t.higher_is_better.get(metric), task=t.source_name or t.task,
+                       siblings=siblings, per_doc_mean=mean)
+
+
+def row_kind(metric: str, ta: TaskOutcome, tb: TaskOutcome, same_task: bool = False
+             ) -> tuple[MetricKind, MetricKind, MetricKind | None, str]:
+    """Each side's kind and the kind the pair is compared under (``None`` with a reason when incompatible);
+    ``same_task``: both runs come from one harness and name the task alike (a scale one run shows is the
+    task's, so it holds for the other run too)."""
+    kind, why, ka, kb = pair_kinds(side_kind(metric, ta), side_kind(metric, tb), same_task)
     return ka, kb, kind, why or ""
 
 
 def score_row(task: str, metric: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | None,
-              reason: str | None, tie_eps: float, n_boot: int, alpha: float, flips: list) -> ScoreRow:
+              reason: str | None, tie_eps: float, n_boot: int, alpha: float, flips: list,
+              same_task: bool = False) -> ScoreRow:
     """One score row before the multiplicity correction (:func:`judge` gives the verdict).
 
     Args:
         shared: doc ids both runs scored (``None`` when a side has no per-doc results).
         reason: why the doc sets are not comparable, or ``None``.
-        flips: list the flipped docs are appended to (the task's first metric only).
+        flips: list the flipped docs of a 0/1 metric are appended to.
+        same_task: both runs come from one harness and name the task alike (:func:`row_kind`).
     """
-    ka, kb, kind, why = row_kind(metric, ta, tb)
+    ka, kb, kind, why = row_kind(metric, ta, tb, same_task)
     ra, rb = ta.reported[metric][0] * ka.scale, tb.reported[metric][0] * kb.scale
     extra = dict(a_reported=_finite(ra), b_reported=_finite(rb), is_group=ta.is_group or tb.is_group,
                  n_a=len(ta.docs) if ta.docs else ta.n_docs, n_b=len(tb.docs) if tb.docs else tb.n_docs,
@@ -151,6 +166,11 @@ def score_row(task: str, metric: str, ta: TaskOutcome, tb: TaskOutcome, shared: 
         row.note = f"{said}: both shown in points" + (f"; {row.note}" if row.note else "")
     if why:
         row.note = f"{why}; {row.note}" if row.note else why
+    if kind.kind == "score":
+        unknown = (f"repaudit does not know the metric '{metric}': its unit and scale are unknown, so the values "
+                   "are shown as the files report them" + (" and its direction is unknown" if kind.direction ==
+                                                           "unknown" else ""))
+        row.note = f"{unknown}; {row.note}" if row.note else unknown
     return row
 
 
@@ -269,7 +289,7 @@ def _flips(task, metric, ta, tb, shared, xa, xb, tie_eps, flips: list) -> dict[s
                                 direction="right_to_wrong" if va > vb else "wrong_to_right",
                                 target=da.target if da.target is not None else db.target,
                                 a_prediction=da.prediction, b_prediction=db.prediction,
-                                a_margin=ma, b_margin=mb, near_tie=tie))
+                                a_margin=ma, b_margin=mb, near_tie=tie, key=da.key or db.key))
     return classes
 
 

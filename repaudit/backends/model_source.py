@@ -11,7 +11,9 @@ Three sources:
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
+import io
 import json
 import os
 import shutil
@@ -112,17 +114,11 @@ def _convert_gguf(gguf: Path, target: Path) -> None:
 
     transformers.utils.logging.disable_progress_bar()
     transformers.utils.logging.set_verbosity_error()
-    # the GGUF reader draws its own tqdm bar, which would flood a log file line by line
-    previous = os.environ.get("TQDM_DISABLE")
-    os.environ["TQDM_DISABLE"] = "1"
-    try:
+    # the GGUF reader draws its own tqdm bar on stderr, which would flood a log file line by line (tqdm reads
+    # TQDM_DISABLE when it is imported, so only catching what it writes silences it)
+    with contextlib.redirect_stderr(io.StringIO()):
         tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    finally:
-        if previous is None:
-            os.environ.pop("TQDM_DISABLE", None)
-        else:
-            os.environ["TQDM_DISABLE"] = previous
     # The loaded model still carries its GGUF quantisation config, and save_pretrained
     # refuses (or re-quantises) while it does.
     model.hf_quantizer = None

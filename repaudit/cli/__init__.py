@@ -81,14 +81,21 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
     """
 
 
-app.command("run")(run_command)
-app.command("compare")(compare_command)
-app.command("gate")(gate_command)
-app.command("sweep")(sweep_command)
-app.command("attribute")(attribute_command)
-app.command("reproduce")(reproduce_command)
-app.command("variance")(variance_command)
-app.command("factors")(factors_command)
+#: one line per command for the top-level --help (click cuts a docstring's first sentence at ~45 characters)
+SHORT_HELP = {
+    "run": "Evaluate a model on a benchmark; write a fingerprinted run file.",
+    "compare": "What differs between two runs, which docs flipped, is the move beyond noise.",
+    "gate": "GO / NO-GO / INCONCLUSIVE for a candidate run against a baseline (CI).",
+    "sweep": "Vary one factor, hold the rest, measure its effect against the noise floor.",
+    "attribute": "Re-run the hybrids of two runs; attribute the score delta to each factor.",
+    "reproduce": "Search the settings of a model that reproduce a reported number.",
+    "variance": "A benchmark's noise: doc bootstrap, seeds, few-shot order, prompt format.",
+    "factors": "Every factor that can move a score, and what each command does with it.",
+}
+for _name, _fn in (("run", run_command), ("compare", compare_command), ("gate", gate_command),
+                   ("sweep", sweep_command), ("attribute", attribute_command), ("reproduce", reproduce_command),
+                   ("variance", variance_command), ("factors", factors_command)):
+    app.command(_name, short_help=SHORT_HELP[_name])(_fn)
 
 
 def main() -> None:

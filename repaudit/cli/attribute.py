@@ -16,6 +16,7 @@ from repaudit.cli.common import (
     Format,
     FormatOption,
     JsonOption,
+    MkdirOption,
     OutputOption,
     PrecisionOption,
     PrecisionSeedOption,
@@ -96,6 +97,7 @@ def attribute_command(
     cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
     fmt: FormatOption = Format.rich,
     output: OutputOption = None,
+    mkdir: MkdirOption = False,
     plot: Annotated[Optional[Path], typer.Option(help="Draw the waterfall to PATH.png and PATH.pdf.")] = None,
     precision: PrecisionOption = None,
     precision_seed: PrecisionSeedOption = 0,
@@ -118,7 +120,7 @@ def attribute_command(
     from repaudit.report.audit import attribution_latex, attribution_markdown
 
     with user_errors():
-        check_outputs(output, plot, fmt, as_json, csv=not dry_run, html=not dry_run)
+        check_outputs(output, plot, fmt, as_json, csv=not dry_run, html=not dry_run, mkdir=mkdir)
         check_precision(precision, round_docs)
         if dry_run:
             from repaudit.audit.attribution import attribution_grid

@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from repaudit.errors import RepauditError
+from repaudit.errors import RepauditError, UsageError
 from repaudit.escape import rich_text
 
 err = Console(stderr=True)
@@ -28,11 +28,18 @@ def fail(message: str, code: int = 1) -> None:
 
 
 @contextmanager
-def user_errors(code: int = 1, io_code: int = 1):
-    """Turn a RepauditError into one error line and exit ``code`` (an OSError: ``io_code``); Ctrl-C into a
-    resume hint and exit 130. ``gate`` passes the sysexits codes 65 and 74 (0–2 are its decisions)."""
+def user_errors(code: int = 1, io_code: int = 1, usage_code: int = 2):
+    """Turn a RepauditError into one error line and exit ``code`` (a :class:`~repaudit.errors.UsageError`:
+    ``usage_code``; an :class:`~repaudit.errors.OutputError` or OSError: ``io_code``); Ctrl-C into a resume hint
+    and exit 130. ``gate`` passes the sysexits codes 65, 74 and 64 (0–2 are its decisions)."""
+    from repaudit.errors import OutputError
+
     try:
         yield
+    except UsageError as exc:
+        fail(str(exc), usage_code)
+    except OutputError as exc:
+        fail(str(exc), io_code)
     except RepauditError as exc:
         fail(str(exc), code)
     except OSError as exc:  # writing a report or plot: disk full, permissions changed meanwhile
@@ -98,8 +105,17 @@ def make_executor(name: str, ray_address: Optional[str], workers: Optional[int])
     return _make(name, ray_address, workers)
 
 
+NameAOption = Annotated[Optional[str], typer.Option("--name-a", help="Name run A in every report (default: its "
+                                                                  "file name; where both files share a name, "
+                                                                  "the model, revision or folder that differs).")]
+NameBOption = Annotated[Optional[str], typer.Option("--name-b", help="Name run B likewise.")]
+MkdirOption = Annotated[bool, typer.Option("--mkdir", help="Create the folders of -o (and --plot, --junit, "
+                                                           "--docs-csv) that do not exist; without it a missing "
+                                                           "folder is an error before any work.")]
+
+
 def check_outputs(output: Optional[Path], plot: Optional[Path] = None, fmt: Optional[Format] = None,
-                  as_json: bool = False, csv: bool = False, html: bool = False) -> None:
+                  as_json: bool = False, csv: bool = False, html: bool = False, mkdir: bool = False) -> None:
     """The report file and the plot's PNG/PDF can be written, and the report's suffix names a format that
     agrees with ``--format``; checked before any work.
 
@@ -112,10 +128,10 @@ def check_outputs(output: Optional[Path], plot: Optional[Path] = None, fmt: Opti
 
     report_format(fmt or Format.rich, output, as_json, csv, html)
     if output is not None:
-        check_writable(output, "output")
+        check_writable(output, "output", mkdir)
     if plot is not None:
         for suffix in (".png", ".pdf"):
-            check_writable(Path(plot).with_suffix(suffix), "plot")
+            check_writable(Path(plot).with_suffix(suffix), "plot", mkdir)
 
 
 #: report file suffix -> the format written into it (.txt: the terminal view as plain text)
@@ -135,10 +151,10 @@ def report_format(fmt: Format, output: Optional[Path], as_json: bool, csv: bool 
     """
     chosen = _chosen_format(fmt, output, as_json)
     if chosen is Format.csv and not csv:
-        raise RepauditError("CSV is written by compare (its score table) and attribute (its Shapley values); this "
+        raise UsageError("CSV is written by compare (its score table) and attribute (its Shapley values); this "
                             "command's report is rich, markdown, latex or json")
     if chosen is Format.html and not html:
-        raise RepauditError("HTML is written by compare, gate, attribute, sweep and variance; this report is rich, "
+        raise UsageError("HTML is written by compare, gate, attribute, sweep and variance; this report is rich, "
                             "markdown, latex or json" + (" or csv" if csv else ""))
     return chosen
 
@@ -149,10 +165,10 @@ def _chosen_format(fmt: Format, output: Optional[Path], as_json: bool) -> Format
         return asked
     by_suffix = SUFFIXES.get(output.suffix.lower())
     if by_suffix is None:
-        raise RepauditError(f"-o '{output}': cannot write a report as '{output.suffix}' (suffixes: "
+        raise UsageError(f"-o '{output}': cannot write a report as '{output.suffix}' (suffixes: "
                             f"{', '.join(SUFFIXES)}; plots are written with --plot)")
     if asked is not Format.rich and asked.value != by_suffix:
-        raise RepauditError(f"--format {asked.value} does not match -o '{output}' ('{output.suffix}' is "
+        raise UsageError(f"--format {asked.value} does not match -o '{output}' ('{output.suffix}' is "
                             f"{by_suffix}): change one of them")
     return Format(by_suffix)
 
@@ -200,9 +216,9 @@ def check_precision(precision: float | None, round_docs: int | None) -> None:
     import math
 
     if precision is not None and not (math.isfinite(precision) and 0 < precision <= 100):
-        raise RepauditError(f"--precision must be between 0 and 100 points (exclusive of 0), got {precision}")
+        raise UsageError(f"--precision must be between 0 and 100 points (exclusive of 0), got {precision}")
     if round_docs is not None and not 1 <= round_docs <= 10**7:
-        raise RepauditError(f"--round-docs must be between 1 and 10000000, got {round_docs}")
+        raise UsageError(f"--round-docs must be between 1 and 10000000, got {round_docs}")
 
 
 def emit_dry_run(plan, fmt: Format, output: Optional[Path]) -> None:

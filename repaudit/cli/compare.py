@@ -17,6 +17,9 @@ from repaudit.cli.common import (
     Format,
     FormatOption,
     JsonOption,
+    MkdirOption,
+    NameAOption,
+    NameBOption,
     OutputOption,
     RayAddressOption,
     WorkersOption,
@@ -58,10 +61,13 @@ def compare_command(
     run_b: Annotated[Path, typer.Argument(metavar="RUN_B", help="Run B, likewise.")],
     samples_a: SamplesOption = None,
     samples_b: Annotated[Optional[list[Path]], typer.Option(help="Samples or details of B.")] = None,
+    name_a: NameAOption = None,
+    name_b: NameBOption = None,
     pair_tasks: PairTasksOption = None,
     tokenizer: TokenizerOption = None,
     fmt: FormatOption = Format.rich,
     output: OutputOption = None,
+    mkdir: MkdirOption = False,
     docs_csv: DocsCsvOption = None,
     doc_text: DocTextOption = True,
     top: Annotated[int, typer.Option(help="Flipped docs to show (all are in the JSON).")] = 10,
@@ -91,7 +97,7 @@ def compare_command(
 
     Example: repaudit compare a.json b.json -o report.html
     """
-    from repaudit.audit.compare import compare, load_run
+    from repaudit.audit.compare import check_options, compare, load_run
     from repaudit.report.audit import attribution_latex, attribution_markdown
     from repaudit.report.compare import render_json, render_latex, render_markdown, render_rich
     from repaudit.report.frames import paired_docs_frame, scores_frame, to_csv
@@ -108,8 +114,9 @@ def compare_command(
                            "attribution": att.model_dump(mode="json")}, indent=1)
 
     with user_errors():
-        check_outputs(output, plot, fmt, as_json, csv=not attribute, html=not attribute)
-        _check_docs_csv(docs_csv)
+        check_options(tie_eps, n_boot, 0.05, adjust, top)
+        check_outputs(output, plot, fmt, as_json, csv=not attribute, html=not attribute, mkdir=mkdir)
+        _check_docs_csv(docs_csv, mkdir)
         from repaudit.run.protocol import looks_like_protocol
 
         if looks_like_protocol(run_a) or looks_like_protocol(run_b):
@@ -118,7 +125,8 @@ def compare_command(
         task_map = _task_map(pair_tasks or [])
         tok = _tokenizer(tokenizer, cache_dir) if tokenizer else None
         ra, rb = load_run(run_a, samples_a, tok), load_run(run_b, samples_b, tok)
-        comparison = compare(ra, rb, tie_eps=tie_eps, n_boot=n_boot, task_map=task_map, adjust=adjust)
+        comparison = compare(ra, rb, tie_eps=tie_eps, n_boot=n_boot, task_map=task_map, adjust=adjust,
+                             names=(name_a, name_b))
         att = (_attribute(run_a, run_b, data_dir, model, None, 2000, cache_dir, plot,
                           make_executor(executor, ray_address, workers)) if attribute else None)
         emit_report(report_format(fmt, output, as_json, csv=not attribute, html=not attribute), output, rich_view,
@@ -164,16 +172,16 @@ def doc_browser(c, side_a, side_b, task_map, data_dir, model, cache_dir, doc_tex
     return browser_data(c, side_a[1], side_b[1], task_map, *rebuilt, text=doc_text), notes
 
 
-def _check_docs_csv(path: Optional[Path]) -> None:
+def _check_docs_csv(path: Optional[Path], mkdir: bool = False) -> None:
     """``--docs-csv`` names a writable ``.csv`` file (checked before any work)."""
     if path is None:
         return
-    from repaudit.errors import RepauditError
+    from repaudit.errors import UsageError
     from repaudit.run.records import check_writable
 
     if path.suffix.lower() != ".csv":
-        raise RepauditError(f"--docs-csv '{path}': the file must end in .csv")
-    check_writable(path, "--docs-csv")
+        raise UsageError(f"--docs-csv '{path}': the file must end in .csv")
+    check_writable(path, "--docs-csv", mkdir)
 
 
 def _conformance(run_a: Path, run_b: Path, samples, fmt, output, as_json: bool) -> None:
@@ -199,24 +207,31 @@ def _conformance(run_a: Path, run_b: Path, samples, fmt, output, as_json: bool) 
 
 
 def _task_map(pairs: list[str]) -> dict[str, str]:
-    """``["b=a", …]`` → ``{"b": "a"}``. Raises RepauditError on an item without ``=``."""
-    from repaudit.errors import RepauditError
+    """``["b=a", …]`` → ``{"b": "a"}``. Raises UsageError on an item without ``=``."""
+    from repaudit.errors import UsageError
 
     out = {}
     for item in pairs:
         b, sep, a = item.partition("=")
         if not sep or not a or not b:
-            raise RepauditError(f"--pair-tasks takes B_TASK=A_TASK, got '{item}'")
+            raise UsageError(f"--pair-tasks takes B_TASK=A_TASK, got '{item}'")
         out[b] = a
     return out
 
 
 def _tokenizer(name: str, cache_dir: Path | None):
     """A transformers tokenizer: ``default`` (the default model's), a local model folder, or a hub id."""
+    import contextlib
+    import io
+
     from transformers import AutoTokenizer
 
-    from repaudit.backends.model_source import resolve_model
+    from repaudit.backends.model_source import default_gguf_path, resolve_model
     from repaudit.run.config import default_cache_dir
 
+    if name == "default":  # the tokenizer alone, from the GGUF: no need to de-quantise the model for it
+        gguf = default_gguf_path()
+        with contextlib.redirect_stderr(io.StringIO()):  # the GGUF reader's tqdm bar
+            return AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     resolved = resolve_model(name, None, cache_dir or default_cache_dir())
     return AutoTokenizer.from_pretrained(str(resolved.path))

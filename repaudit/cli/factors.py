@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from repaudit.cli.common import Format, out, user_errors
+from repaudit.cli.common import Format, MkdirOption, out, user_errors
 from repaudit.escape import rich_text
 from repaudit.run.factors import COMMANDS
 
@@ -18,6 +18,7 @@ def factors_command(
     fmt: Annotated[Format, typer.Option("--format", help="rich (terminal), markdown or json.")] = Format.rich,
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the table here (.md, .json).")
                       ] = None,
+    mkdir: MkdirOption = False,
 ) -> None:
     """List every factor that can move a score, with its support per command: recorded, compared, a run option,
     set by protocols, checked by conformance, replayed by attribute, swept, moved by reproduce — or why not.
@@ -30,12 +31,12 @@ def factors_command(
     from repaudit.run.records import write_atomic
 
     with user_errors():
-        check_outputs(output, None, fmt, False)
+        check_outputs(output, None, fmt, False, mkdir=mkdir)
         chosen = report_format(fmt, output, False)
         if chosen is Format.latex:
-            from repaudit.errors import RepauditError
+            from repaudit.errors import UsageError
 
-            raise RepauditError("repaudit factors writes the terminal table, Markdown or JSON")
+            raise UsageError("repaudit factors writes the terminal table, Markdown or JSON")
         text = (json.dumps(support(), indent=1) if chosen is Format.json else
                 factors_markdown() if chosen is Format.markdown else None)
         if text is not None:

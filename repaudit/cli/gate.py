@@ -15,8 +15,10 @@ import typer
 from repaudit.cli.common import (
     DocTextOption,
     Format,
-    FormatOption,
     JsonOption,
+    MkdirOption,
+    NameAOption,
+    NameBOption,
     OutputOption,
     check_outputs,
     emit_report,
@@ -24,9 +26,12 @@ from repaudit.cli.common import (
 )
 from repaudit.escape import rich_text
 
-#: sysexits(3): bad input data and an output file that cannot be written
-EX_DATAERR, EX_IOERR = 65, 74
+#: sysexits(3): a usage error, bad input data and an output file that cannot be written
+EX_USAGE, EX_DATAERR, EX_IOERR = 64, 65, 74
 EXIT = {"GO": 0, "NO-GO": 1, "INCONCLUSIVE": 2}
+GateFormatOption = Annotated[Format, typer.Option("--format", help="Report format: rich (terminal), markdown, json "
+                                                                   "or html (one self-contained page with a per-doc "
+                                                                   "browser); JUnit XML with --junit.")]
 
 
 def gate_command(
@@ -47,6 +52,8 @@ def gate_command(
     samples_a: Annotated[Optional[list[Path]], typer.Option(help="lm-eval samples or lighteval details of the "
                                                                  "baseline (default: found beside it).")] = None,
     samples_b: Annotated[Optional[list[Path]], typer.Option(help="Samples or details of the candidate.")] = None,
+    name_a: NameAOption = None,
+    name_b: NameBOption = None,
     pair_tasks: Annotated[Optional[list[str]], typer.Option(help="B_TASK=A_TASK, '*' allowed, as compare.")] = None,
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates of the comparison.")] = 2000,
     attribute: Annotated[bool, typer.Option("--attribute", help="Re-execute and attribute a failing row's delta "
@@ -59,8 +66,9 @@ def gate_command(
                                                            "cache.")] = None,
     precision: Annotated[Optional[float], typer.Option(metavar="PTS", help="With --attribute: as attribute "
                                                                            "--precision.")] = None,
-    fmt: FormatOption = Format.rich,
+    fmt: GateFormatOption = Format.rich,
     output: OutputOption = None,
+    mkdir: MkdirOption = False,
     as_json: JsonOption = False,
     doc_text: DocTextOption = True,
 ) -> None:
@@ -75,23 +83,25 @@ def gate_command(
 
     Example: repaudit gate base/ cand/ --max-drop 1 -o gate.html
     """
+    from repaudit.audit.compare import check_options
     from repaudit.cli.common import report_format, user_errors
     from repaudit.report.gate import render_json, render_markdown, render_rich, write_junit
 
-    with user_errors(EX_DATAERR, EX_IOERR):
-        check_outputs(output, None, fmt, as_json, html=True)
+    with user_errors(EX_DATAERR, EX_IOERR, EX_USAGE):
+        check_outputs(output, None, fmt, as_json, html=True, mkdir=mkdir)
         chosen = report_format(fmt, output, as_json, html=True)
-        if chosen is Format.latex:
-            from repaudit.errors import RepauditError
+        if chosen in (Format.latex, Format.csv):
+            from repaudit.errors import UsageError
 
-            raise RepauditError("gate writes terminal text, Markdown (.md), JSON (.json), HTML (.html) and JUnit XML "
-                                "(--junit), not LaTeX")
+            raise UsageError("gate writes terminal text, Markdown (.md), JSON (.json), HTML (.html) and JUnit XML "
+                             f"(--junit), not {chosen.value}")
+        check_options(0.01, n_boot, 0.25, "holm")
         if junit is not None:
             from repaudit.run.records import check_writable
 
-            check_writable(junit, "JUnit")
+            check_writable(junit, "JUnit", mkdir)
         result, runs, task_map = _run_gate(baseline, candidate, policy, max_drop, margin, alpha, multiplicity,
-                                           samples_a, samples_b, pair_tasks, n_boot)
+                                           samples_a, samples_b, pair_tasks, n_boot, (name_a, name_b))
         if attribute:
             _attribution(result, baseline, candidate, data_dir, model, cache_dir, precision)
         emit_report(chosen, output, lambda c: render_rich(result, c), lambda: render_markdown(result),
@@ -111,18 +121,20 @@ def gate_command(
 
 
 def _run_gate(baseline, candidate, policy_path, max_drop, margin, alpha, multiplicity, samples_a, samples_b,
-              pair_tasks, n_boot):
+              pair_tasks, n_boot, names=(None, None)):
     from repaudit.audit.compare import compare, load_run
     from repaudit.audit.gate import gate, inline_policy, read_policy
     from repaudit.cli.compare import _task_map
-    from repaudit.errors import RepauditError
+    from repaudit.errors import UsageError
 
     if policy_path is not None and (max_drop is not None or margin is not None):
-        raise RepauditError("give --policy or --max-drop/--margin, not both")
+        raise UsageError("give --policy or --max-drop/--margin, not both")
     policy = read_policy(policy_path) if policy_path is not None else inline_policy(max_drop, margin, alpha,
                                                                                      multiplicity)
-    runs, task_map = (load_run(baseline, samples_a), load_run(candidate, samples_b)), _task_map(pair_tasks or [])
-    comparison = compare(*runs, n_boot=n_boot, alpha=policy.alpha, task_map=task_map, adjust=policy.multiplicity)
+    task_map = _task_map(pair_tasks or [])
+    runs = load_run(baseline, samples_a), load_run(candidate, samples_b)
+    comparison = compare(*runs, n_boot=n_boot, alpha=policy.alpha, task_map=task_map, adjust=policy.multiplicity,
+                         names=names)
     return gate(comparison, policy), runs, task_map
 
 

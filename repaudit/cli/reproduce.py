@@ -13,6 +13,7 @@ from repaudit.cli.common import (
     Format,
     FormatOption,
     JsonOption,
+    MkdirOption,
     OutputOption,
     RayAddressOption,
     RoundDocsOption,
@@ -67,6 +68,7 @@ def reproduce_command(
     top: Annotated[int, typer.Option(help="Rows to show (all are in the JSON).")] = 15,
     fmt: FormatOption = Format.rich,
     output: OutputOption = None,
+    mkdir: MkdirOption = False,
     dry_run: DryRunOption = False,
     executor: ExecutorOption = "local",
     ray_address: RayAddressOption = None,
@@ -86,7 +88,7 @@ def reproduce_command(
     from repaudit.errors import RepauditError
     from repaudit.report.protocol import render_reproduce_latex, render_reproduce_markdown, render_reproduce_rich
     with user_errors():
-        check_outputs(output, None, fmt, as_json)
+        check_outputs(output, None, fmt, as_json, mkdir=mkdir)
         value = parse_target(target)
         check_precision(None, round_docs)
         if not 0 <= tolerance <= 100:

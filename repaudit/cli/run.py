@@ -10,7 +10,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from repaudit.cli.common import err, out, user_errors
+from repaudit.cli.common import MkdirOption, err, out, user_errors
 from repaudit.cli.options import factor_settings, with_factor_options
 from repaudit.escape import rich_text
 from repaudit.report.glossary import plural
@@ -65,6 +65,7 @@ def run_command(
              "path): it sets every factor it fixes for --task; options given explicitly override it (recorded).")
                         ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the aggregate metrics as JSON.")] = False,
+    mkdir: MkdirOption = False,
     **factors: Any,
 ) -> None:
     """Evaluate a model on a benchmark and write a fingerprinted run file. Every factor is an option
@@ -98,7 +99,7 @@ def run_command(
             settings.update(_protocol_settings(ctx, protocol, settings))
         cfg = RunConfig(**settings)
         if output is not None:
-            check_writable(output, "output")
+            check_writable(output, "output", mkdir)
         record = run(cfg, err)
         if output is not None:
             write_record(record, output)

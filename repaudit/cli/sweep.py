@@ -15,6 +15,7 @@ from repaudit.cli.common import (
     Format,
     FormatOption,
     JsonOption,
+    MkdirOption,
     OutputOption,
     PrecisionOption,
     PrecisionSeedOption,
@@ -74,6 +75,7 @@ def sweep_command(
     cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
     fmt: FormatOption = Format.rich,
     output: OutputOption = None,
+    mkdir: MkdirOption = False,
     plot: Annotated[Optional[Path], typer.Option(help="Draw score vs value with the noise band to PATH.png and "
                                                       "PATH.pdf.")] = None,
     precision: PrecisionOption = None,
@@ -96,7 +98,7 @@ def sweep_command(
     from repaudit.audit.sweep import parse_values, sweep
     from repaudit.report.audit import sweep_latex, sweep_markdown
     with user_errors():
-        check_outputs(output, plot, fmt, as_json, html=not dry_run)
+        check_outputs(output, plot, fmt, as_json, html=not dry_run, mkdir=mkdir)
         check_precision(precision, round_docs)
         vals = parse_values(factor, values)
         base = base_config(base_run, model, data_dir, cache_dir, task=task, **factor_settings(factors))

@@ -16,6 +16,7 @@ from repaudit.cli.common import (
     Format,
     FormatOption,
     JsonOption,
+    MkdirOption,
     OutputOption,
     RayAddressOption,
     WorkersOption,
@@ -74,6 +75,7 @@ def variance_command(
     cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
     fmt: FormatOption = Format.rich,
     output: OutputOption = None,
+    mkdir: MkdirOption = False,
     plot: Annotated[Optional[Path], typer.Option(help="Draw every run's score per seed and format to PATH.png and "
                                                       "PATH.pdf.")] = None,
     plot_metric: Annotated[Optional[str], typer.Option(help="Metric of --plot and of the HTML plot "
@@ -96,7 +98,7 @@ def variance_command(
     from repaudit.audit.variance import variance, variance_grid
     from repaudit.report.variance import variance_latex, variance_markdown
     with user_errors():
-        check_outputs(output, plot, fmt, as_json, html=not dry_run)
+        check_outputs(output, plot, fmt, as_json, html=not dry_run, mkdir=mkdir)
         fmts = [f.strip() for f in formats.split(",") if f.strip()]
         from repaudit.tasks.fewshot import parse_fewshot_ids
 

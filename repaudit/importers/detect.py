@@ -19,6 +19,8 @@ from repaudit.importers.comparable import ComparableRun
 RUN_KINDS = ("repaudit.run", "lmeval.results", "lighteval.results", "inspect.log")
 #: most JSON files looked at when a directory is given
 MAX_DIR_FILES = 2000
+#: longest task or metric name read (characters): lm-eval's longest are under 100
+MAX_NAME = 1000
 
 
 def sniff(obj: Any) -> str:
@@ -43,7 +45,7 @@ def sniff(obj: Any) -> str:
         return "repaudit.attribution"
     if {"points", "noise_floor_sd", "factor"} <= obj.keys():
         return "repaudit.sweep"
-    if "doc_id" in obj and ("resps" in obj or "arguments" in obj):
+    if "doc_id" in obj and any(k in obj for k in ("resps", "arguments", "filtered_resps", "doc")):
         return "lmeval.sample"
     return "unknown"
 
@@ -115,13 +117,36 @@ def load_run(path: Path, samples: list[Path] | None = None, tokenizer: Any = Non
     path = Path(path)
     if path.is_dir():
         path = find_results(path)
+    return check_names(_load(path, samples, tokenizer), path)
+
+
+def check_names(run: ComparableRun, path: Path, limit: int = MAX_NAME) -> ComparableRun:
+    """Refuse task and metric names longer than ``limit`` characters: every report shows them whole, and a
+    name of millions of characters would make rendering take minutes.
+
+    Raises:
+        InputError: the first name over the limit.
+    """
+    for task, outcome in run.tasks.items():
+        for what, name in (("task", task), *(("metric", m) for m in outcome.reported)):
+            if len(name) > limit:
+                raise InputError(path, None, f"a {what} name of {len(name):,} characters is over the limit of "
+                                             f"{limit:,} for a name ('{name[:40]}…')")
+    return run
+
+
+def _load(path: Path, samples: list[Path] | None, tokenizer: Any) -> ComparableRun:
     from repaudit.importers.inspect_log import is_zip, load_inspect
 
     if is_zip(path):  # an inspect_ai .eval log, or a ZIP that is not one (its reader says which)
         if samples:
             raise InputError(path, None, "is an inspect_ai log, which carries its own samples: drop --samples")
         return load_inspect(path)
-    obj = read_json(path)
+    try:
+        obj = read_json(path)
+    except InputError:
+        _refuse_json_lines(path)
+        raise
     kind = sniff(obj)
     if kind == "repaudit.run":
         if samples:
@@ -143,3 +168,23 @@ def load_run(path: Path, samples: list[Path] | None = None, tokenizer: Any = Non
             raise InputError(path, None, "is an inspect_ai log, which carries its own samples: drop --samples")
         return load_inspect(path, obj)
     raise refuse(kind, obj, path)
+
+
+def _refuse_json_lines(path: Path) -> None:
+    """A file that is not one JSON document may be JSON lines: an lm-eval samples file is refused by what it is.
+
+    Raises:
+        InputError: the first line is an lm-eval samples record.
+    """
+    import json
+
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(1 << 24).decode("utf-8-sig")
+        obj = json.loads(first)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return
+    if sniff(obj) == "lmeval.sample":
+        raise InputError(path, None, "is an lm-eval samples file (JSON lines, one doc each), not a results file: "
+                                     "pass the results_*.json beside it or the output directory (its samples are "
+                                     "found by timestamp), or give it with --samples-a/--samples-b")

@@ -15,6 +15,9 @@ from repaudit.run.fingerprint import Fingerprint
 
 #: The value of a factor that the run's file does not record.
 UNKNOWN = "<not recorded>"
+#: The value of a setting the run's recorded command line did not pass (an lm-eval ``model_args`` without
+#: ``dtype=``): the harness's default applied, which may depend on its version. Recorded, so it is compared.
+NOT_SET = "<not set>"
 
 
 class FactorGroup(str, Enum):

@@ -18,7 +18,7 @@ from repaudit.boundary import LIMITS, InputError, decode, parse_json, read_bytes
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json, sha256_text
 from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome, check_per_doc_means
-from repaudit.importers.lmeval_factors import task_factors
+from repaudit.importers.lmeval_factors import fewshot_list_order, task_factors
 from repaudit.importers.lmeval_schema import LmevalResults, SampleLine
 
 _TS = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d+)")
@@ -196,10 +196,17 @@ def load_lmeval(results_path: Path, samples: list[Path] | None = None, raw: Any 
     results_path = Path(results_path)
     obj = read_json(results_path, what="results file") if raw is None else raw
     res, notes = validate(LmevalResults, obj, results_path)
+    res.with_key_order(list(obj))
     version = res.lm_eval_version or ("0.4.x" if res.configs is not None else "0.3")
     run = ComparableRun(path=str(results_path), source=f"lm-eval {version}", factors={},
                         notes=[f"'{results_path}': {n}" for n in notes])
     explicit = _explicit_samples(results_path, res, samples or [])
+    shots = res.config.num_fewshot if res.config else None
+    if isinstance(shots, list) and len(set(shots)) > 1 and fewshot_list_order(res) is None:
+        run.notes.append(f"'{results_path.name}': config.num_fewshot is a per-task list {shots}, but the file does "
+                         "not establish which task each entry belongs to (the fork indexes it in command-line order, "
+                         "which 'versions' records only when it has one entry per list item and the file's keys were "
+                         "not sorted on writing): n-shot is not recorded")
     for task, task_res in res.results.items():
         scores = reported(task_res)
         sp = explicit.get(task) or (find_samples(results_path, task) if samples is None else None)

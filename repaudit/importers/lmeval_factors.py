@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from repaudit.importers.factors import UNKNOWN, Factors, empty_factors
+from repaudit.importers.factors import NOT_SET, UNKNOWN, Factors, empty_factors
 from repaudit.importers.lmeval_schema import GenerationKwargs, LmevalResults, RunSettings, TaskConfig
 from repaudit.run.environment import NUMERIC_CPU_FLAGS
 from repaudit.run.factors import serving_model_args
@@ -149,7 +149,8 @@ def int_or(value: Any) -> Any:
 
 def num_fewshot(res: LmevalResults, task: str, cfg: TaskConfig | None) -> Any:
     """n-shot of ``task``: ``n-shot``, the task config, or 0.3's ``config.num_fewshot`` (an int for
-    every task, a dict by task, or a list in the order of ``results``)."""
+    every task, a dict by task, or a per-task list: see :func:`fewshot_list_order`); :data:`UNKNOWN`
+    where the file does not tell."""
     if res.n_shot and task in res.n_shot:
         return res.n_shot[task]
     if cfg is not None and cfg.num_fewshot is not None:
@@ -159,9 +160,33 @@ def num_fewshot(res: LmevalResults, task: str, cfg: TaskConfig | None) -> Any:
         return legacy
     if isinstance(legacy, dict):
         return legacy.get(task, UNKNOWN)
-    if isinstance(legacy, list) and len(legacy) == len(res.results):
-        return legacy[list(res.results).index(task)]
+    if isinstance(legacy, list) and legacy:
+        order = fewshot_list_order(res)
+        if order is not None and task in order:
+            return legacy[order.index(task)]
+        if len(set(legacy)) == 1:  # the same n-shot for every task: the order does not matter
+            return legacy[0]
     return UNKNOWN
+
+
+def fewshot_list_order(res: LmevalResults) -> list[str] | None:
+    """The tasks in the order of a 0.3 fork's per-task ``config.num_fewshot`` list, or ``None`` when the
+    file cannot establish it.
+
+    The forks that take a list (Stability AI's jp-stable and its copies) index it as
+    ``num_fewshot[idx]`` while looping over the tasks in command-line order — the loop that also fills
+    ``versions`` (lm-eval 0.3 ``evaluator.evaluate``). ``results`` is filled later, grouped by request type,
+    so its order is not the list's. The ``versions`` order is trusted only when it holds every result task,
+    has one entry per list item, and was not sorted on writing: either its keys are not in sorted order, or
+    the file's top-level keys are not (``json.dumps(sort_keys=True)`` sorts every level)."""
+    legacy = res.config.num_fewshot if res.config else None
+    versions = list(res.versions or {})
+    if not isinstance(legacy, list) or len(versions) != len(legacy) or not set(res.results) <= set(versions):
+        return None
+    top = res.key_order()
+    if versions == sorted(versions) and (not top or top == sorted(top)):
+        return None
+    return versions
 
 
 def gen_kwargs(value: GenerationKwargs | str) -> dict[str, Any]:
@@ -185,9 +210,11 @@ def _version(res: LmevalResults, task: str) -> Any:
 
 
 def _dtype(settings: RunSettings | None, margs: dict[str, str] | None) -> Any:
+    """The dtype lm-eval records (``model_dtype``), else ``model_args``' ``dtype=``; :data:`NOT_SET` when the
+    recorded ``model_args`` does not pass one (the backend's default, which differs between versions)."""
     if settings and settings.model_dtype:
         return settings.model_dtype.removeprefix("torch.")
-    return (margs or {}).get("dtype", UNKNOWN)
+    return UNKNOWN if margs is None else margs.get("dtype", NOT_SET)
 
 
 def _first(tokens: list | None) -> Any:
@@ -374,7 +401,8 @@ def _model_factors(res: LmevalResults, margs: dict | None, env_libs: dict, get) 
     f: dict = {}
     sha = get("model_sha")
     f["model"] = {"name": (margs or {}).get("pretrained") or res.model_name or UNKNOWN,
-                  "revision": (margs or {}).get("revision") or get("model_revision") or UNKNOWN,
+                  "revision": (margs or {}).get("revision") or get("model_revision")
+                  or (UNKNOWN if margs is None else NOT_SET),
                   "sha": sha or UNKNOWN,  # "" for a local folder: not recorded
                   "weights_sha256": UNKNOWN,
                   "num_parameters": get("model_num_parameters") if get("model_num_parameters") else UNKNOWN,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from repaudit.boundary import Lenient
 
@@ -167,6 +167,16 @@ class LmevalResults(_Model):
     group_subtasks: Annotated[dict[str, Annotated[list[str], Lenient]] | None, Lenient] = None
     #: lm-eval 0.4.0–0.4.x: group aggregates (also rows of ``results``)
     groups: Annotated[dict[str, Any] | None, Lenient] = None
+    _key_order: list[str] = PrivateAttr(default_factory=list)
+
+    def key_order(self) -> list[str]:
+        """The file's top-level keys in the order it wrote them (empty when the loader did not record it)."""
+        return list(self._key_order)
+
+    def with_key_order(self, keys: list[str]) -> LmevalResults:
+        """Record the file's top-level key order (it tells whether the file was written with sorted keys)."""
+        self._key_order = [str(k) for k in keys]
+        return self
 
 
 class SampleLine(_Model):

@@ -14,8 +14,9 @@ Where each fact comes from, in order:
    below, else *unknown*;
 2. **kind**: the table below by name (filter suffix dropped: ``exact_match,strict-match`` →
    ``exact_match``), then by suffix (``*_acc`` proportion, ``*_diff`` signed points, ``*_max`` of
-   BLEU/ROUGE percentages); a "proportion" whose reported value lies outside [0, 1] is read as a
-   percentage (the file says so by its value); a name in neither is a *score* in the file's own unit;
+   BLEU/ROUGE percentages); a name in neither is a *score* in the file's own unit;
+   **scale** of a proportion-named metric (0–1 or 0–100) is a property of the task and metric, decided by
+   :func:`reported_scale` from the run's evidence — never by guessing from one value below 1;
 3. **aggregation**: the per-doc values of lm-eval's samples are means for most metrics, but
    ``perplexity`` aggregates per-doc log-likelihoods as ``exp(-mean)``, ``word_perplexity`` /
    ``byte_perplexity`` per-doc ``[log-likelihood, words|bytes]`` pairs as ``exp(-Σll/Σn)``, and
@@ -57,6 +58,10 @@ class MetricKind:
     low: float | None = None
     high: float | None = None
     source: str = "repaudit table"
+    #: proportion-named metrics: what says the value is 0–1 or 0–100 (:func:`reported_scale`)
+    scale_basis: str = ""
+    #: ``False`` when the 0–1 scale is only assumed from the name (a value ≤ 1 and nothing else in the run)
+    scale_certain: bool = True
 
     @property
     def scale(self) -> float:
@@ -79,6 +84,8 @@ TABLE: dict[str, tuple] = {
                        "prompt_level_loose_acc", "maj@8", "map", "ndcg", "mrr",
                        # inspect_ai's accuracy(): the mean of value_to_float over samples
                        "accuracy",
+                       # lighteval's extractive_match: 0/1 per sample (the extracted answer equals the gold)
+                       "extractive_match",
                        # ROUGE F-measures: 0-1 in most tasks, 0-100 in some (the value tells, see metric_kind)
                        "rouge1", "rouge2", "rougeL", "rougeLsum", "rouge_l", "rouge_1", "rouge_2")},
     # IFEval's instruction-level accuracy pools instructions, not docs: no per-doc mean
@@ -123,13 +130,73 @@ def _by_suffix(name: str) -> tuple | None:
     return None
 
 
-def metric_kind(metric: str, values: list[float] | None = None, higher_is_better: bool | None = None) -> MetricKind:
+#: task (fork version suffix dropped) -> metrics lm-eval or its forks report on a 0–100 scale whatever the
+#: value: SQuAD v2 through the evaluate library's squad_v2 metric (lm-eval ``squadv2``), the jp-stable fork's
+#: JSQuAD and JAQKET (their ``process_results`` multiply EM and F1 by 100)
+PERCENT_TASKS: dict[str, frozenset[str]] = {
+    "squadv2": frozenset({"exact", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact", "NoAns_f1", "best_exact",
+                          "best_f1"}),
+    **{t: frozenset({"exact_match", "f1"}) for t in ("jsquad", "jaqket_v1", "jaqket_v2")},
+}
+_FORK_VERSION = re.compile(r"-\d+\.\d+(?:\.\d+)*-\d+(?:\.\d+)*$")
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The scale of a proportion-named metric in one run: ``proportion`` (0–1) or ``percentage`` (0–100),
+    whether the run shows it (``certain``) or it is only assumed from the name, and on what ``basis``."""
+
+    kind: Literal["proportion", "percentage"]
+    certain: bool
+    basis: str
+
+
+def task_base(task: str) -> str:
+    """A task's name without a 0.3 fork's ``-TASKVERSION-PROMPTVERSION`` suffix (``jsquad-1.1-0.2`` → ``jsquad``)."""
+    return _FORK_VERSION.sub("", task)
+
+
+def reported_scale(metric: str, value: float, task: str = "", siblings: dict[str, float] | None = None,
+                   per_doc_mean: float | None = None) -> Scale:
+    """Is ``value`` (a proportion-named metric of ``task`` in one run) on 0–1 or 0–100?
+
+    Evidence, strongest first: the value itself outside [0, 1]; the run's per-doc values (their mean is
+    the value, or a hundredth of it); the task's other proportion-named metrics in the same run (JSQuAD's
+    F1 of 66.4 puts its EM on 0–100 too); lm-eval's own definition of the task (:data:`PERCENT_TASKS`).
+    With none of them a value in [0, 1] is *assumed* a proportion (``certain=False``), so that a pair
+    with a run that shows the other scale is not converted silently (:func:`pair_kinds`).
+
+    Args:
+        siblings: other metrics of the same task in the same run, key -> reported value.
+        per_doc_mean: mean of the run's per-doc values of this metric over all its docs, if it has them.
+    """
+    if value > 1.0 + 1e-9 or value < -1e-9:
+        return Scale("percentage", True, f"its value {value:g} is outside 0–1")
+    if per_doc_mean is not None and math.isfinite(per_doc_mean) and value != 0:
+        if math.isclose(per_doc_mean, value, rel_tol=1e-6, abs_tol=1e-9):
+            return Scale("proportion", True, "its per-doc values average to it")
+        if math.isclose(100 * per_doc_mean, value, rel_tol=1e-6, abs_tol=1e-7):
+            return Scale("percentage", True, "its per-doc values average to a hundredth of it")
+    for name, v in (siblings or {}).items():
+        entry = TABLE.get(base_name(name)) or _by_suffix(base_name(name))
+        if entry is not None and entry[0] == "proportion" and isinstance(v, (int, float)) and math.isfinite(v) \
+                and v > 1.0 + 1e-9:
+            return Scale("percentage", True, f"the task's {name} of {v:g} is on 0–100")
+    if base_name(metric) in PERCENT_TASKS.get(task_base(task), ()):
+        return Scale("percentage", True, f"lm-eval's {task_base(task)} reports it on 0–100")
+    return Scale("proportion", False, "its name (a value in 0–1, nothing in the run says more)")
+
+
+def metric_kind(metric: str, values: list[float] | None = None, higher_is_better: bool | None = None,
+                task: str = "", siblings: dict[str, float] | None = None,
+                per_doc_mean: float | None = None) -> MetricKind:
     """The kind of ``metric`` as one run reports it.
 
     Args:
         metric: the key compare uses (``acc``, ``exact_match,strict-match``).
-        values: the reported values of this metric in this run (finite ones are looked at): a
-            "proportion" reported outside [0, 1] is a percentage.
+        values: the reported value of this metric in this run (the first finite one is looked at): a
+            proportion-named metric gets its scale from :func:`reported_scale` with ``task``, ``siblings``
+            and ``per_doc_mean``.
         higher_is_better: lm-eval's own flag for this task and metric, if the file records it.
     """
     name = base_name(metric)
@@ -139,9 +206,11 @@ def metric_kind(metric: str, values: list[float] | None = None, higher_is_better
     else:
         kind = MetricKind(*entry)
     finite = [v for v in values or [] if isinstance(v, (int, float)) and math.isfinite(v)]
-    if kind.kind == "proportion" and any(v > 1.0 + 1e-9 or v < -1e-9 for v in finite):
-        # a Japanese fork's exact_match of 58.40, squad v2's f1 of 84.25: already a percentage
-        kind = replace(kind, kind="percentage", unit="%", low=0.0, high=100.0)
+    if kind.kind == "proportion" and finite:
+        scale = reported_scale(metric, finite[0], task, siblings, per_doc_mean)
+        kind = replace(kind, scale_basis=scale.basis, scale_certain=scale.certain)
+        if scale.kind == "percentage":
+            kind = as_percentage(kind)
     if higher_is_better is not None:
         kind = replace(kind, direction="higher" if higher_is_better else "lower", source="lm-eval higher_is_better")
     elif kind.direction == "unknown":
@@ -149,13 +218,38 @@ def metric_kind(metric: str, values: list[float] | None = None, higher_is_better
     return kind
 
 
-def pair_kinds(ka: MetricKind, kb: MetricKind) -> tuple[MetricKind | None, str | None]:
-    """The kind a metric is compared under, or ``(None, why)`` when the two runs report it in units that
-    cannot be put on one scale. A proportion and a percentage are both points; directions that
-    disagree become unknown (with a reason)."""
+def as_percentage(kind: MetricKind) -> MetricKind:
+    """A proportion-named metric reported on 0–100 (a Japanese fork's exact_match of 58.40)."""
+    return replace(kind, kind="percentage", unit="%", low=0.0, high=100.0)
+
+
+def pair_kinds(ka: MetricKind, kb: MetricKind, same_task: bool = False
+               ) -> tuple[MetricKind | None, str | None, MetricKind, MetricKind]:
+    """The kind a metric is compared under, or ``(None, why, …)`` when the two runs report it in units that
+    cannot be put on one scale; also each side's kind as read (a side's scale may be settled by the other).
+
+    Proportions and percentages are both points. When one run *shows* the scale of a proportion-named
+    metric and the other only has a value in [0, 1] (:func:`reported_scale`), the scale is the task's:
+    with ``same_task`` (the same task of the same harness) the other run is read on it, with a note;
+    otherwise the pair is not comparable — never one side converted on a guess. Directions that disagree
+    become unknown (with a reason).
+    """
+    notes = []
+    scaled = {"proportion", "percentage"}
+    if ka.kind in scaled and kb.kind in scaled and ka.kind != kb.kind and not (ka.scale_certain and kb.scale_certain):
+        sure, unsure, s_name, u_name = (ka, kb, "A", "B") if ka.scale_certain else (kb, ka, "B", "A")
+        if not same_task:
+            return None, (f"{s_name} reports it on {_range(sure)} ({sure.scale_basis}); {u_name}'s value lies in "
+                          f"0–1 and its run does not say whether that is a proportion or a percentage: the values "
+                          "are not put on one scale"), ka, kb
+        settled = replace(unsure, kind=sure.kind, unit=sure.unit, low=sure.low, high=sure.high,
+                          scale_basis=f"{s_name}'s run of the same task: {sure.scale_basis}", scale_certain=True)
+        notes.append(f"{u_name}'s value is read on {_range(sure)}, the scale {s_name}'s run of the same task shows "
+                     f"({sure.scale_basis})")
+        ka, kb = (ka, settled) if s_name == "A" else (settled, kb)
     if ka.display_unit != kb.display_unit:
         return None, (f"A reports it as {_described(ka)}, B as {_described(kb)}: "
-                      "the values are not on one scale")
+                      "the values are not on one scale"), ka, kb
     direction, source, why = ka.direction, ka.source, None
     if ka.direction == "unknown":
         direction, source = kb.direction, kb.source
@@ -164,7 +258,12 @@ def pair_kinds(ka: MetricKind, kb: MetricKind) -> tuple[MetricKind | None, str |
                                                           f"{kb.direction}: direction left unknown")
     # a proportion in one run and a percentage in the other: the pair is in points either way
     kind = ka if ka.kind == kb.kind or ka.kind == "percentage" else kb
-    return replace(kind, direction=direction, source=source), why
+    why = "; ".join(x for x in (*notes, why) if x) or None
+    return replace(kind, direction=direction, source=source), why, ka, kb
+
+
+def _range(k: MetricKind) -> str:
+    return "0–100" if k.kind == "percentage" else "0–1"
 
 
 def _described(k: MetricKind) -> str:

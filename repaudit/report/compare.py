@@ -19,23 +19,25 @@ from repaudit.report.compare_text import (
     SCORE_HEAD,
     ScoreBlock,
     agreement_lines,
+    doc_name,
     equivalence_notes,
     factor_lines,
+    flip_groups,
     headline,
     run_lines,
     score_blocks,
     scores_caption,
     short,
     task_lines,
-    top_flips,
     unknown_fields,
 )
 from repaudit.report.diagnostics import DIAG_HEAD, diagnostic_cells, mechanism_line
+from repaudit.report.glossary import plural
 
 __all__ = ["render_json", "render_markdown", "render_rich", "short", "layout_scores"]
 
 NO_ROWS = "No score row: no shared task has a metric reported by both runs (the notes below list each side's)."
-_RIGHT = {"A", "B", "Δ", "95% CI", "p adj"}
+_RIGHT = {"A", "B", "Δ", "95% CI", "p adj", "flips"}
 _STYLE = {"worse": "bold red", "better": "bold green", "up": "bold yellow", "down": "bold yellow"}
 
 
@@ -113,20 +115,19 @@ def render_rich(c: Comparison, console: Console, top: int = 10) -> None:
         console.print(dt)
     for m in c.mechanisms:
         console.print(Text(one_line(mechanism_line(m))))
-    if c.flips:
-        one = len({(f.task, f.metric) for f in c.flips}) == 1
-        ft = Table(title=f"Flipped docs (top {top} by margin; all in --format json): ↓ right → wrong, ↑ wrong → right"
-                   + (f" · {c.flips[0].task} {c.flips[0].metric}" if one else ""), title_justify="left")
-        heads = ([] if one else ["task", "metric"]) + ["doc", "", "target", "A pred", "B pred", "A margin",
-                                                        "B margin"]
-        for h in heads:
-            ft.add_column(h, no_wrap=h in ("doc", "A margin", "B margin"))
-        for f in top_flips(c, top):
-            cells = ([] if one else [f.task, f.metric]) + [
-                str(f.doc_id), ("↓" if f.direction == "right_to_wrong" else "↑") + (" tie" if f.near_tie else ""),
+    for task, metric, flips, total in flip_groups(c, top):
+        # a title is rendered as markup unless it is a Text: the task and metric names come from a file
+        ft = Table(title=Text(one_line(f"Flipped docs · {task} {metric}: {plural(total, 'doc')}"
+                                       + (f" (top {len(flips)} by margin; all in --format json)" if total > len(flips)
+                                          else "") + " · ↓ right → wrong, ↑ wrong → right")), title_justify="left")
+        for h in ("doc", "", "target", "A pred", "B pred", "A margin", "B margin"):
+            ft.add_column(h, no_wrap=h in ("A margin", "B margin"))
+        for f in flips:
+            ft.add_row(*(Text(one_line(x)) for x in (
+                doc_name(f.doc_id, f.key), ("↓" if f.direction == "right_to_wrong" else "↑") + (" tie" if f.near_tie
+                                                                                                else ""),
                 short(f.target, 16), short(f.a_prediction, 16), short(f.b_prediction, 16),
-                "" if f.a_margin is None else f"{f.a_margin:.3f}", "" if f.b_margin is None else f"{f.b_margin:.3f}"]
-            ft.add_row(*(rich_text(x) for x in cells))
+                "" if f.a_margin is None else f"{f.a_margin:.3f}", "" if f.b_margin is None else f"{f.b_margin:.3f}")))
         console.print(ft)
     for n in c.notes:
         console.print(Text(one_line("note: " + n)))
@@ -152,7 +153,7 @@ def render_markdown(c: Comparison, top: int = 10) -> str:
     out += [f"- Tasks {md(line)}" for line in task_lines(c)]
     blocks, footnotes = score_blocks(c)
     out += ["", "### Scores", "", md(scores_caption(c)), "",
-            "| task | " + " | ".join(SCORE_HEAD) + " |", "|---|---|---|---:|---:|---:|---:|---:|---|"]
+            "| task | " + " | ".join(SCORE_HEAD) + " |", "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for b in blocks:
         for r in b.rows:
             # the metric comes from a file; unit, numbers and verdict words are repaudit's own
@@ -166,20 +167,26 @@ def render_markdown(c: Comparison, top: int = 10) -> str:
         out += ["| " + " | ".join(md(x, False) for x in diagnostic_cells(r)) + " |" for r in c.diagnostics]
     if c.mechanisms:
         out += [""] + [f"- {md(mechanism_line(m))}" for m in c.mechanisms]
-    if c.flips:
-        out += ["", f"### Flipped docs (top {top} by margin)", "",
-                "| task | metric | doc id | direction | target | A | B | near-tie |",
-                "|---|---|---|---|---|---|---|---|"]
-        for f in top_flips(c, top):
-            out.append(f"| {md(f.task, False)} | {md(f.metric, False)} | {f.doc_id} | {f.direction.replace('_', ' ')} "
+    for task, metric, flips, total in flip_groups(c, top):
+        shown = f" (top {len(flips)} by margin; all in --format json)" if total > len(flips) else ""
+        out += ["", f"### Flipped docs · {md(task, False)} {md(metric, False)}: {plural(total, 'doc')}{shown}", "",
+                "| doc | direction | target | A | B | A margin | B margin | near-tie |",
+                "|---|---|---|---|---|---:|---:|---|"]
+        for f in flips:
+            out.append(f"| {md(doc_name(f.doc_id, f.key), False)} | {f.direction.replace('_', ' ')} "
                        f"| {md(short(f.target, 20), False)} | {md(short(f.a_prediction, 20), False)} | "
-                       f"{md(short(f.b_prediction, 20), False)} | {'yes' if f.near_tie else ''} |")
+                       f"{md(short(f.b_prediction, 20), False)} | {_margin(f.a_margin)} | {_margin(f.b_margin)} | "
+                       f"{'yes' if f.near_tie else ''} |")
     out += [""] + [f"> {md(n)}" for n in c.notes]
     unknown = unknown_fields(c)
     if unknown:
         out += ["", md(f"Not recorded by one or both runs ({len(unknown)} fields, cannot be told): "
                        + ", ".join(unknown))]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _margin(m: float | None) -> str:
+    return "" if m is None else f"{m:.3f}"
 
 
 def render_json(c: Comparison) -> str:

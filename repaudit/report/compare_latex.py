@@ -2,9 +2,10 @@ r"""A comparison as a LaTeX fragment for a paper appendix: pure ASCII, fits the 
 
 Needs ``\usepackage{booktabs,longtable,array}`` (all in texlive-latex-base/recommended). Tables are
 ``longtable`` with ``p{}`` columns whose widths sum to ``\linewidth``, so they break across pages and
-never run into the margin; names get break points after ``_ , - /`` and long unbroken values (hashes)
-every 12 characters. Every table has a caption naming the runs and a ``\label``
-(``tab:repaudit-compare-factors``, ``-scores``, ``-diagnostics``).
+never run into the margin; names get break points after ``_ , - / .`` (a dot only before a letter, so
+``0.1`` stays whole) and runs of more than 24 characters without one (hashes) every 12. Every table has
+a caption naming the runs and a ``\label`` derived from the run labels (``tab:rc-<A>-vs-<B>-scores``,
+``-factors``, ``-diagnostics``), so two reports in one appendix do not collide.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ _ZWSP = "\u200b"
 
 
 def _breaks(token: str) -> str:
-    token = re.sub(r"([_,/\-])", r"\1" + _ZWSP, token)
-    return re.sub(r"[^" + _ZWSP + r"]{12}(?=[^" + _ZWSP + r"])", lambda m: m.group() + _ZWSP, token)
+    token = re.sub(r"([_,/\-]|\.(?=[A-Za-z]))", r"\1" + _ZWSP, token)
+    # a long unbroken run (a hash) breaks every 12 characters; a word of 24 or fewer never does
+    return re.sub(r"[^" + _ZWSP + r"]{25,}", lambda m: re.sub(r"(.{12})(?=.)", r"\1" + _ZWSP, m.group()), token)
 
 
 def brk(text: str, prose: bool = False) -> str:
@@ -78,6 +80,21 @@ def _par(text: str, bold: str = "") -> str:
             + r"\par}")
 
 
+def _slug(text: str, n: int = 24) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:n].strip("-") or "run"
+
+
+def label_stem(c: Comparison) -> str:
+    """``rc-<A>-vs-<B>`` from the run labels (ASCII letters, digits and ``-``; a label cannot carry anything
+    else), so that the tables of two comparisons in one document get distinct ``\\label`` s."""
+    return f"rc-{_slug(c.a.get('name', 'a'))}-vs-{_slug(c.b.get('name', 'b'))}"
+
+
+def _small(paragraphs: list[str]) -> list[str]:
+    """``paragraphs`` in ``\\footnotesize``; nothing at all when there are none."""
+    return [r"{\footnotesize", *paragraphs, "}", ""] if paragraphs else []
+
+
 def render_latex(c: Comparison, top: int = 10) -> str:
     """The headline as text, then factor, score and diagnostics tables, footnotes, mechanisms and notes."""
     runs = f"run A ({c.a.get('name', '')}, {c.a['source']}) and run B ({c.b.get('name', '')}, {c.b['source']})"
@@ -89,32 +106,32 @@ def render_latex(c: Comparison, top: int = 10) -> str:
     factors = [" & ".join(brk(x) for x in (f.scope or "all tasks", f.label, f.a, f.b)) + r" \\"
                for f in factor_lines(c, 48)] or [r"\multicolumn{4}{@{}l}{(none recorded)} \\"]
     lines += _longtable([(0.18, "l"), (0.22, "l"), (0.30, "l"), (0.30, "l")],
-                        "Factors that differ between " + brk(runs), "tab:repaudit-compare-factors",
+                        "Factors that differ between " + brk(runs), f"tab:{label_stem(c)}-factors",
                         ["scope", "factor", "A", "B"], factors)
     lines += [_par("Same, written differently: " + n) for n in equivalence_notes(c)]
     lines += [_par("Tasks " + t) for t in task_lines(c)]
     blocks, footnotes = score_blocks(c)
     body = []
     for b in blocks:
-        body.append(r"\multicolumn{8}{@{}p{\dimexpr\linewidth\relax}@{}}{\textbf{" + brk(b.task) + "}"
+        body.append(r"\multicolumn{9}{@{}p{\dimexpr\linewidth\relax}@{}}{\textbf{" + brk(b.task) + "}"
                     + brk(b.info) + r"} \\")
         body += [" & ".join([r"\quad " + brk(r[0])] + [latex(x) for x in r[1:-1]] + [brk(r[-1])]) + r" \\"
                  for r in b.rows]  # numbers never break
     if not body:
-        body = [r"\multicolumn{8}{@{}l}{" + latex("No score row: no metric is reported by both runs.") + r"} \\"]
+        body = [r"\multicolumn{9}{@{}l}{" + latex("No score row: no metric is reported by both runs.") + r"} \\"]
     cells = [["\u2003" + r[0]] + r[1:] for b in blocks for r in b.rows]
-    widths = _widths(cells, SCORE_HEAD, flexible=(0, 7))
-    lines += _longtable(list(zip(widths, ("l", "l", "r", "r", "r", "r", "r", "l"))),
-                        "Scores of " + brk(runs) + ". " + brk(scores_caption(c)), "tab:repaudit-compare-scores",
+    widths = _widths(cells, SCORE_HEAD, flexible=(0, 8))
+    lines += _longtable(list(zip(widths, ("l", "l", "r", "r", "r", "r", "r", "r", "l"))),
+                        "Scores of " + brk(runs) + ". " + brk(scores_caption(c)), f"tab:{label_stem(c)}-scores",
                         [latex(h) for h in SCORE_HEAD], body)
-    lines += [r"{\footnotesize"] + [_par(f"[{i}] {n}") for i, n in enumerate(footnotes, 1)] + ["}", ""]
+    lines += _small([_par(f"[{i}] {n}") for i, n in enumerate(footnotes, 1)])
     if c.diagnostics:
         rows = [" & ".join(brk(x) for x in diagnostic_cells(r)) + r" \\" for r in c.diagnostics]
         lines += _longtable([(0.16, "l"), (0.28, "l"), (0.28, "l"), (0.28, "l")],
-                            "Diagnostics of " + brk(runs), "tab:repaudit-compare-diagnostics",
+                            "Diagnostics of " + brk(runs), f"tab:{label_stem(c)}-diagnostics",
                             [latex(h) for h in DIAG_HEAD], rows)
     lines += [_par(mechanism_line(m)) for m in c.mechanisms]
-    lines += [r"{\footnotesize"] + [_par(n, "Note.") for n in c.notes] + ["}"]
+    lines += _small([_par(n, "Note.") for n in c.notes])
     unknown = unknown_fields(c)
     if unknown:
         lines.append(_par(f"Not recorded by one or both runs ({len(unknown)} fields): " + ", ".join(unknown)))

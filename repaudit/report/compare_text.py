@@ -19,69 +19,135 @@ from typing import Any
 
 from repaudit.audit.compare import Comparison, FactorRow, ScoreRow
 from repaudit.escape import one_line, visible_controls
+from repaudit.importers.factors import NOT_SET
 from repaudit.report.glossary import ADJUST, GROUPS, METHODS, factor_label, plural, verdict_word
 
 ARROW = "→"
 
 
+def display(value: Any) -> str:
+    """A factor value as one line of text: strings as they are, anything else as JSON; :data:`NOT_SET` as
+    ``(not set)``; control characters visible."""
+    if value == NOT_SET:
+        return "(not set)"
+    s = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return visible_controls(s).replace("\n", "\\n").replace("\t", " ")
+
+
 def short(value: Any, width: int = 48) -> str:
     """A value on one line, at most ``width`` characters (JSON for non-strings)."""
-    s = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    s = visible_controls(s).replace("\n", " ").replace("\t", " ")
+    if isinstance(value, str) and len(value) > 4 * width + 64:  # a long text: only its start can be shown
+        value = value[:4 * width + 64]
+    s = display(value)
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
-def num(x: float | None, unit: str = "pts", signed: bool = False) -> str:
-    """A value in its unit's usual precision (points: 2 decimals; others: 4 significant digits)."""
+def num(x: float | None, unit: str = "pts", signed: bool = False, decimals: int | None = None) -> str:
+    """A value in its unit's usual precision: points 2 decimals; other units ``decimals`` if given (one table
+    column keeps one format: :func:`unit_decimals`), else 4 significant digits. The minus sign is U+2212."""
     if x is None or not math.isfinite(x):
         return "n/a"
     sign = "+" if signed else ""
-    if unit in ("pts", "%", "% difference") or abs(x) >= 100:
-        s = f"{x:{sign}.2f}"
-    else:
-        s = f"{x:{sign}.4g}"
-    return s.replace("-", "−")
+    if decimals is None:
+        decimals = 2 if unit in ("pts", "%", "% difference") else _decimals(abs(x))
+    return f"{x:{sign}.{decimals}f}".replace("-", "−")
 
 
-def interval(lo: float | None, hi: float | None, unit: str = "pts") -> str:
-    return "" if lo is None or hi is None else f"[{num(lo, unit, True)}, {num(hi, unit, True)}]"
+def _decimals(magnitude: float, digits: int = 4) -> int:
+    """Decimals that show ``digits`` significant digits of ``magnitude`` (2 at least, 6 at most)."""
+    if magnitude == 0 or not math.isfinite(magnitude):
+        return 2
+    return max(2, min(6, digits - 1 - math.floor(math.log10(magnitude))))
 
 
-def _text_diff(a: str, b: str, width: int) -> tuple[str, str]:
-    """The differing middle of two long strings, with a little shared context (``…``)."""
+def unit_decimals(rows: list[ScoreRow]) -> dict[str, int]:
+    """One number format per unit across a table: points 2 decimals, any other unit the decimals that show 4
+    significant digits of its largest value (so ``+0.0414`` stands next to ``+0.1356``, never ``+0.04144``)."""
+    out: dict[str, int] = {}
+    for r in rows:
+        if r.unit in ("pts", "%", "% difference"):
+            out[r.unit] = 2
+            continue
+        big = max((abs(v) for v in (r.a, r.b) if v is not None and math.isfinite(v)), default=0.0)
+        out[r.unit] = min(out.get(r.unit, 6), _decimals(big))
+    return out
+
+
+def interval(lo: float | None, hi: float | None, unit: str = "pts", decimals: int | None = None) -> str:
+    """``[lo, hi]`` signed, in the unit's format; empty when either end is missing."""
+    return "" if lo is None or hi is None else \
+        f"[{num(lo, unit, True, decimals)}, {num(hi, unit, True, decimals)}]"
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the common prefix of ``a`` and ``b`` (binary search on slices: fast for texts of megabytes)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    """Length of the common suffix of ``a`` and ``b``, at most ``limit``."""
+    lo, hi = 0, min(len(a), len(b), limit)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[len(a) - mid:] == b[len(b) - mid:]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def text_diff(a: str, b: str, width: int) -> tuple[str, str]:
+    """Two differing texts cut to ``width`` so that where they differ stays visible: the shared start is
+    replaced by ``…`` and a little context, the shared end by ``…`` (``…dem=3, k=5)`` / ``…dem=3, k=0)``)."""
     if len(a) <= width and len(b) <= width:
         return a, b
-    pre = 0
-    while pre < min(len(a), len(b)) and a[pre] == b[pre]:
-        pre += 1
-    suf = 0
-    while suf < min(len(a), len(b)) - pre and a[-1 - suf] == b[-1 - suf]:
-        suf += 1
+    pre = _common_prefix(a, b)
+    suf = _common_suffix(a, b, min(len(a), len(b)) - pre)
     start = max(0, pre - 12)
 
     def cut(s: str) -> str:
-        body = s[start:len(s) - suf]
-        out = ("…" if start else "") + body
-        if len(out) > width:
-            return out[:width - 1] + "…"
-        return out + ("…" if suf else "")
+        body = ("…" if start else "") + s[start:len(s) - suf]
+        if len(body) > width:
+            return body[:width - 1] + "…"
+        return body + ("…" if suf else "")
 
     return cut(a), cut(b)
 
 
 def value_diff(a: Any, b: Any, width: int = 60) -> tuple[str, str]:
     """Two differing values shown so that the difference is visible: a dict as the keys that differ
-    (``load_in_8bit=True`` / ``(not set)``), a long string as its differing part, else :func:`short`."""
+    (``load_in_8bit=True`` / ``load_in_8bit (not set)``), each value cut around where it differs; any other
+    value as its text (JSON for lists), cut around where the two differ (:func:`text_diff`)."""
     if isinstance(a, dict) and isinstance(b, dict):
         keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k, _MISSING) != b.get(k, _MISSING)]
-        def side(d: dict) -> str:
-            return "; ".join(f"{k}={short(d[k], 40)}" if k in d else f"{k} (not set)" for k in keys)
-        return short(side(a), width), short(side(b), width)
-    if isinstance(a, str) and isinstance(b, str):
-        sa, sb = _text_diff(visible_controls(a).replace("\n", "\\n"), visible_controls(b).replace("\n", "\\n"),
-                            width)
-        return sa, sb
-    return short(a, width), short(b, width)
+        each = max(24, width // 2)
+        pairs = {}
+        for k in keys:
+            if k in a and k in b:
+                pairs[k] = text_diff(display(a[k]), display(b[k]), each)
+            else:
+                pairs[k] = tuple(short(d[k], each) if k in d else None for d in (a, b))
+
+        def side(i: int) -> str:
+            # every differing key is named, each value cut on its own: a long value never hides the next key
+            parts = [f"{k}={v[i]}" if v[i] is not None else f"{k} (not set)" for k, v in pairs.items()]
+            shown = []
+            for j, part in enumerate(parts):
+                if shown and sum(len(x) + 2 for x in shown) + len(part) > 3 * width:
+                    shown.append(f"… and {len(parts) - j} more (all in --format json)")
+                    break
+                shown.append(part)
+            return "; ".join(shown)
+
+        return side(0), side(1)
+    return text_diff(display(a), display(b), width)
 
 
 _MISSING = object()
@@ -190,20 +256,28 @@ def differing_summary(c: Comparison, width: int = 24) -> str:
 
 
 def run_lines(c: Comparison) -> list[str]:
-    """``A = name (source; model)`` and the same for B: file names, never local paths."""
-    return [f"{k} = {side.get('name') or Path(side['path']).name} ({side['source']}; model {side.get('model', '?')})"
-            for k, side in (("A", c.a), ("B", c.b))]
+    """``A = label (file; source; model)`` and the same for B: labels and file names, never local paths."""
+    out = []
+    for k, side in (("A", c.a), ("B", c.b)):
+        file = Path(side["path"]).name
+        label = side.get("name") or file
+        where = f"{side.get('file') or file}; " if label != (side.get("file") or file) else ""
+        out.append(f"{k} = {label} ({where}{side['source']}; model {side.get('model', '?')})")
+    return out
 
 
-def task_lines(c: Comparison, k: int = 12) -> list[str]:
-    """Tasks only one run has (groups apart), the first ``k`` of each named."""
+def task_lines(c: Comparison, k: int | None = None) -> list[str]:
+    """Tasks only one run has (groups apart), every one named (``k``: the first ``k`` and how many more, for a
+    view that links to the full list)."""
     if c.tasks is None:
         return []
     out = []
     for label, names in (("only in A", c.tasks.only_a), ("groups only in A", c.tasks.groups_only_a),
                          ("only in B", c.tasks.only_b), ("groups only in B", c.tasks.groups_only_b)):
         if names:
-            out.append(f"{label} ({len(names)}): " + ", ".join(names[:k]) + (" …" if len(names) > k else ""))
+            shown = names if k is None else names[:k]
+            more = f" … and {len(names) - len(shown)} more (all in --format json)" if len(shown) < len(names) else ""
+            out.append(f"{label} ({len(names)}): " + ", ".join(shown) + more)
     return out
 
 
@@ -217,7 +291,7 @@ class ScoreBlock:
     refs: list[str] = field(default_factory=list)
 
 
-SCORE_HEAD = ("metric", "unit", "A", "B", "Δ", "95% CI", "p adj", "verdict")
+SCORE_HEAD = ("metric", "unit", "A", "B", "Δ", "95% CI", "p adj", "flips", "verdict")
 
 
 def _direction(r: ScoreRow) -> str:
@@ -259,6 +333,7 @@ def score_blocks(c: Comparison) -> tuple[list[ScoreBlock], list[str]]:
     """
     blocks: dict[str, ScoreBlock] = {}
     notes: list[str] = []
+    dec = unit_decimals(c.scores)
     for r in sorted(c.scores, key=lambda r: r.is_group):
         b = blocks.get(r.task)
         if b is None:
@@ -267,18 +342,30 @@ def score_blocks(c: Comparison) -> tuple[list[ScoreBlock], list[str]]:
         if fn and fn not in notes:
             notes.append(fn)
         ref = f" [{notes.index(fn) + 1}]" if fn else ""
-        b.rows.append([one_line(r.metric), f"{r.unit}{_direction(r)}", num(r.a, r.unit), num(r.b, r.unit),
-                       num(r.delta, r.unit, True), interval(r.ci_low, r.ci_high, r.unit), p_text(r.p_adjusted),
+        d = dec.get(r.unit)
+        b.rows.append([one_line(r.metric), f"{r.unit}{_direction(r)}", num(r.a, r.unit, False, d),
+                       num(r.b, r.unit, False, d), num(r.delta, r.unit, True, d),
+                       interval(r.ci_low, r.ci_high, r.unit, d), p_text(r.p_adjusted), flips_cell(r),
                        verdict_word(r.verdict, r.moved) + ref])
     return list(blocks.values()), notes
+
+
+def flips_cell(r: ScoreRow) -> str:
+    """Flips of a 0/1 metric on paired docs: ``4↓ 1↑`` (right → wrong, wrong → right), near-tie ones counted in
+    both and named (``(2 tie)``); empty for other rows."""
+    if r.right_to_wrong is None or r.wrong_to_right is None:
+        return ""
+    tie = f" ({r.near_tie_flips} tie)" if r.near_tie_flips else ""
+    return f"{r.right_to_wrong}↓ {r.wrong_to_right}↑{tie}"
 
 
 def scores_caption(c: Comparison) -> str:
     methods = sorted({METHODS.get(r.method, r.method) for r in c.scores if r.method != "none"})
     return (f"Δ = B − A; pts = percentage points (proportions ×100), other metrics in their own unit; ↑ higher is "
             f"better, ↓ lower is better, ? unknown; 95% intervals ({'; '.join(methods) or 'none'}); p adj = "
-            f"{ADJUST[c.adjust]}-adjusted p (McNemar exact for 0/1 metrics, else a z-test); verdict: p adj < "
-            f"{c.alpha:g}")
+            f"{ADJUST[c.adjust]}-adjusted p (McNemar exact for 0/1 metrics, else a z-test); flips: docs right → wrong "
+            f"(↓) and wrong → right (↑) on a 0/1 metric, near-tie ones (top-two log-likelihood gap ≤ {c.tie_eps:g} "
+            f"nats) counted apart too; verdict: p adj < {c.alpha:g}")
 
 
 def agreement_lines(c: Comparison) -> list[str]:
@@ -292,6 +379,26 @@ def agreement_lines(c: Comparison) -> list[str]:
             for ag in c.docs]
 
 
+def doc_name(doc_id: int, key: str | None) -> str:
+    """A doc as the harness names it: inspect's sample id with the position (``Mercury_7013073 (#32)``), else the
+    doc id."""
+    return f"{key} (#{doc_id})" if key else str(doc_id)
+
+
+def flip_groups(c: Comparison, top: int) -> list[tuple[str, str, list, int]]:
+    """Per task×metric with flips, in score-table order: ``(task, metric, the top flips by margin, all flips)``;
+    a flip both runs were sure about (the larger smaller margin) comes first."""
+    groups: dict[tuple[str, str], list] = {}
+    for f in c.flips:
+        groups.setdefault((f.task, f.metric), []).append(f)
+    order = {(r.task, r.metric): i for i, r in enumerate(c.scores)}
+    out = []
+    for (task, metric), flips in sorted(groups.items(), key=lambda kv: order.get(kv[0], len(order))):
+        ranked = sorted(flips, key=lambda f: -min(f.a_margin or 0.0, f.b_margin or 0.0))
+        out.append((task, metric, ranked[:top], len(flips)))
+    return out
+
+
 def top_flips(c: Comparison, top: int):
-    """The ``top`` flips with the largest margins (a flip both runs were sure about comes first)."""
-    return sorted(c.flips, key=lambda f: -min(f.a_margin or 0.0, f.b_margin or 0.0))[:top]
+    """The ``top`` flips of each task×metric with the largest margins (see :func:`flip_groups`)."""
+    return [f for _, _, flips, _ in flip_groups(c, top) for f in flips]

@@ -5,23 +5,26 @@ from __future__ import annotations
 
 from repaudit.audit.compare import Comparison
 from repaudit.audit.mechanisms import SHOW_IDS, DiagnosticRow, Mechanism
+from repaudit.report.compare_text import doc_name, interval, num
 from repaudit.report.glossary import diagnostic_label
 
 DIAG_HEAD = ("task", "diagnostic", "A", "B")
 
 
-def _side(value, ids: list[int] | None, why: str | None) -> str:
+def _side(value, ids: list[int] | None, why: str | None, keys: dict[int, str]) -> str:
     if value is None:
         return f"unknown ({why})" if why else "n/a"
     if ids is None:
         return str(value).lower() if isinstance(value, bool) else str(value)
-    shown = ", ".join(map(str, ids[:SHOW_IDS])) + (" …" if len(ids) > SHOW_IDS else "")
+    shown = ", ".join(doc_name(i, keys.get(i)) for i in ids[:SHOW_IDS]) + (" …" if len(ids) > SHOW_IDS else "")
     return f"{value}" + (f" ({'doc' if len(ids) == 1 else 'docs'} {shown})" if ids else "")
 
 
 def diagnostic_cells(r: DiagnosticRow) -> list[str]:
-    """task, diagnostic, A, B: a count with its first doc ids, a value, or ``unknown (why)``."""
-    return [r.task, diagnostic_label(r.name), _side(r.a, r.a_ids, r.a_unknown), _side(r.b, r.b_ids, r.b_unknown)]
+    """task, diagnostic, A, B: a count with its first docs (the harness's sample ids where it has them), a value,
+    or ``unknown (why)``."""
+    return [r.task, diagnostic_label(r.name), _side(r.a, r.a_ids, r.a_unknown, r.keys),
+            _side(r.b, r.b_ids, r.b_unknown, r.keys)]
 
 
 def mechanism_line(m: Mechanism) -> str:
@@ -32,9 +35,10 @@ def mechanism_line(m: Mechanism) -> str:
                        if m.metric else "; no shared per-doc metric to score the unaffected docs")
     k = 100.0 if m.unit == "proportion" else 1.0
     unit = "pts" if m.unit == "proportion" else m.unit
+    d = 2 if unit == "pts" else None
     return (head + f"; {m.metric} on the {m.n_unaffected} docs affected in neither run: A "
-            f"{k * m.a_unaffected:.2f}, B {k * m.b_unaffected:.2f}, Δ {k * m.delta_unaffected:+.2f} "
-            f"[{k * m.ci_low:+.2f}, {k * m.ci_high:+.2f}] {unit}")
+            f"{num(k * m.a_unaffected, unit, False, d)}, B {num(k * m.b_unaffected, unit, False, d)}, Δ "
+            f"{num(k * m.delta_unaffected, unit, True, d)} {interval(k * m.ci_low, k * m.ci_high, unit, d)} {unit}")
 
 
 def has_diagnostics(c: Comparison) -> bool:

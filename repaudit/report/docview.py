@@ -3,7 +3,7 @@
 One row per shared (task, doc), in task then doc_id order, built from the same objects ``compare`` reads
 (the paired :class:`~repaudit.importers.comparable.ComparableRun` s) and judged (the
 :class:`~repaudit.audit.compare.Comparison`'s flips). The outcome shown is the task's first 0/1 metric
-(the one whose flips ``compare`` classifies), else its first metric. Text (prompts, choices, predictions,
+(its flips in ``f``; other 0/1 metrics' flips in ``fo``), else its first metric. Text (prompts, choices, predictions,
 generations) is what the files hold; long prompt prefixes shared by consecutive docs (the few-shot block
 and description) are stored once in a string table, which keeps a 14,042-doc MMLU report small.
 """
@@ -90,7 +90,9 @@ def browser_data(c: Comparison, a: ComparableRun, b: ComparableRun, task_map: di
     ``dl`` Δ log-likelihood of the target (B − A, nats), ``sd``/``sp``/``st`` whether doc content, prompt
     and target are the same (null: not recorded by a run), ``pa``/``pb`` prompts as ``[string ref, rest]``
     (``pb`` null when equal to A's), ``ch``/``chb`` choices (``chb`` only when B's differ), ``g`` target,
-    ``ra``/``rb`` predictions, ``la``/``lb`` per-choice log-likelihoods (nats), ``ga``/``gb`` generations.
+    ``ra``/``rb`` predictions, ``la``/``lb`` per-choice log-likelihoods (nats), ``ga``/``gb`` generations,
+    ``s`` the harness's own sample id (inspect's), ``fo`` the flips of the task's other 0/1 metrics as
+    ``[[metric, class], …]``.
     ``prompts_a``/``prompts_b``: rebuilt prompts by doc id for a side whose file keeps none (repaudit runs;
     single-task runs only). ``text`` False leaves out every text of the benchmark (prompts, choices,
     generations, and targets and predictions that are not choice indices): a report to share without the data.
@@ -100,6 +102,10 @@ def browser_data(c: Comparison, a: ComparableRun, b: ComparableRun, task_map: di
                                                      "harmful" if f.direction == "right_to_wrong" else "beneficial"]
              for f in c.flips}
     outcome = _outcome_metrics(c)
+    others: dict[str, list[str]] = {}
+    for r in c.scores:
+        if r.flip_ids is not None and outcome.get(r.task) != r.metric:
+            others.setdefault(r.task, []).append(r.metric)
     tasks, clusters, docs = [], {}, []
     strings = _Strings()
     for task in sets.shared():
@@ -133,7 +139,8 @@ def browser_data(c: Comparison, a: ComparableRun, b: ComparableRun, task_map: di
                    "ra": _text(x.prediction), "rb": _text(y.prediction),
                    "la": [_finite(v) for v in x.loglikelihoods] if x.loglikelihoods else None,
                    "lb": [_finite(v) for v in y.loglikelihoods] if y.loglikelihoods else None,
-                   "ga": x.generation, "gb": y.generation}
+                   "ga": x.generation, "gb": y.generation, "s": x.key or y.key,
+                   "fo": [[m, flips[(task, m, i)]] for m in others.get(task, []) if (task, m, i) in flips] or None}
             if y.choices and x.choices and y.choices != x.choices:
                 row["chb"] = y.choices
             if not text:

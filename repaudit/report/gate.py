@@ -15,8 +15,8 @@ from rich.text import Text
 
 from repaudit.audit.gate import GateResult, GateRow
 from repaudit.escape import md, one_line, visible_controls
-from repaudit.report.compare_text import interval, num, p_text, short
-from repaudit.report.glossary import diagnostic_label, factor_label
+from repaudit.report.compare_text import doc_name, interval, num, p_text, value_diff
+from repaudit.report.glossary import diagnostic_label, factor_label, plural
 
 _TESTS = {"non_inferiority": "non-inferiority", "equivalence": "equivalence", "superiority": "superiority"}
 HEAD = ("tier", "task", "metric", "test", "margin", "d", "90% CI", "p", "p adj", "decision")
@@ -28,26 +28,53 @@ def _claim(r: GateRow) -> str:
     return {"non_inferiority": f"d > −{m}", "equivalence": f"|d| < {m}", "superiority": f"d > {m}"}[r.test]
 
 
+def d_cell(r: GateRow) -> str:
+    """The d column: d (oriented, positive = better) where the row was tested, else compare's Δ = B − A."""
+    if r.d is not None:
+        return num(r.d, r.unit, True)
+    return f"Δ {num(r.delta, r.unit, True)}" if r.delta is not None else ""
+
+
 def cells(r: GateRow, level: float) -> list[str]:
     """The cells of one row; d and its interval are oriented (positive = better) in the row's unit."""
     return [r.tier, r.task, r.metric, _TESTS[r.test], f"{num(r.margin, r.unit)} {r.unit}".strip(),
-            num(r.d, r.unit, True) if r.d is not None else "", interval(r.ci_low, r.ci_high, r.unit),
-            p_text(r.p_raw), p_text(r.p_adjusted), r.decision]
+            d_cell(r), interval(r.ci_low, r.ci_high, r.unit), p_text(r.p_raw), p_text(r.p_adjusted), r.decision]
+
+
+def outcome(r: GateRow) -> str:
+    """What decided the row, in numbers: where d and its interval lie against the margin."""
+    unit = f" {r.unit}" if r.unit else ""
+    m = num(r.margin, r.unit)
+    if r.d is None:
+        delta = f"Δ = {num(r.delta, r.unit, True)}{unit} (B − A); " if r.delta is not None else ""
+        return f"{delta}no test: {r.reason or 'compare gives none'}"
+    d = f"d = {num(r.d, r.unit, True)} {interval(r.ci_low, r.ci_high, r.unit)}{unit}"
+    lo, hi = r.ci_low, r.ci_high
+    if r.test == "equivalence":
+        where = {"PASS": f"lies inside ±{m}", "FAIL": f"lies outside ±{m}"}.get(r.decision, f"reaches past ±{m}")
+    else:
+        bound = f"−{m}" if r.test == "non_inferiority" else m
+        what = "margin" if r.test == "non_inferiority" else "required gain"
+        where = {"PASS": f"lies above the {what} {bound}", "FAIL": f"lies below the {what} {bound}"}.get(
+            r.decision, f"straddles the {what} {bound}")
+    said = f"{d} {where}" if lo is not None and hi is not None else d
+    return f"{said}; {r.reason}" if r.reason and r.decision != "PASS" else said
 
 
 def why_lines(r: GateRow) -> list[str]:
-    """What explains a FAIL or INCONCLUSIVE row: its reason, factors, mechanisms and flip classes."""
-    out = [f"{r.task} {r.metric} — {r.decision} ({_claim(r)}): {r.reason or 'see the interval'}"]
+    """What explains a FAIL or INCONCLUSIVE row: the numbers that decided it, factors, mechanisms, flips."""
+    out = [f"{r.task} {r.metric} — {r.decision} ({_claim(r)}): {outcome(r)}"]
     if r.factors:
         out.append("  factors that differ: " + "; ".join(
-            f"{factor_label(f.group, f.field)}: {short(f.a, 30)} → {short(f.b, 30)}" for f in r.factors))
+            "{}: {} → {}".format(factor_label(f.group, f.field), *value_diff(f.a, f.b, 30)) for f in r.factors))
     for m in r.mechanisms:
         out.append(f"  likely mechanism: {diagnostic_label(m.diagnostic)}: {m.reason}")
     for label, ids in (("harmful (right → wrong)", r.harmful), ("beneficial (wrong → right)", r.beneficial),
                        ("churn (near-tie flips)", r.churn)):
         if ids:
             more = " …" if len(ids) > SHOW else ""
-            out.append(f"  {label}: {len(ids)} docs ({', '.join(map(str, ids[:SHOW]))}{more})")
+            names = ", ".join(doc_name(i, r.keys.get(i)) for i in ids[:SHOW])
+            out.append(f"  {label}: {plural(len(ids), 'doc')} ({names}{more})")
     return out
 
 
@@ -67,6 +94,8 @@ def render_rich(g: GateResult, console: Console) -> None:
         console.print(Text(one_line(f"  {c[-1]:<12} [{c[0]}] {c[1]} {c[2]}: {c[3]} margin {c[4]}; d {c[5]} "
                                     f"{c[6]}; p {c[7] or '—'}, adjusted {c[8] or '—'}"),
                            style={"PASS": "green", "FAIL": "red"}.get(r.decision, "yellow")))
+    for w in g.comparison.warnings:
+        console.print(Text(one_line("WARNING: " + w), style="bold red"))
     for r in g.rows:
         if r.decision != "PASS":
             for line in why_lines(r):
@@ -75,7 +104,7 @@ def render_rich(g: GateResult, console: Console) -> None:
         console.print(Text(one_line("note: " + n)))
     if g.not_gated:
         console.print(Text(one_line(f"not gated ({len(g.not_gated)}, no policy row matches): "
-                                    + ", ".join(g.not_gated[:20]) + (" …" if len(g.not_gated) > 20 else ""))))
+                                    + ", ".join(g.not_gated))))
 
 
 def render_markdown(g: GateResult) -> str:
@@ -84,8 +113,9 @@ def render_markdown(g: GateResult) -> str:
     out = [f"### {icon} repaudit gate: {md(g.summary)}", "",
            f"A = {md(g.comparison.a.get('name'))} ({md(g.comparison.a['source'])}), B = "
            f"{md(g.comparison.b.get('name'))} ({md(g.comparison.b['source'])}); d = B − A oriented so that positive "
-           f"is better, in points for proportions; {_level(g)}.", "",
-           "| " + " | ".join(HEAD[:6] + (_level(g),) + HEAD[7:]) + " |",
+           f"is better, in points for proportions; {_level(g)}.", ""]
+    out += [f"> **Warning:** {md(w)}\n" for w in g.comparison.warnings]
+    out += ["| " + " | ".join(HEAD[:6] + (_level(g),) + HEAD[7:]) + " |",
            "|---|---|---|---|---:|---:|---:|---:|---:|---|"]
     for r in g.rows:
         c = cells(r, g.policy.alpha)
@@ -126,7 +156,8 @@ def write_junit(g: GateResult, path: Path) -> None:
 
     suite = TestSuite("repaudit gate")
     for name, value in (("decision", g.decision), ("alpha", g.policy.alpha), ("multiplicity", g.policy.multiplicity),
-                        ("run_a", g.comparison.a.get("name")), ("run_b", g.comparison.b.get("name"))):
+                        ("run_a", g.comparison.a.get("name")), ("run_b", g.comparison.b.get("name")),
+                        *((f"warning_{i}", w) for i, w in enumerate(g.comparison.warnings, 1))):
         suite.add_property(name, _x(value))
     for r in g.rows:
         case = TestCase(_x(f"{r.task} {r.metric}"), classname=f"repaudit.gate.{r.tier}")

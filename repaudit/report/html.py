@@ -133,7 +133,7 @@ def compare_sections(c: Comparison) -> list[Section]:
                          + ", ".join(unknown))
     blocks, footnotes = score_blocks(c)
     sc = Section("scores", "Scores", before=[scores_caption(c)], head=["task", *SCORE_HEAD],
-                 numeric={"A", "B", "Δ", "95% CI", "p adj"})
+                 numeric={"A", "B", "Δ", "95% CI", "p adj", "flips"})
     for b in blocks:
         for r in b.rows:
             word = r[-1].split(" [")[0]

@@ -104,38 +104,41 @@ def write_atomic(path: Path, content: str | bytes) -> None:
         raise
 
 
-def check_writable(path: Path, what: str = "output") -> None:
+def check_writable(path: Path, what: str = "output", mkdir: bool = False) -> None:
     """``path`` can be written as a file, checked before any work so that a long run never fails at the end.
 
     Creates nothing: where the folder exists, a temporary file is created and removed in it (the only
-    reliable test, e.g. for ``/proc`` or a read-only mount); otherwise the nearest existing ancestor
-    must be a writable directory.
+    reliable test, e.g. for ``/proc`` or a read-only mount); a folder that does not exist is an error
+    unless ``mkdir`` (``--mkdir``), and then the nearest existing ancestor must be a writable directory.
 
     Raises:
-        RepauditError: a directory at ``path``, a file where a folder should be, a name the file
-            system rejects, or a folder that cannot be written.
+        OutputError: a directory at ``path``, a file where a folder should be, a missing folder without
+            ``mkdir``, a name the file system rejects, or a folder that cannot be written.
     """
-    from repaudit.errors import RepauditError
+    from repaudit.errors import OutputError
 
     path = Path(path)
     if len(path.name.encode("utf-8", "surrogateescape")) > 255:
-        raise RepauditError(f"{what} '{str(path)[:80]}…' has a file name over 255 bytes")
+        raise OutputError(f"{what} '{str(path)[:80]}…' has a file name over 255 bytes")
     if path.is_dir():
-        raise RepauditError(f"{what} '{path}' is a directory: give a file name")
+        raise OutputError(f"{what} '{path}' is a directory: give a file name")
     parent = path.parent
     ancestor = next((p for p in [parent, *parent.parents] if p.exists()), None)
     if ancestor is None or not ancestor.is_dir():
-        raise RepauditError(f"{what} '{path}' cannot be written: '{ancestor}' is a file, not a folder")
+        raise OutputError(f"{what} '{path}' cannot be written: '{ancestor}' is a file, not a folder")
     if ancestor != parent:
+        if not mkdir:
+            raise OutputError(f"{what} '{path}' cannot be written: folder '{parent}' does not exist (create it, or "
+                              "pass --mkdir)")
         if not os.access(ancestor, os.W_OK | os.X_OK):
-            raise RepauditError(f"{what} '{path}' cannot be written: folder '{ancestor}' is not writable")
+            raise OutputError(f"{what} '{path}' cannot be written: folder '{ancestor}' is not writable")
         return
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:40]}.", dir=parent)
         os.close(fd)
         os.unlink(tmp)
     except OSError as exc:
-        raise RepauditError(f"{what} '{path}' cannot be written in '{parent}' ({exc.strerror or exc})") from None
+        raise OutputError(f"{what} '{path}' cannot be written in '{parent}' ({exc.strerror or exc})") from None
 
 
 def write_record(record: RunRecord, path: Path) -> None:

@@ -37,17 +37,25 @@
   }
   function haystack(d) {
     if (d._h === undefined) {
-      d._h = [d.i, D.tasks[d.t], d.g, d.ra, d.rb, d.ga, d.gb, (d.ch || []).join(" "), prompt(d.pa), prompt(d.pb)]
+      d._h = [d.i, d.s, D.tasks[d.t], d.g, d.ra, d.rb, d.ga, d.gb, (d.ch || []).join(" "), prompt(d.pa),
+        prompt(d.pb)]
         .filter((x) => x != null).join("\n").toLowerCase();
     }
     return d._h;
   }
 
+  // every flip class of a doc: its outcome metric's, then the other 0/1 metrics' ("acc_norm: harmful")
+  function flipCodes(d) { return [d.f, ...(d.fo || []).map((x) => x[1])].filter((x) => x); }
+  function flipText(d) {
+    return [FLIP[d.f], ...(d.fo || []).map((x) => x[0] + ": " + FLIP[x[1]])].filter((x) => x).join("; ");
+  }
+  function docName(d) { return d.s ? d.s + " (#" + d.i + ")" : String(d.i); }
+
   function apply() {
     const view = $("f-view").value, task = $("f-task").value, cl = $("f-cluster").value;
     const changed = $("f-changed").checked, q = $("f-search").value.trim().toLowerCase();
     rows = D.docs.filter((d) =>
-      (view === "all" || (view === "flips" ? d.f !== "" : FLIP[d.f] === view)) &&
+      (view === "all" || (view === "flips" ? flipCodes(d).length > 0 : flipCodes(d).some((f) => FLIP[f] === view))) &&
       (task === "" || d.t === +task) && (cl === "" || d.k === +cl) &&
       (!changed || d.sp === false || d.sd === false || d.st === false) &&
       (q === "" || haystack(d).includes(q)));
@@ -74,10 +82,10 @@
     const start = page * PAGE, end = Math.min(rows.length, start + PAGE);
     for (const d of rows.slice(start, end)) {
       const tr = el("tr", { class: "doc " + (FLIP[d.f] || ""), tabindex: "0" },
-        el("td", {}, D.tasks[d.t]), el("td", { class: "num" }, d.i),
+        el("td", {}, D.tasks[d.t]), el("td", { class: d.s ? "" : "num" }, docName(d)),
         el("td", {}, d.k >= 0 ? D.clusters[d.k] : ""),
         el("td", { class: "num" }, d.a == null ? "" : d.a), el("td", { class: "num" }, d.b == null ? "" : d.b),
-        el("td", {}, FLIP[d.f]), el("td", { class: "num" }, num(d.ma, 3)), el("td", { class: "num" }, num(d.mb, 3)),
+        el("td", {}, flipText(d)), el("td", { class: "num" }, num(d.ma, 3)), el("td", { class: "num" }, num(d.mb, 3)),
         el("td", { class: "num" }, num(d.dl, 3)),
         el("td", {}, badge(d.sd, "doc"), badge(d.sp, "prompt"), badge(d.st, "target")));
       tr.addEventListener("click", () => toggle(tr, d));
@@ -184,8 +192,8 @@
 
   function detail(d) {
     const box = el("div", { class: "doc-detail" });
-    box.append(el("p", {}, `${D.tasks[d.t]} · doc ${d.i}` + (d.k >= 0 ? ` · ${D.clusters[d.k]}` : "") +
-      ` · ${d.m || "metric"}: A ${d.a ?? "n/a"}, B ${d.b ?? "n/a"}` + (d.f ? ` · ${FLIP[d.f]} flip` : "")));
+    box.append(el("p", {}, `${D.tasks[d.t]} · doc ${docName(d)}` + (d.k >= 0 ? ` · ${D.clusters[d.k]}` : "") +
+      ` · ${d.m || "metric"}: A ${d.a ?? "n/a"}, B ${d.b ?? "n/a"}` + (flipText(d) ? ` · flips: ${flipText(d)}` : "")));
     box.append(el("p", {}, "target: ", el("code", {}, d.g ?? "(not recorded)")));
     box.append(choices(d));
     if (d.ga != null || d.gb != null) {
@@ -208,7 +216,7 @@
     options($("f-task"), D.tasks);
     options($("f-cluster"), D.clusters);
     if (!D.clusters.length) $("f-cluster").disabled = true;
-    $("flip-count").textContent = D.docs.filter((d) => d.f !== "").length;
+    $("flip-count").textContent = D.docs.filter((d) => flipCodes(d).length > 0).length;
     $("total-count").textContent = D.docs.length;
     for (const id of ["f-view", "f-task", "f-cluster", "f-changed", "f-sort"]) $(id).addEventListener("change", apply);
     let timer = null;

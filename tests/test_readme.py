@@ -1,0 +1,103 @@
+"""README.md says what the code does: its generated outputs are current, and every exit code its table names
+is the one a real case exits with."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from repaudit.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+FIX = ROOT / "tests" / "fixtures"
+OBQA = FIX / "lmeval_config"
+PUBLIC = ROOT.parent / "shared" / "lmeval_public"
+
+
+def _blocks():
+    spec = importlib.util.spec_from_file_location("readme_blocks", ROOT / "examples" / "readme_blocks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_generated_blocks_are_what_the_code_prints_now():
+    mod = _blocks()
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "<!-- generated: quickstart -->" in text
+    assert mod.drifted(text) == [], "run: .venv/bin/python examples/readme_blocks.py --write"
+
+
+def _table() -> dict[int, tuple[str, str]]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    head = text.index("| code | every command but `gate` | `gate` |")
+    rows = {}
+    for line in text[head:].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        code, other, gate = (c.strip() for c in line.strip("|").split("|"))
+        rows[int(code)] = (other, gate)
+    return rows
+
+
+def _run(args: list[str]):
+    return CliRunner().invoke(app, args)
+
+
+def _interrupted(monkeypatch, args: list[str]):
+    import repaudit.audit.compare as cmp
+
+    def stop(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cmp, "load_run", stop)
+    return _run(args)
+
+
+def test_every_exit_code_of_the_table_is_what_a_real_case_exits_with(monkeypatch, tmp_path):
+    table = _table()
+    assert set(table) == {0, 1, 2, 64, 65, 74, 130}
+    a, b = str(OBQA / "openbookqa_0shot"), str(OBQA / "openbookqa_3shot")
+    missing = str(tmp_path / "no" / "such" / "x.md")
+    compare_cases = {0: [[a, b, "--n-boot", "200"]],
+                     1: [[a, str(tmp_path / "absent.json")], [a, b, "--n-boot", "200", "-o", missing]],
+                     2: [[a, b, "--n-boot", "0"], [a, b, "--adjust", "foo"], [a, b, "--tie-eps", "-1"],
+                         [a, b, "--top", "-3"], [a, b, "--unknown-option"]]}
+    for code, cases in compare_cases.items():
+        for args in cases:
+            res = _run(["compare", *args])
+            assert res.exit_code == code, (code, args, res.output)
+            if code:
+                lines = [x for x in res.stderr.splitlines() if x.strip()]
+                assert len(lines) == 1 and lines[0].startswith("error:"), res.stderr
+    gate_cases = {0: [[a, b, "--max-drop", "50"]], 2: [[a, b, "--margin", "0.1"]],
+                  64: [[a, b], [a, b, "--max-drop", "1", "--margin", "1"], [a, b, "--max-drop", "1", "--format",
+                                                                          "latex"]],
+                  65: [[a, str(tmp_path / "absent.json"), "--max-drop", "1"]],
+                  74: [[a, b, "--max-drop", "1", "-o", missing]]}
+    for code, cases in gate_cases.items():
+        for args in cases:
+            res = _run(["gate", *args])
+            assert res.exit_code == code, (code, args, res.output)
+    assert _run(["gate", a, b, "--margin", "0.1", "--strict"]).exit_code == 1
+    assert _run(["gate", a, b, "--max-drop", "1", "-o", missing, "--mkdir", "--n-boot", "200"]).exit_code in (0, 2)
+    assert Path(missing).is_file()
+    for cmd in (["compare", a, b], ["gate", a, b, "--max-drop", "1"]):
+        res = _interrupted(monkeypatch, cmd)
+        assert res.exit_code == 130, res.output
+
+
+def test_no_go_exits_1():
+    if not PUBLIC.is_dir():
+        pytest.skip(f"public lm-eval corpus not found at {PUBLIC}")
+    qwen = PUBLIC / "lm-evaluation-harness__Qwen2.5-1.5B__results_2025-03-03T00-05-12.300060.json"
+    res = _run(["gate", str(qwen), str(FIX / "lmeval" / "pythia__160m-5shot_step143000.json"), "--max-drop", "1",
+                "--n-boot", "200"])
+    assert res.exit_code == 1 and res.stdout.startswith("gate: NO-GO"), res.output
+    # what failed, in numbers: d, its interval and the margin it lies beyond
+    assert re.search(r"arc_easy acc — FAIL \(d > −1\.00\): d = −\d+\.\d\d \[−\d+\.\d\d, −\d+\.\d\d\] pts lies below "
+                     r"the margin −1\.00", " ".join(res.stdout.split())), res.stdout
