@@ -25,7 +25,7 @@
    ARC-Easy validation docs, 0-shot log-likelihood): factors, docs paired, flips, Δ with its interval.
 
 ``--fixtures DIR`` copies the logs the tests read. ``--replay`` replays ``a``, ``b`` and ``json`` with repaudit
-(:mod:`repaudit.audit.inspect_replay`, the default model) — generations and answers equal to inspect's — and
+(:mod:`repaudit.importers.inspectai.replay`, the default model) — generations and answers equal to inspect's — and
 attributes ``b − a`` (batch size and system message).
 """
 
@@ -184,8 +184,8 @@ def replay(logs: dict[str, Path], out: Path) -> None:
     """Replay runs a, b and json with repaudit (the default model) and attribute b − a."""
     from repaudit.audit.attribution import run_attribution
     from repaudit.audit.executor import LocalExecutor
-    from repaudit.audit.inspect_replay import METRIC
     from repaudit.audit.replay import load_replay_source
+    from repaudit.importers.inspectai.replay import METRIC
 
     cache = out / "repaudit-cache"
     ex = LocalExecutor()

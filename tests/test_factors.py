@@ -59,7 +59,7 @@ def test_run_files_written_before_the_registry_read_and_digest_as_before(name):
 
 
 def test_a_replay_of_an_old_run_file_is_its_own_configuration():
-    from repaudit.audit.replay import config_from_record
+    from repaudit.importers.runfile import config_from_record
 
     rec = read_record(OLD_RUNS / "gsm8k_2docs.json")
     cfg = config_from_record(rec, None)

@@ -19,7 +19,7 @@ import pytest
 from repaudit.audit.compare import compare
 from repaudit.boundary import InputError, Limits
 from repaudit.importers.detect import load_run
-from repaudit.importers.inspect_log import value_to_float
+from repaudit.importers.inspectai.log import value_to_float
 from repaudit.ziparchive import ZipArchive
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "inspect"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from repaudit.audit.inspect_replay import METRIC
 from repaudit.audit.replay import load_replay_source
 from repaudit.errors import RepauditError
+from repaudit.importers.inspectai.replay import METRIC
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "inspect"
 

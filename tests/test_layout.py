@@ -41,14 +41,14 @@ def test_every_stage_folder_is_a_package():
 
 
 def test_readme_layout_section_matches_the_tree():
-    """The README's layout table has one row per folder (`` `tasks/` ``, or `` `repaudit/` `` for the
-    top level) naming every module in it, and nothing that is not there."""
+    """The README's layout table has one row per folder (`` `tasks/` ``, `` `importers/lmeval/` ``, or
+    `` `repaudit/` `` for the top level) naming every module in it, and nothing that is not there."""
     readme = (ROOT / "README.md").read_text()
     section = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
     listed: set[str] = set()
     for row in section.splitlines():
         cells = [c.strip() for c in row.strip().strip("|").split("|")]
-        m = re.fullmatch(r"`([a-z_]+)/`", cells[0]) if row.startswith("|") else None
+        m = re.fullmatch(r"`([a-z_]+(?:/[a-z_]+)*)/`", cells[0]) if row.startswith("|") else None
         if not m:
             continue
         folder = "" if m.group(1) == "repaudit" else m.group(1) + "/"

@@ -17,7 +17,7 @@ from repaudit.cli import app
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_text
 from repaudit.importers.detect import load_run
-from repaudit.importers.lighteval import canonical_task, split_task_key
+from repaudit.importers.lighteval.results import canonical_task, split_task_key
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lighteval"
 ZERO = FIXTURES / "arc_easy_0shot"
@@ -160,7 +160,7 @@ def test_prompt_hash_is_the_plain_text_prompt():
 def test_max_samples_doc_choice_is_lightevals():
     """lighteval's --max-samples keeps the first N of a Random(42) shuffle: the fixtures' doc ids (written by
     lighteval itself, 40 and 100 of ARC-Easy's 570 validation rows) are exactly that choice."""
-    from repaudit.audit.replay import lighteval_doc_ids
+    from repaudit.importers.lighteval.replay import lighteval_doc_ids
 
     for path, n in ((ZERO, 40), (THREE, 100)):
         (t,) = load_run(path).tasks.values()

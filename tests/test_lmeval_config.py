@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from repaudit.errors import RepauditError
-from repaudit.importers.lmeval_tasks import load_task_config, read_task_yaml
+from repaudit.importers.lmeval.tasks import load_task_config, read_task_yaml
 from repaudit.tasks.base import Doc
 from repaudit.tasks.definitions import TASKS
 from repaudit.tasks.lmeval_config import render_template, task_from_config

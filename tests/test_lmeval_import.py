@@ -11,8 +11,8 @@ import pytest
 from repaudit.audit.compare import compare, diff_factors, load_run
 from repaudit.boundary import InputError, read_json, validate
 from repaudit.importers.factors import UNKNOWN
-from repaudit.importers.lmeval_factors import task_factors
-from repaudit.importers.lmeval_schema import LmevalResults
+from repaudit.importers.lmeval.factors import task_factors
+from repaudit.importers.lmeval.schema import LmevalResults
 from repaudit.report.compare import render_latex, render_markdown
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lmeval"

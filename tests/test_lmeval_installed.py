@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from repaudit.errors import RepauditError
-from repaudit.importers.lmeval_tasks import load_task_config
+from repaudit.importers.lmeval.tasks import load_task_config
 from repaudit.tasks.lmeval_config import task_from_config
 from repaudit.tasks.lmeval_installed import installed_lmeval
 

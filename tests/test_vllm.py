@@ -121,8 +121,8 @@ def test_run_and_attribute_over_backend(tiny_model, shared_data, tmp_path):
 def test_a_serving_setting_reaches_the_engine_and_is_recorded_as_asked_and_as_used(tiny_model, shared_data, tmp_path):
     """max_num_seqs (a factor added after the registry: two package files) goes to vLLM's LLM by name; the
     fingerprint keeps what was asked (replay) beside what the engine used (compare)."""
-    from repaudit.audit.replay import config_from_record
     from repaudit.importers.factors import factors_from_fingerprint
+    from repaudit.importers.runfile import config_from_record
     from repaudit.run.runner import RunConfig, run
 
     rec = run(RunConfig(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=4, backend="vllm",

@@ -29,7 +29,7 @@ from repaudit.errors import RepauditError, UsageError
 from repaudit.importers.comparable import ComparableRun, TaskOutcome
 from repaudit.importers.detect import load_run
 from repaudit.importers.factors import NOT_SET, UNKNOWN, FactorGroup
-from repaudit.importers.lmeval_factors import DEFAULT_DEVICE
+from repaudit.importers.lmeval.factors import DEFAULT_DEVICE
 from repaudit.importers.metric_kinds import task_base
 
 __all__ = ["Comparison", "FactorRow", "FlippedDoc", "ScoreRow", "compare", "diff_factors", "load_run"]

@@ -3,7 +3,7 @@
 A repaudit run file keeps each doc's ``prompt_hash`` (sha256 of the first request's context, as lm-eval's
 sample logs compute it) but not the prompt: run files stay small and hold no benchmark text. The per-doc
 browser needs the text, so it is rebuilt here by the run's own code path — the recorded configuration
-(:func:`repaudit.audit.replay.config_from_record`), the same docs and few-shot examples
+(:func:`repaudit.importers.runfile.config_from_record`), the same docs and few-shot examples
 (:func:`repaudit.run.docs.load_docs`) and the same renderer (:func:`repaudit.run.runner.render_requests`)
 — and a rebuilt prompt is shown **only if its sha256 equals the recorded** ``prompt_hash``. No model
 weights are loaded; a chat template needs the tokenizer only.
@@ -58,7 +58,7 @@ def rebuild_prompts(record: RunRecord, data_dir: Path | None = None, model: str 
     ``data_dir``/``model``/``cache_dir`` as for ``attribute`` (where the data and the tokenizer are). Never
     raises for unavailable data or tokenizer: the reason goes into :attr:`Prompts.note`.
     """
-    from repaudit.audit.replay import config_from_record
+    from repaudit.importers.runfile import config_from_record
     from repaudit.run.docs import load_docs
     from repaudit.run.runner import check_config, generation_settings, render_requests
 

@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
+from repaudit.cli.attribution import attribute_runs, attribution_html, replay_sources
 from repaudit.cli.common import (
     DocTextOption,
     DryRunOption,
@@ -27,57 +26,10 @@ from repaudit.cli.common import (
     check_precision,
     emit_dry_run,
     emit_report,
-    err,
-    grid_progress,
     make_executor,
     report_format,
     user_errors,
 )
-from repaudit.escape import rich_text
-
-
-def _attribution_rich(result, console: Console) -> None:
-    from repaudit.report.audit import attribution_rows, attribution_summary
-
-    table = Table(title=rich_text(f"attribution · {result.task} · {result.metric} (points)"))
-    for col in ("factor", "Shapley value", "95% CI"):
-        table.add_column(col, justify="left" if col == "factor" else "right")
-    for row in attribution_rows(result):
-        table.add_row(*(rich_text(c) for c in row))
-    console.print(table)
-    for it in result.interactions:
-        console.print(rich_text(f"interaction {' × '.join(it['pair'])}: {100 * it['value']:+.2f} pts "
-                                f"[{100 * it['ci'][0]:+.2f}, {100 * it['ci'][1]:+.2f}]"))
-    console.print(rich_text(attribution_summary(result)))
-
-
-def _sources(run_a: Path, run_b: Path, data_dir, model, cache_dir, task_config: Path | None = None):
-    """Both runs as replay sources; ``task_config`` (an lm-eval task YAML or results file) defines the task of
-    a run whose file records no configuration."""
-    from repaudit.audit.replay import load_replay_source
-
-    recorded = None
-    if task_config is not None:
-        from repaudit.importers.lmeval_tasks import load_task_config
-
-        recorded = load_task_config(task_config, None)[1]
-    return [load_replay_source(r, data_dir, model, cache_dir, recorded) for r in (run_a, run_b)]
-
-
-def _attribute(run_a: Path, run_b: Path, data_dir, model, metric, n_boot, cache_dir, plot, executor,
-               precision=None, precision_seed: int = 0, round_docs=None, task_config: Path | None = None):
-    """Shared by ``attribute`` and ``compare --attribute``; raises RepauditError on bad input."""
-    from repaudit.audit.attribution import run_attribution
-
-    src_a, src_b = _sources(run_a, run_b, data_dir, model, cache_dir, task_config)
-    with grid_progress("attribution") as tick:
-        result = run_attribution(src_a, src_b, executor, metric=metric, n_boot=n_boot, progress=tick,
-                                 precision=precision, precision_seed=precision_seed, round_docs=round_docs)
-    if plot is not None:
-        from repaudit.report.plots import waterfall
-
-        err.print(rich_text("wrote " + ", ".join(str(p) for p in waterfall(result, plot))))
-    return result
 
 
 def attribute_command(
@@ -117,7 +69,7 @@ def attribute_command(
 
     Example: repaudit attribute logs/a.eval logs/b.eval --model default   (inspect_ai logs)
     """
-    from repaudit.report.audit import attribution_latex, attribution_markdown
+    from repaudit.report.audit import attribution_latex, attribution_markdown, attribution_rich
 
     with user_errors():
         check_outputs(output, plot, fmt, as_json, csv=not dry_run, html=not dry_run, mkdir=mkdir)
@@ -126,7 +78,7 @@ def attribute_command(
             from repaudit.audit.attribution import attribution_grid
             from repaudit.audit.plan import plan_grid
 
-            srcs = _sources(run_a, run_b, data_dir, model, cache_dir, task_config)
+            srcs = replay_sources(run_a, run_b, data_dir, model, cache_dir, task_config)
             rounds = None
             if precision is not None:
                 from repaudit.audit.attribution import attribution_strata
@@ -136,25 +88,13 @@ def attribute_command(
             plan = plan_grid(f"attribute {run_a.name} {run_b.name}", attribution_grid(*srcs), rounds=rounds)
             emit_dry_run(plan, report_format(fmt, output, as_json), output)
             return
-        result = _attribute(run_a, run_b, data_dir, model, metric, n_boot, cache_dir, plot,
+        result = attribute_runs(run_a, run_b, data_dir, model, metric, n_boot, cache_dir, plot,
                             make_executor(executor, ray_address, workers),
                             None if precision is None else precision / 100, precision_seed, round_docs, task_config)
         from repaudit.report.frames import attribution_frame, to_csv
 
         emit_report(report_format(fmt, output, as_json, csv=True, html=True), output,
-                    lambda c: _attribution_rich(result, c), lambda: attribution_markdown(result),
+                    lambda c: attribution_rich(result, c), lambda: attribution_markdown(result),
                     lambda: attribution_latex(result), lambda: result.model_dump_json(indent=1),
                     lambda: to_csv(attribution_frame(result)),
-                    lambda: _html(result, run_a, run_b, data_dir, model, cache_dir, doc_text))
-
-
-def _html(result, run_a: Path, run_b: Path, data_dir, model, cache_dir, doc_text: bool) -> str:
-    """The attribution's HTML page, with the per-doc browser of the two recorded runs."""
-    from repaudit.audit.compare import compare, load_run
-    from repaudit.cli.compare import doc_browser
-    from repaudit.report.html import render_attribution_html
-
-    ra, rb = load_run(run_a), load_run(run_b)
-    c = compare(ra, rb)
-    return render_attribution_html(result, *doc_browser(c, (run_a, ra), (run_b, rb), None, data_dir, model, cache_dir,
-                                                        doc_text))
+                    lambda: attribution_html(result, run_a, run_b, data_dir, model, cache_dir, doc_text))

@@ -256,3 +256,16 @@ def base_config(base_run: Optional[Path], model: str, data_dir: Optional[Path], 
         return load_replay_source(base_run, data_dir, None if model == "default" else model, cache_dir,
                                   need_docs=False).config
     return RunConfig(model=model, data_dir=data_dir, cache_dir=cache_dir, **fields)
+
+
+def task_map_of(pairs: list[str]) -> dict[str, str]:
+    """``["b=a", …]`` → ``{"b": "a"}``. Raises UsageError on an item without ``=``."""
+    from repaudit.errors import UsageError
+
+    out = {}
+    for item in pairs:
+        b, sep, a = item.partition("=")
+        if not sep or not a or not b:
+            raise UsageError(f"--pair-tasks takes B_TASK=A_TASK, got '{item}'")
+        out[b] = a
+    return out

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from repaudit.cli.attribute import _attribute, _attribution_rich
+from repaudit.cli.attribution import attribute_runs
 from repaudit.cli.common import (
     DocTextOption,
     ExecutorOption,
@@ -27,6 +27,7 @@ from repaudit.cli.common import (
     emit_report,
     make_executor,
     report_format,
+    task_map_of,
     user_errors,
 )
 
@@ -98,14 +99,14 @@ def compare_command(
     Example: repaudit compare a.json b.json -o report.html
     """
     from repaudit.audit.compare import check_options, compare, load_run
-    from repaudit.report.audit import attribution_latex, attribution_markdown
+    from repaudit.report.audit import attribution_latex, attribution_markdown, attribution_rich
     from repaudit.report.compare import render_json, render_latex, render_markdown, render_rich
     from repaudit.report.frames import paired_docs_frame, scores_frame, to_csv
 
     def rich_view(console: Console) -> None:
         render_rich(comparison, console, top)
         if att is not None:
-            _attribution_rich(att, console)
+            attribution_rich(att, console)
 
     def as_json_text() -> str:
         if att is None:
@@ -122,12 +123,12 @@ def compare_command(
         if looks_like_protocol(run_a) or looks_like_protocol(run_b):
             _conformance(run_a, run_b, samples_a if looks_like_protocol(run_b) else samples_b, fmt, output, as_json)
             return
-        task_map = _task_map(pair_tasks or [])
+        task_map = task_map_of(pair_tasks or [])
         tok = _tokenizer(tokenizer, cache_dir) if tokenizer else None
         ra, rb = load_run(run_a, samples_a, tok), load_run(run_b, samples_b, tok)
         comparison = compare(ra, rb, tie_eps=tie_eps, n_boot=n_boot, task_map=task_map, adjust=adjust,
                              names=(name_a, name_b))
-        att = (_attribute(run_a, run_b, data_dir, model, None, 2000, cache_dir, plot,
+        att = (attribute_runs(run_a, run_b, data_dir, model, None, 2000, cache_dir, plot,
                           make_executor(executor, ray_address, workers)) if attribute else None)
         emit_report(report_format(fmt, output, as_json, csv=not attribute, html=not attribute), output, rich_view,
                     lambda: render_markdown(comparison, top) + ("\n" + attribution_markdown(att) if att else ""),
@@ -143,33 +144,10 @@ def compare_command(
 
 def _html(c, side_a, side_b, task_map, data_dir, model, cache_dir, doc_text: bool = True) -> str:
     """The HTML report with its per-doc browser."""
+    from repaudit.report.docview import doc_browser
     from repaudit.report.html import render_compare_html
 
     return render_compare_html(c, *doc_browser(c, side_a, side_b, task_map, data_dir, model, cache_dir, doc_text))
-
-
-def doc_browser(c, side_a, side_b, task_map, data_dir, model, cache_dir, doc_text: bool = True):
-    """The per-doc browser's payload and its notes for the HTML reports of compare, gate and attribute;
-    ``side_a``/``side_b`` are (path given, loaded ComparableRun). A repaudit run's prompts are rebuilt and
-    hash-checked (:mod:`repaudit.audit.doctext`), a harness file's are taken from the file."""
-    from repaudit.report.docview import browser_data
-
-    notes, rebuilt = [], []
-    for name, (path, run) in (("A", side_a), ("B", side_b)):
-        texts = None
-        if doc_text and run.source.startswith("repaudit") and Path(path).is_file():
-            from repaudit.audit.doctext import rebuild_prompts
-            from repaudit.run.records import read_record
-
-            got = rebuild_prompts(read_record(Path(path)), data_dir, model, cache_dir)
-            texts = got.texts
-            notes.append(f"Prompts of {name} rebuilt from its fingerprint and the data, each checked against the "
-                         f"prompt_hash the run recorded: {len(got.texts)} shown"
-                         + (f"; {got.note}" if got.note else ""))
-        rebuilt.append(texts)
-    if not doc_text:
-        notes.append("Written with --no-doc-text: prompts, choices, generations and answer texts are left out.")
-    return browser_data(c, side_a[1], side_b[1], task_map, *rebuilt, text=doc_text), notes
 
 
 def _check_docs_csv(path: Optional[Path], mkdir: bool = False) -> None:
@@ -204,19 +182,6 @@ def _conformance(run_a: Path, run_b: Path, samples, fmt, output, as_json: bool) 
     emit_report(report_format(fmt, output, as_json), output, lambda c: render_conformance_rich(result, c),
                 lambda: render_conformance_markdown(result), lambda: render_conformance_latex(result),
                 lambda: result.model_dump_json(indent=1))
-
-
-def _task_map(pairs: list[str]) -> dict[str, str]:
-    """``["b=a", …]`` → ``{"b": "a"}``. Raises UsageError on an item without ``=``."""
-    from repaudit.errors import UsageError
-
-    out = {}
-    for item in pairs:
-        b, sep, a = item.partition("=")
-        if not sep or not a or not b:
-            raise UsageError(f"--pair-tasks takes B_TASK=A_TASK, got '{item}'")
-        out[b] = a
-    return out
 
 
 def _tokenizer(name: str, cache_dir: Path | None):

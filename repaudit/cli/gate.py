@@ -124,14 +124,14 @@ def _run_gate(baseline, candidate, policy_path, max_drop, margin, alpha, multipl
               pair_tasks, n_boot, names=(None, None)):
     from repaudit.audit.compare import compare, load_run
     from repaudit.audit.gate import gate, inline_policy, read_policy
-    from repaudit.cli.compare import _task_map
+    from repaudit.cli.common import task_map_of
     from repaudit.errors import UsageError
 
     if policy_path is not None and (max_drop is not None or margin is not None):
         raise UsageError("give --policy or --max-drop/--margin, not both")
     policy = read_policy(policy_path) if policy_path is not None else inline_policy(max_drop, margin, alpha,
                                                                                      multiplicity)
-    task_map = _task_map(pair_tasks or [])
+    task_map = task_map_of(pair_tasks or [])
     runs = load_run(baseline, samples_a), load_run(candidate, samples_b)
     comparison = compare(*runs, n_boot=n_boot, alpha=policy.alpha, task_map=task_map, adjust=policy.multiplicity,
                          names=names)
@@ -140,7 +140,7 @@ def _run_gate(baseline, candidate, policy_path, max_drop, margin, alpha, multipl
 
 def _html(result, baseline, candidate, runs, task_map, data_dir, model, cache_dir, doc_text) -> str:
     """The gate's HTML page, with the per-doc browser of the comparison behind it."""
-    from repaudit.cli.compare import doc_browser
+    from repaudit.report.docview import doc_browser
     from repaudit.report.html import render_gate_html
 
     return render_gate_html(result, *doc_browser(result.comparison, (baseline, runs[0]), (candidate, runs[1]),
@@ -150,7 +150,7 @@ def _html(result, baseline, candidate, runs, task_map, data_dir, model, cache_di
 def _attribution(result, baseline, candidate, data_dir, model, cache_dir, precision) -> None:
     """Attribute the first failing row's delta where both runs are one-task replayable runs; else say why."""
     from repaudit.audit.executor import LocalExecutor
-    from repaudit.cli.attribute import _attribute
+    from repaudit.cli.attribution import attribute_runs
     from repaudit.errors import RepauditError
 
     failing = [r for r in result.rows if r.decision != "PASS" and r.d is not None]
@@ -159,7 +159,7 @@ def _attribution(result, baseline, candidate, data_dir, model, cache_dir, precis
         return
     row = failing[0]
     try:
-        att = _attribute(baseline, candidate, data_dir, model, row.metric, 2000, cache_dir, None, LocalExecutor(),
+        att = attribute_runs(baseline, candidate, data_dir, model, row.metric, 2000, cache_dir, None, LocalExecutor(),
                          None if precision is None else precision / 100)
     except RepauditError as exc:  # the gate's decision stands; the note says why nothing was attributed
         result.notes.append(f"--attribute: {row.task} {row.metric} could not be re-executed: {exc}")

@@ -86,7 +86,7 @@ def run_command(
 
         recorded = None
         if task_config is not None:
-            from repaudit.importers.lmeval_tasks import load_task_config
+            from repaudit.importers.lmeval.tasks import load_task_config
 
             task, recorded = load_task_config(task_config, task)
         settings = dict(task=task or "arc_easy", task_config=recorded, model=model, revision=revision,

@@ -1,5 +1,5 @@
 """A run as ``compare`` sees it, whatever file it came from: factors per task, reported scores,
-and per-doc outcomes where the file has them."""
+and per-doc outcomes where the file has them (each harness's adapter builds one: :mod:`repaudit.importers.adapter`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from repaudit.errors import RepauditError
-from repaudit.importers.factors import Factors, factors_from_fingerprint
-from repaudit.run.diagnostics import Diagnostics, diagnose
-from repaudit.run.metrics import NORMALISED_SUFFIX
-from repaudit.run.records import RunRecord
+from repaudit.importers.factors import Factors
+from repaudit.run.diagnostics import Diagnostics
 
 
 @dataclass
@@ -98,34 +96,6 @@ def metric_key(name: str, variant: str) -> str:
     if name == "acc_norm" and variant in ("token_length", "byte_length"):
         return name
     return name if variant in ("none", "char_length", "micro", "") else f"{name},{variant}"
-
-
-def from_record(record: RunRecord, path: Path) -> ComparableRun:
-    """A repaudit run file as a :class:`ComparableRun`."""
-    fp = record.fingerprint
-    task = fp.data.task
-    reported = {metric_key(m.name, m.variant): (m.value, m.stderr) for m in record.metrics
-                if not m.variant.endswith(NORMALISED_SUFFIX)}
-    normalised = [m for m in record.metrics if m.variant.endswith(NORMALISED_SUFFIX)]
-    docs = {d.doc_id: DocOutcome(doc_id=d.doc_id, doc_hash=d.doc_hash, prompt_hash=d.prompt_hash, target=d.target,
-                                 cluster=d.cluster, metrics=dict(d.metrics), prediction=d.prediction,
-                                 loglikelihoods=list(d.loglikelihoods) or None, fewshot_ids=list(d.fewshot_ids),
-                                 choices_hash=d.choices_hash, generation=d.generation, extracted=d.extracted,
-                                 generated_tokens=d.generated_tokens, finish=d.finish,
-                                 choices=list(d.choices) or None)
-            for d in record.docs}
-    # files written before diagnostics existed: what the per-doc results still tell
-    diag = record.diagnostics or diagnose(record.docs, fp.generation is not None)
-    # normalised aggregates are a view of the raw ones: compare pairs raw per-doc values and says so
-    notes = [f"{path.name}: {task} also reports leaderboard-normalised scores (random baseline "
-             f"{fp.metric.random_baseline:.4f}): " + "; ".join(
-                 f"{metric_key(m.name, m.variant[:-len(NORMALISED_SUFFIX)])} {100 * m.value:.2f} normalised = "
-                 f"{100 * reported[metric_key(m.name, m.variant[:-len(NORMALISED_SUFFIX)])][0]:.2f} raw"
-                 for m in normalised) + "; compared on raw per-doc values"] if normalised else []
-    return ComparableRun(path=str(path), source=f"repaudit {record.repaudit_version}", notes=notes,
-                         factors={task: factors_from_fingerprint(fp)},
-                         tasks={task: TaskOutcome(task=task, reported=reported, docs=docs, n_docs=len(docs),
-                                                  n_original=fp.data.n_docs_split, diagnostics=diag)})
 
 
 def check_per_doc_means(per_doc: Path, results: Path, scores: dict[str, tuple[float, float | None]],

@@ -128,3 +128,21 @@ def factors_from_fingerprint(fp: Fingerprint) -> Factors:
                  "content_sha256": fp.data.content_sha256, "limit": fp.data.limit, "n_docs": fp.data.n_docs}
     f["library_versions"] = dict(fp.software.libraries) | {"python": fp.software.python}
     return f
+
+
+def recorded(factors: Factors, group: str, name: str, path: Any, none_too: bool = False) -> Any:
+    """The value a run records for ``group.name``, for a replay that needs it.
+
+    Raises:
+        RepauditError: the file does not record it (:data:`UNKNOWN`; also ``None`` with ``none_too``), or its
+            command line did not set it (:data:`NOT_SET`: the harness's default, which depends on its version).
+    """
+    from repaudit.errors import RepauditError
+
+    v = factors.get(group, {}).get(name, UNKNOWN)
+    if v == UNKNOWN or (none_too and v is None):
+        raise RepauditError(f"'{path}' does not record {group}.{name}: it cannot be replayed")
+    if v == NOT_SET:
+        raise RepauditError(f"'{path}' does not set {group}.{name} (the harness took its default, which depends on "
+                            "its version): it cannot be replayed")
+    return v

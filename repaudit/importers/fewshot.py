@@ -18,14 +18,12 @@ def fewshot_ids_from(path: Path) -> dict[int, list[int]]:
     Raises:
         RepauditError: a file that records no per-doc examples, or holds several tasks.
     """
-    from repaudit.boundary import read_json
-    from repaudit.importers.detect import load_run, sniff
-    from repaudit.run.records import read_record
+    from repaudit.importers.detect import load_source
 
-    path = Path(path)
-    if path.is_file() and path.suffix == ".json" and sniff(read_json(path)) == "repaudit.run":
-        return {d.doc_id: list(d.fewshot_ids) for d in read_record(path).docs}
-    run = load_run(path)
+    loaded = load_source(Path(path))
+    if loaded.adapter.name == "repaudit":  # the record keeps every doc's ids, 0-shot docs included
+        return {d.doc_id: list(d.fewshot_ids) for d in loaded.parsed.docs}
+    run = loaded.run
     if len(run.tasks) != 1:
         raise RepauditError(f"--fewshot-from '{path}' holds {len(run.tasks)} tasks: give a run of one task")
     (t,) = run.tasks.values()

@@ -132,3 +132,21 @@ def sweep_latex(s: SweepResult) -> str:
                         + r"), points; $\Delta$ against the base with a paired 95\,\% interval. " + e(sweep_floor(s)),
                         "lrrrrl", [[r"value & score & $\Delta$ & 95\,\% CI & flip rate & verdict \\"],
                                    latex_rows(sweep_rows(s))])
+
+
+def attribution_rich(result, console) -> None:
+    """The attribution in the terminal: Shapley values with their intervals, interactions, the summary line."""
+    from rich.table import Table
+
+    from repaudit.escape import rich_text
+
+    table = Table(title=rich_text(f"attribution · {result.task} · {result.metric} (points)"))
+    for col in ("factor", "Shapley value", "95% CI"):
+        table.add_column(col, justify="left" if col == "factor" else "right")
+    for row in attribution_rows(result):
+        table.add_row(*(rich_text(c) for c in row))
+    console.print(table)
+    for it in result.interactions:
+        console.print(rich_text(f"interaction {' × '.join(it['pair'])}: {100 * it['value']:+.2f} pts "
+                                f"[{100 * it['ci'][0]:+.2f}, {100 * it['ci'][1]:+.2f}]"))
+    console.print(rich_text(attribution_summary(result)))

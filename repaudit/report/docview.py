@@ -11,12 +11,14 @@ and description) are stored once in a string table, which keeps a 14,042-doc MML
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 from repaudit.audit.compare import Comparison
 from repaudit.audit.pairing import pair_tasks
 from repaudit.audit.stats import top2_margin
 from repaudit.importers.comparable import ComparableRun, DocOutcome
+from repaudit.importers.detect import load_source
 
 #: a prompt prefix shorter than this (characters) is not worth a string-table entry
 MIN_SHARED_PREFIX = 200
@@ -162,3 +164,24 @@ def _outcome_metrics(c: Comparison) -> dict[str, str]:
         if r.flip_ids is not None:
             out.setdefault(r.task, r.metric)
     return out
+
+
+def doc_browser(c, side_a, side_b, task_map, data_dir, model, cache_dir, doc_text: bool = True):
+    """The per-doc browser's payload and its notes for the HTML reports of compare, gate and attribute;
+    ``side_a``/``side_b`` are (path given, loaded ComparableRun). A repaudit run's prompts are rebuilt and
+    hash-checked (:mod:`repaudit.audit.doctext`), a harness file's are taken from the file."""
+    notes, rebuilt = [], []
+    for name, (path, run) in (("A", side_a), ("B", side_b)):
+        texts = None
+        if doc_text and run.source.startswith("repaudit") and Path(path).is_file():
+            from repaudit.audit.doctext import rebuild_prompts
+
+            got = rebuild_prompts(load_source(Path(path)).parsed, data_dir, model, cache_dir)
+            texts = got.texts
+            notes.append(f"Prompts of {name} rebuilt from its fingerprint and the data, each checked against the "
+                         f"prompt_hash the run recorded: {len(got.texts)} shown"
+                         + (f"; {got.note}" if got.note else ""))
+        rebuilt.append(texts)
+    if not doc_text:
+        notes.append("Written with --no-doc-text: prompts, choices, generations and answer texts are left out.")
+    return browser_data(c, side_a[1], side_b[1], task_map, *rebuilt, text=doc_text), notes

@@ -32,7 +32,7 @@ def pipelines(task: Task):
 
 def metric_key(metric: str, filter_name: str) -> str:
     """A generation's per-doc metric key: ``metric,filter``, or the bare metric for lm-eval's unnamed ``none``
-    filter (as lm-eval's files key it, and :mod:`repaudit.importers.lmeval` reads them)."""
+    filter (as lm-eval's files key it, and :mod:`repaudit.importers.lmeval.results` reads them)."""
     return metric if filter_name == "none" else f"{metric},{filter_name}"
 
 

@@ -3,7 +3,7 @@
 ``!function module.name`` is kept as the string ``<function module.name>`` (repaudit never imports code named by
 a file) and ``include: other.yaml`` is followed relative to the including file (the including file's keys win).
 Read here, in the tasks stage, because both the installed lm-eval's own task folder
-(:mod:`repaudit.tasks.lmeval_installed`) and the importers (:mod:`repaudit.importers.lmeval_tasks`) read them.
+(:mod:`repaudit.tasks.lmeval_installed`) and the importers (:mod:`repaudit.importers.lmeval.tasks`) read them.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def _letters(n: int) -> list[str]:
 
 def _rows(path: Path, samples, prompts: list[str], mc: str) -> tuple[list[dict[str, Any]], list[list[str]]]:
     """One row per sample (its final user prompt, letters, target) and the earlier turns every sample shares."""
-    from repaudit.importers.inspect_log import messages_of
+    from repaudit.importers.inspectai.log import messages_of
 
     rows, turns_seen = [], set()
     turns: list[list[str]] = []
@@ -127,7 +127,7 @@ def _rows(path: Path, samples, prompts: list[str], mc: str) -> tuple[list[dict[s
 def _check_rebuilt(path: Path, samples, rows, turns, system: str | None) -> int:
     """Samples whose recorded conversation equals the rebuilt one (those that record one); RepauditError at the
     first that differs."""
-    from repaudit.importers.inspect_log import prompt_messages
+    from repaudit.importers.inspectai.log import prompt_messages
 
     checked = 0
     for s, row in zip(samples, rows):
@@ -156,12 +156,14 @@ def _write_rows(rows: list[dict[str, Any]], cache: Path) -> Path:
 
 
 def config_from_inspect(path: Path, factors: dict[str, dict[str, Any]], docs: dict[int, Any], model: str | None,
-                        cache_dir: Path | None) -> tuple[RunConfig, dict[int, Any]]:
+                        cache_dir: Path | None, log: tuple | None = None) -> tuple[RunConfig, dict[int, Any]]:
     """The RunConfig that replays an inspect_ai multiple-choice run (see the module docstring), and the recorded
     per-doc outcomes with the log's ``accuracy`` under the replay's metric name (:data:`METRIC`).
 
     Args:
-        path: the ``.eval`` / ``.json`` log; factors, docs: what :mod:`repaudit.importers.inspect_log` read.
+        path: the ``.eval`` / ``.json`` log; factors, docs: what :mod:`repaudit.importers.inspectai.log` read;
+            ``log``: its header and samples as :func:`~repaudit.importers.inspectai.log.read_log` returned them
+            (read again when ``None``).
         model: a model to use instead of the log's ``model_path`` (``default``: the packaged one).
         cache_dir: where the docs file is written (default: repaudit's cache).
 
@@ -170,10 +172,10 @@ def config_from_inspect(path: Path, factors: dict[str, dict[str, Any]], docs: di
             not record, or a sample whose rebuilt conversation differs from the recorded one.
     """
     from repaudit.backends.model_source import default_cache_dir
-    from repaudit.importers.factors import UNKNOWN
-    from repaudit.importers.inspect_log import doc_order, read_log
+    from repaudit.importers.factors import recorded as recorded_value
+    from repaudit.importers.inspectai.log import doc_order, read_log
 
-    header, loaded, _, _ = read_log(Path(path))
+    header, loaded = log if log is not None else read_log(Path(path))[:2]
     spec = header.eval
     if not (spec.model or "").startswith("hf/"):
         raise RepauditError(f"'{path}' ran on inspect's '{spec.model}' provider; only hf/ runs are re-executed here")
@@ -192,10 +194,7 @@ def config_from_inspect(path: Path, factors: dict[str, dict[str, Any]], docs: di
     _check_rebuilt(Path(path), samples, rows, turns, system)
 
     def need(group: str, field: str) -> Any:
-        v = factors.get(group, {}).get(field, UNKNOWN)
-        if v == UNKNOWN or v is None:
-            raise RepauditError(f"'{path}' does not record {group}.{field}: it cannot be replayed")
-        return v
+        return recorded_value(factors, group, field, path, none_too=True)
 
     margs = dict(spec.model_args or {})
     recorded_path = margs.get("model_path")

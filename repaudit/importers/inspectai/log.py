@@ -13,7 +13,7 @@ A ``.json`` log is the same ``EvalLog`` with ``samples`` and ``reductions`` inli
 
 **Reader.** repaudit reads the ZIP itself through :class:`repaudit.ziparchive.ZipArchive` (entry count, names
 and declared sizes checked before anything is decompressed; no member decompressed past its declared size)
-into the typed models of :mod:`repaudit.importers.inspect_schema`. inspect's own ``read_eval_log`` is the
+into the typed models of :mod:`repaudit.importers.inspectai.schema`. inspect's own ``read_eval_log`` is the
 stable surface its maintainers recommend, but it is not used here: the boundary must open the archive
 anyway to check it before any reader touches it, inspect_ai pulls ~50 packages (an ``aiobotocore``/``s3fs``
 stack that pins ``fsspec`` below what ``datasets`` here uses), and its validation errors do not name a
@@ -46,8 +46,8 @@ from typing import Any
 from repaudit.boundary import InputError, validate
 from repaudit.hashing import sha256_json, sha256_text
 from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome
-from repaudit.importers.inspect_factors import SPREAD_METRICS, task_factors
-from repaudit.importers.inspect_schema import EvalLog, EvalSample, SampleReductions
+from repaudit.importers.inspectai.factors import SPREAD_METRICS, task_factors
+from repaudit.importers.inspectai.schema import EvalLog, EvalSample, SampleReductions
 from repaudit.tasks.filters import INVALID
 from repaudit.ziparchive import ZipArchive
 
@@ -167,9 +167,10 @@ def read_log(path: Path, raw: Any = None) -> tuple[EvalLog, list[tuple[EvalSampl
     return header, samples, reductions, notes
 
 
-def load_inspect(path: Path, raw: Any = None) -> ComparableRun:
+def load_inspect(path: Path, raw: Any = None) -> tuple[ComparableRun, tuple[EvalLog, list]]:
     """Import an inspect_ai log (``.eval`` or ``.json``; ``raw`` is a ``.json`` log already parsed with the
-    boundary's limits, if the caller has it); see the module docstring.
+    boundary's limits, if the caller has it); see the module docstring. Returns the run and the log's header with
+    its samples (what its replay reads).
 
     Raises:
         InputError: the file fails the boundary or the schema, or holds the same (sample, epoch) twice.
@@ -230,7 +231,7 @@ def load_inspect(path: Path, raw: Any = None) -> ComparableRun:
                                   n_original=spec.dataset.samples if spec.dataset else None,
                                   diagnostics=_diagnostics(docs) if docs else None,
                                   higher_is_better={k: True for k in reported})
-    return run
+    return run, (header, samples)
 
 
 def _reported(header: EvalLog) -> tuple[dict[str, tuple[float, float | None]], list[str]]:

@@ -21,7 +21,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from repaudit.boundary import Lenient
-from repaudit.importers.lmeval_schema import MAX_COUNT
+from repaudit.importers.lmeval.schema import MAX_COUNT
 
 Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 OptStr = Annotated[str | None, Lenient]

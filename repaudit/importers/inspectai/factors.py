@@ -12,7 +12,7 @@ from typing import Any
 from repaudit.hashing import sha256_text
 from repaudit.importers.comparable import DocOutcome
 from repaudit.importers.factors import UNKNOWN, Factors, empty_factors
-from repaudit.importers.inspect_schema import EvalLog, EvalSample
+from repaudit.importers.inspectai.schema import EvalLog, EvalSample
 
 #: metrics that describe another metric's spread, not a score
 SPREAD_METRICS = ("stderr", "std", "var")

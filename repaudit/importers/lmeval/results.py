@@ -1,8 +1,8 @@
 """Read lm-evaluation-harness output (0.3 to 0.4.x): ``results_*.json`` plus ``samples_<task>_*.jsonl``.
 
 Both go through :mod:`repaudit.boundary` into the typed models of
-:mod:`repaudit.importers.lmeval_schema`; the factors each task records are mapped by
-:mod:`repaudit.importers.lmeval_factors`. Quirks handled: log-likelihoods and is_greedy inside
+:mod:`repaudit.importers.lmeval.schema`; the factors each task records are mapped by
+:mod:`repaudit.importers.lmeval.factors`. Quirks handled: log-likelihoods and is_greedy inside
 ``resps`` as strings; ``"N/A"`` stderrs; group placeholder rows; ``Infinity``/``NaN`` in JSON; one
 samples line per doc *and filter*.
 """
@@ -18,8 +18,8 @@ from repaudit.boundary import LIMITS, InputError, decode, parse_json, read_bytes
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json, sha256_text
 from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome, check_per_doc_means
-from repaudit.importers.lmeval_factors import fewshot_list_order, task_factors
-from repaudit.importers.lmeval_schema import LmevalResults, SampleLine
+from repaudit.importers.lmeval.factors import fewshot_list_order, task_factors
+from repaudit.importers.lmeval.schema import LmevalResults, SampleLine
 
 _TS = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d+)")
 #: results keys that are not metrics
@@ -181,10 +181,11 @@ def _explicit_samples(results_path: Path, res: LmevalResults, samples: list[Path
 
 
 def load_lmeval(results_path: Path, samples: list[Path] | None = None, raw: Any = None,
-                tokenizer: Any = None) -> ComparableRun:
+                tokenizer: Any = None) -> tuple[ComparableRun, LmevalResults]:
     """Import an lm-eval results file and its samples (given, or found beside it); ``raw`` is the
     file's already-parsed JSON (limits checked), if the caller has it; ``tokenizer`` (a
-    transformers tokenizer of the run's model) lets generation token counts be told.
+    transformers tokenizer of the run's model) lets generation token counts be told. Returns the run and the
+    typed results file.
 
     Raises:
         InputError: the file fails the boundary or the schema.
@@ -223,7 +224,7 @@ def load_lmeval(results_path: Path, samples: list[Path] | None = None, raw: Any 
                                       higher_is_better=hib,
                                       diagnostics=lmeval_diagnostics(docs, run.factors[task], tokenizer)
                                       if docs else None)
-    return run
+    return run, res
 
 
 def _is_group(res: LmevalResults, task: str) -> bool:

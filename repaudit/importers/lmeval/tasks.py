@@ -11,10 +11,10 @@ from typing import Any
 
 from repaudit.boundary import InputError, read_json
 from repaudit.errors import RepauditError
-from repaudit.importers.lmeval_factors import clean
+from repaudit.importers.lmeval.factors import clean
 from repaudit.tasks.lmeval_yaml import read_task_yaml
 
-__all__ = ["configs_recorded", "load_task_config", "read_task_yaml"]
+__all__ = ["load_task_config", "read_task_yaml"]
 
 
 def load_task_config(path: Path, task: str | None) -> tuple[str, dict[str, Any]]:
@@ -32,11 +32,11 @@ def load_task_config(path: Path, task: str | None) -> tuple[str, dict[str, Any]]
             raise RepauditError(f"'{path}' defines task '{cfg['task']}', not '{task}'")
         return name, cfg
     from repaudit.boundary import validate
-    from repaudit.importers.detect import sniff
-    from repaudit.importers.lmeval_schema import LmevalResults
+    from repaudit.importers.lmeval.adapter import LmevalAdapter
+    from repaudit.importers.lmeval.schema import LmevalResults
 
     obj = read_json(path, what="results file")
-    if sniff(obj) != "lmeval.results":
+    if not LmevalAdapter().recognise(obj).ok:
         raise InputError(path, None, "is neither an lm-eval task YAML nor an lm-eval results file")
     validate(LmevalResults, obj, path)
     configs = obj.get("configs") or {}
@@ -51,9 +51,3 @@ def load_task_config(path: Path, task: str | None) -> tuple[str, dict[str, Any]]
     if task not in configs or not isinstance(configs[task], dict):
         raise InputError(path, f"$.configs.{task}", f"is not recorded (tasks: {', '.join(sorted(configs)[:6])})")
     return task, clean(configs[task])
-
-
-def configs_recorded(path: Path) -> bool:
-    """Whether an lm-eval results file records task configurations (0.4 does, 0.3 does not)."""
-    obj = read_json(Path(path), what="results file")
-    return isinstance(obj, dict) and isinstance(obj.get("configs"), dict) and bool(obj["configs"])

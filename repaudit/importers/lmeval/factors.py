@@ -41,7 +41,7 @@ import re
 from typing import Any
 
 from repaudit.importers.factors import NOT_SET, UNKNOWN, Factors, empty_factors
-from repaudit.importers.lmeval_schema import GenerationKwargs, LmevalResults, RunSettings, TaskConfig
+from repaudit.importers.lmeval.schema import GenerationKwargs, LmevalResults, RunSettings, TaskConfig
 from repaudit.run.environment import NUMERIC_CPU_FLAGS
 from repaudit.run.factors import serving_model_args
 

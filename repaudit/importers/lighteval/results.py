@@ -1,7 +1,7 @@
 """Read Hugging Face lighteval output (0.13; older files as far as they record the same keys).
 
 The results JSON and each task's details parquet go through :mod:`repaudit.boundary` into the typed
-models of :mod:`repaudit.importers.lighteval_schema`. Mapping onto repaudit's factors:
+models of :mod:`repaudit.importers.lighteval.schema`. Mapping onto repaudit's factors:
 
 ========================  ===========================================================
 factor                    lighteval source
@@ -50,7 +50,7 @@ from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json, sha256_text
 from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome, check_per_doc_means
 from repaudit.importers.factors import UNKNOWN, Factors, empty_factors
-from repaudit.importers.lighteval_schema import DetailRow, LightevalResults, ModelConfig, TaskConfig
+from repaudit.importers.lighteval.schema import DetailRow, LightevalResults, ModelConfig, TaskConfig
 
 _TS = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d+)")
 #: lighteval's seed for shuffling eval docs and drawing few-shot examples (``LightevalTask.get_docs``)
@@ -91,7 +91,7 @@ def _serving(mc: ModelConfig | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The ``quantisation`` and ``serving`` factors from the model config's engine fields (lighteval's
     ``VLLMModelConfig`` names them as vLLM does; its transformers config has ``model_loading_kwargs``),
     read as lm-eval's ``model_args`` are; unknown for an endpoint or a config the file does not record."""
-    from repaudit.importers.lmeval_factors import quantisation, serving
+    from repaudit.importers.lmeval.factors import quantisation, serving
 
     backend = _backend(mc)
     if mc is None or backend not in ("vllm", "hf"):
@@ -102,7 +102,7 @@ def _serving(mc: ModelConfig | None) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _model_args(mc: ModelConfig) -> dict[str, Any]:
     """``model_loading_kwargs`` less what the quantisation and serving factors already show."""
-    from repaudit.importers.lmeval_factors import QUANT_ARGS, SERVING_ARGS
+    from repaudit.importers.lmeval.factors import QUANT_ARGS, SERVING_ARGS
 
     return {k: v for k, v in (mc.model_loading_kwargs or {}).items() if k not in QUANT_ARGS and k not in SERVING_ARGS}
 
@@ -335,18 +335,20 @@ def _explicit(results_path: Path, res: LightevalResults, details: list[Path]) ->
     return out
 
 
-def load_lighteval(results_path: Path, details: list[Path] | None = None, raw: Any = None) -> ComparableRun:
+def load_lighteval(results_path: Path, details: list[Path] | None = None,
+                   raw: Any = None) -> tuple[ComparableRun, LightevalResults]:
     """Import a lighteval results file and its details (given, or found beside it); ``raw`` is the
     file's already-parsed JSON (limits checked), if the caller has it.
 
-    Tasks are keyed by :func:`canonical_task`; the ``all`` aggregate row is skipped.
+    Tasks are keyed by :func:`canonical_task`; the ``all`` aggregate row is skipped. Returns the run and the
+    typed results file.
 
     Raises:
         InputError: the file or a details file fails the boundary or the schema.
         RepauditError: a details file of another run, or whose per-doc mean contradicts the reported score.
     """
     from repaudit.boundary import read_json
-    from repaudit.importers.lmeval import reported
+    from repaudit.importers.lmeval.results import reported
 
     results_path = Path(results_path)
     obj = read_json(results_path, what="results file") if raw is None else raw
@@ -375,7 +377,7 @@ def load_lighteval(results_path: Path, details: list[Path] | None = None, raw: A
                                       diagnostics=_diagnostics(docs, leaked, cut, run.factors[name]) if docs else None)
     if not run.tasks:
         raise InputError(results_path, "$.results", "holds no task, only the 'all' aggregate: nothing to compare")
-    return run
+    return run, res
 
 
 

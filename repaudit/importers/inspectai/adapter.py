@@ -1,0 +1,59 @@
+"""The inspect_ai adapter (:mod:`repaudit.importers.adapter`): ``.eval`` logs (ZIP) and ``.json`` logs, for
+``compare`` and for the replay of multiple-choice runs on the ``hf/`` provider."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
+
+
+@register
+class InspectAdapter(Adapter):
+    """inspect_ai logs: an ``.eval`` ZIP (recognised by its bytes) or a ``.json`` log (by its keys)."""
+
+    name = "inspect"
+    harness = "inspect_ai"
+    fields = {
+        "backend": "eval.model (the provider)", "device": "eval.model_args.device",
+        "dtype": "eval.model_args.dtype / torch_dtype", "batch_size": "eval.model_generate_config.max_connections "
+                                                                      "(the hf provider's batch)",
+        "system_prompt": "plan: system_message(template=…)", "prompt_format": "plan: the solvers and their params",
+        "num_fewshot": "solved turns in each sample's input", "fewshot_as_multiturn": "the input as a message list",
+        "chat_template": "the hf provider applies the tokenizer's", "until": "model_generate_config.stop_seqs",
+        "max_gen_toks": "model_generate_config.max_tokens", "do_sample": "model_args.do_sample, else temperature > 0",
+        "temperature": "model_generate_config.temperature", "top_p": "model_generate_config.top_p",
+        "top_k": "model_generate_config.top_k", "sampling_seed": "model_generate_config.seed",
+        "limit": "eval.config.limit", "metric": "results.scores (scorers and their metrics)"}
+    not_replayed = {"device": "a replay runs on this machine's device"}
+
+    def recognise_path(self, path: Path) -> Recognition:
+        from repaudit.importers.inspectai.log import is_zip
+
+        # an .eval log, or a ZIP that is not one (its reader says which)
+        return Recognition(is_zip(path))
+
+    def recognise(self, obj: Any) -> Recognition:
+        from repaudit.importers.inspectai.log import looks_like_log
+
+        return Recognition(looks_like_log(obj))
+
+    def load(self, path: Path, obj: Any, samples: list[Path] | None = None, tokenizer: Any = None) -> Loaded:
+        from repaudit.boundary import InputError
+        from repaudit.importers.inspectai.log import load_inspect
+
+        if samples:
+            raise InputError(path, None, "is an inspect_ai log, which carries its own samples: drop --samples")
+        run, log = load_inspect(path, obj)
+        return Loaded(run=run, parsed=log, adapter=self, path=Path(path))
+
+    def replay(self, loaded: Loaded, task: str, data_dir: Path | None, model: str | None, cache_dir: Path | None,
+               task_config: dict[str, Any] | None = None) -> Replay:
+        from repaudit.importers.inspectai.replay import config_from_inspect
+
+        outcome = loaded.run.tasks[task]
+        cfg, docs = config_from_inspect(loaded.path, loaded.run.factors[task], outcome.docs or {}, model, cache_dir,
+                                        loaded.parsed)
+        return Replay(path=loaded.path, source=loaded.run.source, task=cfg.task, config=cfg,
+                      factors=loaded.run.factors[task], docs=docs)

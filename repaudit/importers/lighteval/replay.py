@@ -1,0 +1,92 @@
+"""Replay of a lighteval run: the RunConfig that re-runs a log-likelihood task whose prompt function repaudit
+reimplements, on the docs and few-shot examples its details record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from repaudit.errors import RepauditError
+from repaudit.importers.factors import UNKNOWN
+from repaudit.importers.factors import recorded as recorded_value
+from repaudit.run.config import RunConfig
+
+#: lighteval prompt functions (0.13's name and the older one) and dataset subsets -> repaudit's task whose
+#: ``lmeval`` prompt format builds the same prompt: "Question: …\nAnswer:", " " + choice, examples as
+#: query + " " + gold joined by blank lines (``PromptManager._prepare_plain_text``)
+LIGHTEVAL_TASKS = {("arc_prompt", "ARC-Easy"): "arc_easy", ("arc", "ARC-Easy"): "arc_easy",
+                   ("arc_prompt", "ARC-Challenge"): "arc_challenge", ("arc", "ARC-Challenge"): "arc_challenge"}
+
+
+def lighteval_doc_ids(n_split: int, max_samples: int | None) -> list[int]:
+    """The docs lighteval evaluates under ``--max-samples``: the first N of ``random.Random(42).shuffle`` of the
+    split's rows (``LightevalTask.get_docs``; the shuffle depends only on the length), in row order."""
+    import random
+
+    ids = list(range(n_split))
+    if max_samples is None or max_samples >= n_split:
+        return ids
+    random.Random(42).shuffle(ids)
+    return sorted(ids[:max_samples])
+
+
+def config_from_lighteval(task: str, factors: dict[str, dict[str, Any]], path: Path, docs: dict[int, Any] | None,
+                          data_dir: Path | None, model: str | None = None, cache_dir: Path | None = None) -> RunConfig:
+    """The RunConfig that replays a lighteval log-likelihood run of a task whose prompt function repaudit
+    reimplements (:data:`LIGHTEVAL_TASKS`): the docs its details list (else its ``--max-samples`` choice,
+    :func:`lighteval_doc_ids`, over the split as loaded here), every doc's own few-shot examples from those
+    details (rows of its few-shot split, in order), its dtype, batch size and model, no chat template.
+
+    Raises:
+        RepauditError: a prompt function or dataset repaudit cannot rebuild, a generative task, a chat
+            template (lighteval does not record the templated text), or a setting the file does not record.
+    """
+    def need(group: str, name: str) -> Any:
+        return recorded_value(factors, group, name, path)
+
+    fn = factors.get("prompt_format", {}).get("prompt_function", UNKNOWN)
+    subset = factors.get("data", {}).get("subset", UNKNOWN)
+    ours = LIGHTEVAL_TASKS.get((str(fn), str(subset)))
+    if ours is None:
+        known = ", ".join(sorted({f"{f} on {s}" for f, s in LIGHTEVAL_TASKS}))
+        raise RepauditError(f"'{path}': lighteval's prompt function '{fn}' on '{subset}' is not reimplemented, so "
+                            f"{task} cannot be replayed (replayable: {known})")
+    if factors.get("stop", {}).get("until") is not None:
+        raise RepauditError(f"'{path}': {task} is a generative lighteval task; only log-likelihood tasks replay")
+    if factors.get("chat_template", {}).get("applied") is not False:
+        raise RepauditError(f"'{path}' ran with a chat template (or does not say): lighteval does not record the "
+                            "templated prompt, so it cannot be replayed")
+    n_shot = int(need("fewshot", "num_fewshot"))
+    if n_shot and not docs:
+        raise RepauditError(f"'{path}' is a {n_shot}-shot lighteval run without its details: the examples each doc "
+                            "got are known only from them (lighteval's own few-shot draws are not reimplemented)")
+    if n_shot and any(d.fewshot_ids is None for d in docs.values()):
+        raise RepauditError(f"'{path}' is a {n_shot}-shot lighteval run whose details do not list every doc's "
+                            "few-shot examples")
+    limit = factors.get("data", {}).get("limit")
+    split = str(need("data", "split"))
+    if docs:
+        doc_ids = sorted(docs)
+    elif limit is None:
+        doc_ids = None
+    else:
+        from repaudit.run.runner import get_task
+        from repaudit.tasks.data import data_root, load_rows
+
+        t = get_task(ours, None)
+        rows, _ = load_rows(t, split, data_root(t, data_dir))
+        doc_ids = lighteval_doc_ids(len(rows), int(limit))
+    dtype = str(need("dtype", "dtype")).removeprefix("torch.")
+    backend = str(need("backend", "name"))
+    if backend not in ("hf", "vllm"):
+        raise RepauditError(f"'{path}' ran on lighteval's '{backend}' backend, which repaudit cannot replay")
+    batch_size = need("batch_size", "batch_size")
+    few = factors.get("fewshot", {})
+    return RunConfig(task=ours, model=model or str(need("model", "name")), data_dir=data_dir, cache_dir=cache_dir,
+                     split=split, doc_ids=doc_ids, num_fewshot=n_shot, prompt_format="lmeval", dtype=dtype,
+                     batch_size=int(batch_size), device="cpu", backend=backend,
+                     fewshot_split=str(few.get("split")) if n_shot and few.get("split") not in (None, UNKNOWN)
+                     else None,
+                     fewshot_from=Path(path) if n_shot and docs else None,
+                     fewshot_by_doc={i: list(d.fewshot_ids) for i, d in docs.items()} if n_shot and docs
+                     else None)

@@ -1,0 +1,85 @@
+"""The lm-evaluation-harness adapter (:mod:`repaudit.importers.adapter`): results files of 0.3 to 0.4.x with their
+samples, for ``compare`` and for the replay."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
+from repaudit.importers.lmeval.schema import LmevalResults
+
+
+@dataclass
+class LmevalParsed:
+    """What the replay needs of a results file: the typed file and every task's recorded configuration
+    (``configs.<task>``, cleaned of function addresses; empty in 0.3 files)."""
+
+    results: LmevalResults
+    configs: dict[str, dict[str, Any]]
+
+
+@register
+class LmevalAdapter(Adapter):
+    """lm-eval results files (``results`` with ``config``/``versions``/``configs``) and their samples."""
+
+    name = "lmeval"
+    harness = "lm-evaluation-harness"
+    fields = {
+        "backend": "config.model", "device": "config.device",
+        "dtype": "config.model_dtype, else model_args dtype=",
+        "batch_size": "config.batch_size (int, string or auto), config.batch_sizes",
+        "add_bos_token": "model_args add_bos_token=",
+        "tensor_parallel_size": "model_args", "pipeline_parallel_size": "model_args",
+        "enable_prefix_caching": "model_args", "kv_cache_dtype": "model_args",
+        "attention_backend": "model_args attn_implementation=", "max_num_seqs": "model_args",
+        "quantization": "model_args load_in_8bit/load_in_4bit/gptq/awq/quantization",
+        "prompt_format": "configs.<task>.doc_to_text/doc_to_choice/doc_to_target",
+        "description": "configs.<task>.description", "chat_template": "chat_template, chat_template_sha",
+        "system_prompt": "system_instruction", "fewshot_as_multiturn": "fewshot_as_multiturn",
+        "num_fewshot": "n-shot, configs.<task>.num_fewshot, 0.3's config.num_fewshot (in the order of versions)",
+        "fewshot_split": "configs.<task>.fewshot_split", "fewshot_selection": "configs.<task>.fewshot_config.sampler",
+        "seed": "config.random_seed", "numpy_seed": "config.numpy_seed", "torch_seed": "config.torch_seed",
+        "fewshot_seed": "config.fewshot_seed",
+        "until": "configs.<task>.generation_kwargs.until (+ the EOS lm-eval appends)",
+        "max_gen_toks": "configs.<task>.generation_kwargs.max_gen_toks, config.gen_kwargs",
+        "do_sample": "generation_kwargs / config.gen_kwargs", "temperature": "generation_kwargs / config.gen_kwargs",
+        "top_p": "generation_kwargs / config.gen_kwargs", "top_k": "generation_kwargs / config.gen_kwargs",
+        "metric": "configs.<task>.metric_list", "answer_match": "exact_match in configs.<task>.metric_list",
+        "split": "configs.<task>.test_split/validation_split", "limit": "config.limit",
+        "max_length": "max_length"}
+    not_replayed = {"device": "a replay runs on this machine's device",
+                    "scoring_strategy": "lm-eval scores full sequences: the replay does too"}
+
+    def recognise(self, obj: Any) -> Recognition:
+        if isinstance(obj, dict) and isinstance(obj.get("results"), dict) and "config_general" not in obj and (
+                "config" in obj or "versions" in obj or "configs" in obj):  # config_general: lighteval's
+            return Recognition(True)
+        if isinstance(obj, list):
+            return Recognition(False, "a JSON array, not an evaluation file (lm-eval 0.4.0/0.4.1 wrote samples as an "
+                                      "array: pass the results file instead)")
+        if isinstance(obj, dict) and "doc_id" in obj and any(
+                k in obj for k in ("resps", "arguments", "filtered_resps", "doc")):
+            return Recognition(False, "one lm-eval samples record, not a results file: pass the results_*.json "
+                                      "beside it (its samples are found by timestamp) or use --samples-a/--samples-b")
+        return Recognition(False)
+
+    def load(self, path: Path, obj: Any, samples: list[Path] | None = None, tokenizer: Any = None) -> Loaded:
+        from repaudit.importers.lmeval.factors import clean
+        from repaudit.importers.lmeval.results import load_lmeval
+
+        run, res = load_lmeval(path, samples, obj, tokenizer)
+        raw = obj.get("configs") if isinstance(obj, dict) else None
+        configs = {t: clean(c) for t, c in raw.items() if isinstance(c, dict)} if isinstance(raw, dict) else {}
+        return Loaded(run=run, parsed=LmevalParsed(res, configs), adapter=self, path=Path(path))
+
+    def replay(self, loaded: Loaded, task: str, data_dir: Path | None, model: str | None, cache_dir: Path | None,
+               task_config: dict[str, Any] | None = None) -> Replay:
+        from repaudit.importers.lmeval.replay import config_from_lmeval
+
+        outcome = loaded.run.tasks[task]
+        cfg = config_from_lmeval(task, loaded.run.factors[task], loaded.path, data_dir, model, cache_dir, task_config,
+                                 configs=loaded.parsed.configs)
+        return Replay(path=loaded.path, source=loaded.run.source, task=task, config=cfg,
+                      factors=loaded.run.factors[task], docs=outcome.docs or {})

@@ -1,0 +1,97 @@
+"""repaudit's own run files: the adapter (:mod:`repaudit.importers.adapter`) that reads them for ``compare`` and
+rebuilds the configuration that re-runs them.
+
+The fingerprint records every factor as used: ``compare`` groups it
+(:func:`repaudit.importers.factors.factors_from_fingerprint`), the replay reads each factor back with the registry's
+reader (``Factor.fingerprint`` in :mod:`repaudit.run.factors`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
+from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome, metric_key
+from repaudit.importers.factors import factors_from_fingerprint
+from repaudit.run.config import RunConfig
+from repaudit.run.diagnostics import diagnose
+from repaudit.run.factors import replayable
+from repaudit.run.metrics import NORMALISED_SUFFIX
+from repaudit.run.records import RunRecord, parse_record
+
+
+@register
+class RunFileAdapter(Adapter):
+    """repaudit run files (``"kind": "repaudit.run"``, schema 1 and 2): every factor is in the fingerprint."""
+
+    name = "repaudit"
+    harness = "repaudit"
+    fields = {"*": "fingerprint: every factor as used (the registry's Factor.fingerprint reader)"}
+    not_replayed = {"device": "a replay runs on this machine's device"}
+
+    def recognise(self, obj: Any) -> Recognition:
+        return Recognition(isinstance(obj, dict) and obj.get("kind") == "repaudit.run")
+
+    def load(self, path: Path, obj: Any, samples: list[Path] | None = None, tokenizer: Any = None) -> Loaded:
+        from repaudit.boundary import InputError
+
+        if samples:
+            raise InputError(path, None, "is a repaudit run, which carries its own per-doc results: drop --samples")
+        record = parse_record(obj, path)
+        return Loaded(run=from_record(record, path), parsed=record, adapter=self, path=Path(path))
+
+    def replay(self, loaded: Loaded, task: str, data_dir: Path | None, model: str | None, cache_dir: Path | None,
+               task_config: dict[str, Any] | None = None) -> Replay:
+        cfg = config_from_record(loaded.parsed, data_dir, model, cache_dir)
+        outcome = loaded.run.tasks[task]
+        return Replay(path=loaded.path, source=loaded.run.source, task=task, config=cfg,
+                      factors=loaded.run.factors[task], docs=outcome.docs or {})
+
+
+def from_record(record: RunRecord, path: Path) -> ComparableRun:
+    """A repaudit run file as a :class:`ComparableRun`."""
+    fp = record.fingerprint
+    task = fp.data.task
+    reported = {metric_key(m.name, m.variant): (m.value, m.stderr) for m in record.metrics
+                if not m.variant.endswith(NORMALISED_SUFFIX)}
+    normalised = [m for m in record.metrics if m.variant.endswith(NORMALISED_SUFFIX)]
+    docs = {d.doc_id: DocOutcome(doc_id=d.doc_id, doc_hash=d.doc_hash, prompt_hash=d.prompt_hash, target=d.target,
+                                 cluster=d.cluster, metrics=dict(d.metrics), prediction=d.prediction,
+                                 loglikelihoods=list(d.loglikelihoods) or None, fewshot_ids=list(d.fewshot_ids),
+                                 choices_hash=d.choices_hash, generation=d.generation, extracted=d.extracted,
+                                 generated_tokens=d.generated_tokens, finish=d.finish,
+                                 choices=list(d.choices) or None)
+            for d in record.docs}
+    # files written before diagnostics existed: what the per-doc results still tell
+    diag = record.diagnostics or diagnose(record.docs, fp.generation is not None)
+    # normalised aggregates are a view of the raw ones: compare pairs raw per-doc values and says so
+    notes = [f"{path.name}: {task} also reports leaderboard-normalised scores (random baseline "
+             f"{fp.metric.random_baseline:.4f}): " + "; ".join(
+                 f"{metric_key(m.name, m.variant[:-len(NORMALISED_SUFFIX)])} {100 * m.value:.2f} normalised = "
+                 f"{100 * reported[metric_key(m.name, m.variant[:-len(NORMALISED_SUFFIX)])][0]:.2f} raw"
+                 for m in normalised) + "; compared on raw per-doc values"] if normalised else []
+    return ComparableRun(path=str(path), source=f"repaudit {record.repaudit_version}", notes=notes,
+                         factors={task: factors_from_fingerprint(fp)},
+                         tasks={task: TaskOutcome(task=task, reported=reported, docs=docs, n_docs=len(docs),
+                                                  n_original=fp.data.n_docs_split, diagnostics=diag)})
+
+
+def config_from_record(rec: RunRecord, data_dir: Path | None, model: str | None = None,
+                       cache_dir: Path | None = None) -> RunConfig:
+    """The RunConfig that reproduces ``rec`` on this machine.
+
+    Without ``data_dir`` the docs come from the default resolution (``$REPAUDIT_DATA_DIR``, the
+    packaged data, the hub); the attribution checks that they are the docs the run evaluated.
+    """
+    fp = rec.fingerprint
+    cfg: dict[str, Any] = dict(
+        task=fp.data.task, task_config=fp.task_config,
+        model=model or ("default" if fp.model.source == "gguf-package" else fp.model.name),
+        revision=fp.model.revision if fp.model.source == "hub" else None, data_dir=data_dir,
+        split=fp.data.split, limit=fp.data.limit,
+        doc_ids=[d.doc_id for d in rec.docs] if fp.data.doc_ids_sha256 is not None else None,
+        trust_remote_code=fp.model.trust_remote_code, device=fp.backend.device, cache_dir=cache_dir)
+    for f in replayable().values():  # every factor as the run used it (the registry's fingerprint readers)
+        cfg.update(zip(f.fields, f.fingerprint(fp)))
+    return RunConfig(**cfg)
