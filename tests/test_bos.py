@@ -31,7 +31,7 @@ def test_bos_is_a_recorded_factor_of_run(tiny_model, shared_data, tmp_path):
     for flag in (None, True):
         rec = run(RunConfig(task="arc_easy", data_dir=shared_data, model=str(tiny_model), limit=4, batch_size=4,
                             add_bos_token=flag, cache_dir=tmp_path / "cache"))
-        assert rec.fingerprint.backend.add_bos_token is flag
+        assert rec.fingerprint.settings.serving.add_bos_token is flag
         assert rec.fingerprint.backend.bos_first is (flag is True)
         paths.append(tmp_path / f"{flag}.json")
         write_record(rec, paths[-1])

@@ -109,8 +109,8 @@ def test_bad_inputs(lmeval_runs, tmp_path):
         load_run(bad)
     foreign = tmp_path / "foreign.json"
     foreign.write_text(json.dumps({"hello": 1}))
-    with pytest.raises(RepauditError, match="is not an evaluation file: neither a repaudit run, an lm-eval or "
-                                            "lighteval results file nor an inspect_ai log"):
+    with pytest.raises(RepauditError, match="is not an evaluation file: not a run of inspect_ai, lighteval, "
+                                            "lm-evaluation-harness, repaudit"):
         load_run(foreign)
     s1_samples = next((lmeval_runs / "s1").rglob("samples_*.jsonl"))
     with pytest.raises(RepauditError, match="does not belong"):

@@ -15,17 +15,28 @@ from repaudit.importers.factors import FactorGroup, factors_from_fingerprint
 from repaudit.run.config import RunConfig
 from repaudit.run.factors import COMMANDS, FACTORS, NON_FACTOR_FIELDS, replayable, support
 from repaudit.run.records import read_record
+from repaudit.settings import stage_of
 
 ROOT = Path(__file__).resolve().parents[1]
 OLD_RUNS = Path(__file__).resolve().parent / "fixtures" / "repaudit_runs"
 
 
-def test_every_runconfig_field_is_a_factor_field_or_named_as_not_one():
+def test_every_settings_field_is_a_factor_or_named_as_not_one():
+    """Each field of each settings record is a registry factor (its path, or a field a factor sets), and is
+    documented; RunConfig's own fields are what is evaluated and where things live, never factors."""
+    from repaudit.settings import STAGES
+
+    covered = {f.path for f in FACTORS if f.path} | {f"{stage_of(fld)}.{fld}" for f in FACTORS for fld in f.fields
+                                                      if stage_of(fld)}
+    for stage, cls in STAGES.items():
+        for name, info in cls.model_fields.items():
+            assert f"{stage}.{name}" in covered, f"{stage}.{name} is no factor's"
+            assert info.description and len(info.description) > 10, f"{stage}.{name} has no description"
+    own = set(RunConfig.model_fields) - set(STAGES)
+    assert own == set(NON_FACTOR_FIELDS)
+    assert all(RunConfig.model_fields[f].description for f in RunConfig.model_fields)  # every field documented
     factor_fields = {fld for f in FACTORS for fld in f.fields}
-    fields = set(RunConfig.model_fields)
-    assert fields - factor_fields - set(NON_FACTOR_FIELDS) == set()
-    assert factor_fields <= fields and not (factor_fields & set(NON_FACTOR_FIELDS))
-    assert all(RunConfig.model_fields[f].description for f in fields)  # every field documented
+    assert all(stage_of(fld) or fld == "task_config" for fld in factor_fields)
 
 
 def test_every_factor_takes_part_in_every_command_or_says_why():
@@ -63,8 +74,8 @@ def test_a_replay_of_an_old_run_file_is_its_own_configuration():
 
     rec = read_record(OLD_RUNS / "gsm8k_2docs.json")
     cfg = config_from_record(rec, None)
-    until = rec.fingerprint.generation.until[:-1]  # the EOS is re-added by stop_at_eos
-    assert (cfg.task, cfg.num_fewshot, cfg.max_gen_toks, cfg.until) == ("gsm8k", 1, 8, until)
+    stops = list(rec.fingerprint.generation.stops)  # as sent, the EOS included: stop_at_eos adds none twice
+    assert (cfg.task, cfg.num_fewshot, cfg.max_gen_toks, list(cfg.until)) == ("gsm8k", 1, 8, stops)
     assert cfg.stop_at_eos and cfg.do_sample is False and cfg.sampling_seed is None
     assert set(replayable()) >= {"temperature", "top_k", "system_prompt", "until", "max_gen_toks"}  # each alone
 
@@ -127,12 +138,13 @@ def test_sweep_of_temperature_and_top_k_with_seeded_sampling(tiny_model, shared_
                cache_dir=tmp_path / "c", do_sample=True, temperature=20.0, use_batch_cache=False)
     one, two = run(RunConfig(**cfg)), run(RunConfig(**cfg))
     assert [d.generation for d in one.docs] == [d.generation for d in two.docs]
-    assert one.fingerprint.generation.seed == 1234 and one.fingerprint.generation.do_sample
+    assert one.fingerprint.settings.generation.sampling_seed == 1234 and one.fingerprint.settings.generation.do_sample
     other = run(RunConfig(**cfg, sampling_seed=7))
-    assert other.fingerprint.generation.seed == 7
+    assert other.fingerprint.settings.generation.sampling_seed == 7
     assert [d.generation for d in other.docs] != [d.generation for d in one.docs]
     greedy = run(RunConfig(**{**cfg, "temperature": 0.0}))  # temperature 0 stays greedy, recorded as such
-    assert greedy.fingerprint.generation.do_sample is False and greedy.fingerprint.generation.seed is None
+    g = greedy.fingerprint.settings.generation
+    assert g.do_sample is False and g.sampling_seed is None
 
 
 def test_a_protocol_that_sets_label_style_is_applied_and_checked(tiny_model, shared_data, tmp_path):
@@ -147,7 +159,8 @@ def test_a_protocol_that_sets_label_style_is_applied_and_checked(tiny_model, sha
                                    "-o", str(out)])
     assert res.exit_code == 0, res.output
     rec = read_record(out)
-    assert rec.fingerprint.prompt.label_style == "(A)" and rec.fingerprint.prompt.format == "lettered"
+    prompt = rec.fingerprint.settings.prompt
+    assert prompt.label_style == "(A)" and prompt.prompt_format == "lettered"
     res = CliRunner().invoke(app, ["compare", str(out), str(proto), "--json"])
     rows = {r["factor"]: r for r in json.loads(res.stdout)["rows"]}
     assert rows["label_style"]["status"] == "conforms" and rows["label_style"]["run_value"] == "(A)"

@@ -65,8 +65,8 @@ def test_prefix_cache_generates_what_exact_generates(tiny_model, shared_data, tm
     a, b = recs["exact"].docs, recs["prefix_cache"].docs
     assert [d.generation for d in a] == [d.generation for d in b]
     assert [(d.generated_tokens, d.finish) for d in a] == [(d.generated_tokens, d.finish) for d in b]
-    assert recs["exact"].fingerprint.generation.strategy is None
-    assert recs["prefix_cache"].fingerprint.generation.strategy == "prefix_cache"
+    assert recs["exact"].fingerprint.settings.generation.generation_strategy == "exact"
+    assert recs["prefix_cache"].fingerprint.settings.generation.generation_strategy == "prefix_cache"
     assert tokens["prefix_cache"]["decoded"] <= tokens["exact"]["decoded"]
     if fewshot_ids:
         assert tokens["prefix_cache"]["prefilled"] < tokens["exact"]["prefilled"]

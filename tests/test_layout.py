@@ -52,7 +52,7 @@ def test_readme_layout_section_matches_the_tree():
         if not m:
             continue
         folder = "" if m.group(1) == "repaudit" else m.group(1) + "/"
-        listed |= {folder + name for name in re.findall(r"`([a-z_]+\.py)`", " ".join(cells[1:]))}
+        listed |= {folder + name for name in re.findall(r"`([a-z_0-9]+\.py)`", " ".join(cells[1:]))}
     tree = {str(p.relative_to(ROOT / "repaudit")) for p in _modules() if p.name not in ("__init__.py", "__main__.py")}
     assert listed == tree, {"not in the tree": sorted(listed - tree), "not in the README": sorted(tree - listed)}
 
@@ -60,3 +60,57 @@ def test_readme_layout_section_matches_the_tree():
 def test_modules_stay_small():
     big = {str(p.relative_to(ROOT)): n for p in _modules() if (n := len(p.read_text().splitlines())) > 450}
     assert not big, f"modules over 450 lines: {big}"
+
+
+def _runtime_imports(tree: ast.AST) -> list:
+    """Import nodes a module executes, at module level or inside functions (``if TYPE_CHECKING:`` blocks are left
+    out: they never run)."""
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in skip]
+
+
+def test_no_import_circle_even_through_function_level_imports():
+    """Every import a module can execute — at the top or inside a function — points away from the module: the
+    graph of repaudit's modules has no cycle (Tarjan's strongly connected components, each of size 1)."""
+    mods = {}
+    for p in _modules():
+        name = ".".join(p.relative_to(ROOT).with_suffix("").parts)
+        mods[name.removesuffix(".__init__")] = p
+    edges: dict[str, set[str]] = {m: set() for m in mods}
+    for m, p in mods.items():
+        for node in _runtime_imports(ast.parse(p.read_text())):
+            names = ([f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in mods else node.module
+                      for a in node.names] if isinstance(node, ast.ImportFrom) and node.module
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            edges[m] |= {t for t in names if t in mods and t != m}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(v: str) -> None:  # Tarjan 1972, recursive (the module graph is shallow)
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in edges:
+        if v not in index:
+            visit(v)
+    assert not cycles, cycles

@@ -97,7 +97,7 @@ def test_a_task_of_lmevals_own_folder_runs_from_the_original_bbh_files(lmeval, t
                         batch_size=4, cache_dir=tmp_path))
     fp = rec.fingerprint
     assert fp.task_config is not None and fp.task_config["dataset_name"] == "navigate"
-    assert (fp.fewshot.num_fewshot, fp.fewshot.sampler, fp.data.n_docs_split) == (3, "first_n", 250)
+    assert (fp.settings.fewshot.num_fewshot, fp.fewshot.sampler, fp.data.n_docs_split) == (3, "first_n", 250)
     assert [m.name for m in rec.metrics if m.variant == "char_length"] == ["acc_norm"]
     assert len(rec.docs) == 4 and all(d.choices == ["Yes", "No"] for d in rec.docs)
 

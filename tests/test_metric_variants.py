@@ -33,7 +33,7 @@ def test_runs_differing_only_in_acc_norm_share_batches_compare_names_it_and_attr
     a = run(RunConfig(**common))
     b = run(RunConfig(**common, acc_norm="token_length"))
     assert b.timings.computed_batches == 0 and b.timings.cached_batches > 0  # scoring only: no forward pass
-    assert b.fingerprint.metric.acc_norm_normalisation == "token_length"
+    assert b.fingerprint.settings.scoring.acc_norm == "token_length"
     assert [d.loglikelihoods for d in a.docs] == [d.loglikelihoods for d in b.docs]
     assert any(da.metrics["acc_norm"] != db.metrics["acc_norm"] for da, db in zip(a.docs, b.docs))
     write_record(a, tmp_path / "a.json")

@@ -113,7 +113,7 @@ def test_run_with_protocol_then_conformance_names_n_shot(packaged, tiny_model, t
                                    "--cache-dir", str(tmp_path / "c"), "-o", str(out)])
     assert res.exit_code == 0, res.output
     fp = read_record(out).fingerprint
-    assert fp.fewshot.num_fewshot == 25 and fp.metric.reported == "acc_norm"
+    assert fp.settings.fewshot.num_fewshot == 25 and fp.metric.reported == "acc_norm"
     assert fp.protocol.name == "open_llm_leaderboard_v1"
     assert fp.protocol.overrides == {"batch_size": [1, 4], "score": ["raw", "leaderboard_normalised"]}
     assert fp.protocol.sha256 == load_protocol("open_llm_leaderboard_v1")[0].sha256()

@@ -21,7 +21,7 @@ def _cfg(tiny_model, shared_data, tmp_path, **kw):
 def test_run_record_is_complete_and_round_trips(tiny_model, shared_data, tmp_path):
     rec = run(_cfg(tiny_model, shared_data, tmp_path))
     assert rec.fingerprint.data.n_docs == 12 and len(rec.docs) == 12
-    assert rec.fingerprint.data.split == "validation"
+    assert rec.fingerprint.settings.data.split == "validation"
     d = rec.docs[0]
     assert len(d.loglikelihoods) == len(d.choices) == len(d.is_greedy) == len(d.continuation_tokens)
     assert d.prediction == max(range(len(d.loglikelihoods)), key=lambda i: d.loglikelihoods[i])
@@ -56,7 +56,7 @@ def test_float32_and_bfloat16_fingerprints_differ_only_in_dtype(tiny_model, shar
     b = run(_cfg(tiny_model, shared_data, tmp_path, dtype="bfloat16"))
     diff = DeepDiff(a.fingerprint.canonical(), b.fingerprint.canonical())
     assert set(diff) == {"values_changed"}
-    assert list(diff["values_changed"]) == ["root['backend']['dtype']"]
+    assert list(diff["values_changed"]) == ["root['settings']['serving']['dtype']"]
 
 
 def test_fewshot_ids_are_recorded_in_order_and_replayable(tiny_model, shared_data, tmp_path):
@@ -71,7 +71,7 @@ def test_fewshot_ids_are_recorded_in_order_and_replayable(tiny_model, shared_dat
     assert [d.prompt_hash for d in b.docs] == [d.prompt_hash for d in a.docs]
     c = run(_cfg(tiny_model, shared_data, tmp_path, fewshot_ids=[7, 3], limit=4))
     assert all(d.fewshot_ids == [7, 3] for d in c.docs)
-    assert c.fingerprint.fewshot.sampler == "explicit" and c.fingerprint.fewshot.num_fewshot == 2
+    assert c.fingerprint.fewshot.sampler == "explicit" and c.fingerprint.settings.fewshot.num_fewshot == 2
 
 
 def test_fewshot_seed_changes_selection_and_fingerprint(tiny_model, shared_data, tmp_path):
@@ -79,7 +79,8 @@ def test_fewshot_seed_changes_selection_and_fingerprint(tiny_model, shared_data,
     b = run(_cfg(tiny_model, shared_data, tmp_path, num_fewshot=2, limit=5, fewshot_seed=7))
     assert [d.fewshot_ids for d in a.docs] != [d.fewshot_ids for d in b.docs]
     diff = DeepDiff(a.fingerprint.canonical(), b.fingerprint.canonical())
-    assert set(diff["values_changed"]) == {"root['seeds']['fewshot']", "root['fewshot']['ids_sha256']"}
+    assert set(diff["values_changed"]) == {"root['settings']['seeds']['fewshot_seed']",
+                                           "root['fewshot']['ids_sha256']"}
 
 
 @pytest.mark.parametrize("fmt", ["lettered", "cloze"])
@@ -106,8 +107,8 @@ def test_system_prompt_without_a_chat_template_is_lmevals(tiny_model, shared_dat
 
 def test_chat_template_is_applied_and_recorded(tiny_model, shared_data, tmp_path):
     rec = run(_cfg(tiny_model, shared_data, tmp_path, limit=2, chat_template=True, system_prompt="Be brief."))
-    assert rec.fingerprint.prompt.chat_template and rec.fingerprint.prompt.chat_template_sha256
-    assert rec.fingerprint.prompt.system_prompt == "Be brief."
+    assert rec.fingerprint.settings.prompt.chat_template and rec.fingerprint.prompt.chat_template_sha256
+    assert rec.fingerprint.settings.prompt.system_prompt == "Be brief."
 
 
 def test_mmlu_reports_subject_macro_and_micro(tiny_model, shared_data, tmp_path):
@@ -115,7 +116,7 @@ def test_mmlu_reports_subject_macro_and_micro(tiny_model, shared_data, tmp_path)
                    split="test", batch_size=8) .model_copy(update={"limit": 4}))
     variants = {m.variant for m in rec.metrics}
     assert variants == {"micro", "subject_macro"}
-    assert rec.fingerprint.fewshot.split == "dev" and rec.fingerprint.fewshot.sampler == "first_n"
+    assert rec.fingerprint.settings.fewshot.fewshot_split == "dev" and rec.fingerprint.fewshot.sampler == "first_n"
     assert rec.docs[0].fewshot_ids == [0]  # first dev doc of abstract_algebra
 
 
@@ -124,19 +125,19 @@ def test_gsm8k_generates_and_extracts(tiny_model, shared_data, tmp_path):
     d = rec.docs[0]
     assert d.generation is not None and set(d.extracted) == {"strict-match", "flexible-extract"}
     assert {m.name for m in rec.metrics} == {"exact_match,strict-match", "exact_match,flexible-extract"}
-    g = rec.fingerprint.generation
-    assert g.max_gen_toks == 8 and "Question:" in g.until and g.eos_token in g.until
+    g, facts = rec.fingerprint.settings.generation, rec.fingerprint.generation
+    assert g.max_gen_toks == 8 and "Question:" in g.until and facts.eos_token in g.until == facts.stops
     assert json.loads(rec.model_dump_json())["docs"][0]["generation"] == d.generation
 
 
 def test_scoring_strategy_is_recorded_and_keeps_predictions(tiny_model, shared_data, tmp_path):
     a = run(_cfg(tiny_model, shared_data, tmp_path))
     b = run(_cfg(tiny_model, shared_data, tmp_path, scoring_strategy="shared_prefix"))
-    assert b.fingerprint.backend.scoring_strategy == "shared_prefix"
-    assert a.fingerprint.backend.scoring_strategy == "full_sequence"
+    assert b.fingerprint.settings.serving.scoring_strategy == "shared_prefix"
+    assert a.fingerprint.settings.serving.scoring_strategy == "full_sequence"
     diff = DeepDiff(a.fingerprint.canonical(), b.fingerprint.canonical())
     # the batches actually run differ too: shared_prefix has one row per doc, not per request
     assert {k for k in diff["values_changed"] if "batch_sizes_used" not in k} == {
-        "root['backend']['scoring_strategy']"}
+        "root['settings']['serving']['scoring_strategy']"}
     assert [d.prediction for d in a.docs] == [d.prediction for d in b.docs]
     assert 0 < b.timings.tokens_computed < a.timings.tokens_computed

@@ -62,7 +62,8 @@ def test_fewshot_order_permutes_the_same_examples_and_is_recorded(tiny_model, sh
                   cache_dir=tmp_path / "c")
     a = run(RunConfig(**common))
     b = run(RunConfig(**common, fewshot_order_seed=7))
-    assert b.fingerprint.fewshot.order_seed == 7 and a.fingerprint.fewshot.order_seed is None
+    assert b.fingerprint.settings.fewshot.fewshot_order_seed == 7
+    assert a.fingerprint.settings.fewshot.fewshot_order_seed is None
     assert all(sorted(x.fewshot_ids) == sorted(y.fewshot_ids) for x, y in zip(a.docs, b.docs))
     assert any(x.fewshot_ids != y.fewshot_ids for x, y in zip(a.docs, b.docs))
     assert a.fingerprint.fewshot.ids_sha256 != b.fingerprint.fewshot.ids_sha256

@@ -106,7 +106,7 @@ def test_run_and_attribute_over_backend(tiny_model, shared_data, tmp_path):
     common = dict(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=12, cache_dir=tmp_path / "c")
     a = run(RunConfig(**common), backends=pool)
     b = run(RunConfig(**common, backend="vllm", dtype="bfloat16"), backends=pool)
-    assert b.fingerprint.backend.name == "vllm" and b.fingerprint.backend.engine["vllm_version"]
+    assert b.fingerprint.settings.serving.backend == "vllm" and b.fingerprint.backend.engine["vllm_version"]
     write_record(a, tmp_path / "a.json")
     write_record(b, tmp_path / "b.json")
     src = [load_replay_source(tmp_path / f, shared_data, None, tmp_path / "c") for f in ("a.json", "b.json")]

@@ -126,7 +126,8 @@ def _field(move: str) -> str:
 
 def _key(cfg: RunConfig, task) -> str:
     """Configurations that evaluate the same thing share a key (seed and order are no-ops at 0-shot)."""
-    d = cfg.model_dump(mode="json", exclude={"protocol"})
+    d = cfg.flat(mode="json")
+    d.pop("protocol", None)
     d["num_fewshot"] = cfg.num_fewshot if cfg.num_fewshot is not None else task.default_num_fewshot
     if d["num_fewshot"] == 0:
         d.pop("fewshot_seed"), d.pop("fewshot_order_seed")

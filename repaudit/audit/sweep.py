@@ -184,7 +184,8 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
             if st["metric"] not in base_rec.docs[0].metrics:
                 raise RepauditError(f"metric '{st['metric']}' is not reported by {base.task}: "
                                     f"choose one of {', '.join(base_rec.docs[0].metrics)}")
-            st["floor"], st["method"] = floor_configs(base, base_rec.fingerprint.fewshot.num_fewshot, noise_seeds)
+            shots = base_rec.fingerprint.settings.fewshot.num_fewshot
+            st["floor"], st["method"] = floor_configs(base, shots, noise_seeds)
         per = 1 + len(st["floor"]) + len(values)
         done, total = st["round"] * per, st.get("total", 1) * per
         if progress:

@@ -277,7 +277,8 @@ def variance(base: RunConfig, executor, formats: list[str], fewshot_seeds: int =
         if len(s) == len(formats):
             spread.append(FormatSpread(metric=metric, scores=s, spread=max(s.values()) - min(s.values())))
     fp = recs[0].fingerprint
-    return VarianceReport(task=fp.data.task, model=fp.model.name, n_docs=len(ids), num_fewshot=fp.fewshot.num_fewshot,
+    return VarianceReport(task=fp.data.task, model=fp.model.name, n_docs=len(ids),
+                          num_fewshot=fp.settings.fewshot.num_fewshot,
                           sampler=fp.fewshot.sampler,
                           formats=list(formats), fewshot_seeds=[c.fewshot_seed for _, c in grid[:fewshot_seeds]],
                           order_seeds=list(range(1, m + 1)), alpha=alpha, power=power, n_boot=n_boot, runs=runs,

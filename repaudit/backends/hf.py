@@ -358,19 +358,20 @@ class HFBackend:
         """
         tok = self.tokenizer
         pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-        if any(r.settings.strategy == "prefix_cache" and r.settings.do_sample for r in requests):
+        if any(r.settings.generation_strategy == "prefix_cache" and r.settings.do_sample for r in requests):
             raise RepauditError("the prefix_cache generation strategy decodes greedily: sampled generation "
                                 "(do_sample with temperature > 0) needs --generation-strategy exact")
 
         def compute(rows: list[list[int]], settings) -> list[tuple[str, int, bool]]:
-            if settings.strategy == "prefix_cache":
+            if settings.generation_strategy == "prefix_cache":
                 return self._generate_prefix_cached(rows, settings, pad_id)
             return self._generate(rows, settings, pad_id)
 
         return generate_in_batches(requests, [self.encoder.encode(r.context) for r in requests], self.batch_size,
                                    self.info.max_length, self.config_key("generate_until"), cache, progress,
                                    self.batch_sizes_used, compute,
-                                   unit=lambda s: self.batch_size * (GEN_QUEUE if s.strategy == "prefix_cache" else 1))
+                                   unit=lambda s: self.batch_size * (
+                                       GEN_QUEUE if s.generation_strategy == "prefix_cache" else 1))
 
     def _eos_ids(self) -> set[int]:
         eos = self.model.generation_config.eos_token_id
@@ -399,10 +400,12 @@ class HFBackend:
         kwargs: dict[str, Any] = {"max_new_tokens": settings.max_gen_toks, "pad_token_id": pad_id,
                                   "do_sample": settings.do_sample}
         if settings.do_sample:
-            torch.manual_seed(settings.seed)
+            torch.manual_seed(settings.sampling_seed)
             kwargs.update(temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k or None)
         else:
             kwargs.update(temperature=None, top_p=None, top_k=None)
+        # every other setting generate() takes, under the name its field declares (repaudit.settings)
+        kwargs.update(settings.engine_kwargs("hf"))
         stops = [s for s in settings.until if s]
         if stops:
             kwargs.update(stop_strings=stops, tokenizer=self.tokenizer)

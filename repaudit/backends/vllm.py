@@ -300,7 +300,9 @@ class VLLMBackend:
                 temperature=settings.temperature if settings.do_sample else 0.0,
                 top_p=settings.top_p if settings.do_sample else 1.0,
                 top_k=settings.top_k if settings.do_sample else 0,
-                seed=settings.seed if settings.do_sample else None, skip_special_tokens=True)
+                seed=settings.sampling_seed if settings.do_sample else None, skip_special_tokens=True,
+                # every other setting SamplingParams takes, under the name its field declares (repaudit.settings)
+                **settings.engine_kwargs("vllm"))
             out = []
             for res in self._engine(rows, params):
                 o = res.outputs[0]

@@ -1,6 +1,6 @@
 """Command-line options of every factor, declared once: built from the registry (:mod:`repaudit.run.factors`)
-and the field docs of :class:`~repaudit.run.config.RunConfig`, and added to a command's signature — the way
-vLLM builds its engine options from one dataclass (``EngineArgs.add_cli_args``).
+and the fields of the settings records (:mod:`repaudit.settings`: type, default, doc), and added to a command's
+signature — the way vLLM builds its engine options from one dataclass (``EngineArgs.add_cli_args``).
 
 A command keeps its own options (``--task``, ``--model``, ``-o``, …) as parameters and gets one more
 keyword parameter per factor field; :func:`factor_settings` turns what typer parsed into RunConfig fields.
@@ -16,11 +16,10 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from repaudit.run.config import RunConfig
+from repaudit.run.config import option_name
 from repaudit.run.factors import FACTORS, Factor
+from repaudit.settings import STAGES, stage_of
 
-#: the option a field is spelled as when it is not ``--field-name``
-_SPELLING = {"fewshot_order_seed": "--fewshot-order", "regexes_to_ignore": "--regex-to-ignore"}
 #: fields that are not options (a recorded task configuration is given as a file with --task-config)
 _NOT_OPTIONS = {"task_config"}
 
@@ -29,8 +28,13 @@ def _field_factor() -> dict[str, Factor]:
     return {fld: f for f in FACTORS if f.supports("option") for fld in f.fields if fld not in _NOT_OPTIONS}
 
 
+def _info(field: str):
+    """The settings record field behind an option (its type, default and doc)."""
+    return STAGES[stage_of(field)].model_fields[field]
+
+
 def _help(field: str, f: Factor) -> str:
-    desc = RunConfig.model_fields[field].description or ""
+    desc = " ".join((_info(field).description or "").split())
     text = f.doc if field == f.fields[0] else desc
     if f.values:
         text += f" (one of {', '.join(map(str, f.values))})"
@@ -38,16 +42,19 @@ def _help(field: str, f: Factor) -> str:
 
 
 def _annotation(field: str, f: Factor) -> Any:
-    ann = RunConfig.model_fields[field].annotation
-    args = set(typing.get_args(ann)) if isinstance(ann, types.UnionType) else set()
+    ann = _info(field).annotation
+    union = isinstance(ann, types.UnionType) or typing.get_origin(ann) is typing.Union
+    args = set(typing.get_args(ann)) if union else set()
     base = next(iter(args - {type(None)}), ann) if args else ann
-    name = _SPELLING.get(field, "--" + field.replace("_", "-"))
+    if typing.get_origin(base) is typing.Literal:  # a closed set: typer takes text, the record checks the value
+        base = str
+    name = option_name(field)
     if base is bool:
         decl = (f"{name}/--no-{name[2:]}",)
     else:
         decl = (name,)
     optional = type(None) in args
-    if typing.get_origin(base) is list:
+    if typing.get_origin(base) in (list, tuple):
         return Annotated[Optional[list[str]], typer.Option(*decl, help=_help(field, f))]
     typ = Optional[base] if optional else base
     return Annotated[typ, typer.Option(*decl, help=_help(field, f))]
@@ -59,7 +66,7 @@ def factor_parameters(skip: set[str] | frozenset[str] = frozenset()) -> list[ins
     for field, f in _field_factor().items():
         if field in skip:
             continue
-        default = RunConfig.model_fields[field].default
+        default = _info(field).default
         if field == "choice_separator":
             default = "\\n"  # shown escaped; factor_settings unescapes it
         out.append(inspect.Parameter(field, inspect.Parameter.KEYWORD_ONLY, default=default,

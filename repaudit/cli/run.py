@@ -112,8 +112,8 @@ def _print_run(record, output: Optional[Path], as_json: bool) -> None:
         out.print_json(json.dumps([m.model_dump() for m in record.metrics]))
         return
     fp = record.fingerprint
-    table = Table(title=rich_text(f"{fp.data.task} · {fp.model.name} · {fp.backend.dtype} · "
-                                  f"{fp.fewshot.num_fewshot}-shot · {fp.data.n_docs} docs"))
+    table = Table(title=rich_text(f"{fp.data.task} · {fp.model.name} · {fp.settings.serving.dtype} · "
+                                  f"{fp.settings.fewshot.num_fewshot}-shot · {fp.data.n_docs} docs"))
     for col in ("metric", "variant", "value", "stderr", "n"):
         table.add_column(col, justify="left" if col in ("metric", "variant") else "right")
     for m in record.metrics:
@@ -128,7 +128,7 @@ def _print_run(record, output: Optional[Path], as_json: bool) -> None:
     diag, n = record.diagnostics, len(record.docs)
     if diag is not None and diag.truncated:
         # a score near 0 on a generative task is often a budget, not the model: say so where the run is read
-        budget = fp.generation.max_gen_toks if fp.generation is not None else None
+        budget = fp.settings.generation.max_gen_toks if fp.settings.generation is not None else None
         err.print(rich_text(f"note: {len(diag.truncated)} of {n} generations stopped at the token budget"
                             + (f" (max_gen_toks {budget})" if budget else "") + ": their answers may be cut off"),
                   highlight=False, soft_wrap=True)
@@ -137,7 +137,8 @@ def _print_run(record, output: Optional[Path], as_json: bool) -> None:
         err.print(rich_text(same_gold), highlight=False, soft_wrap=True)
     t = record.timings
     err.print(rich_text(f"data: {fp.data.source} {fp.data.origin if fp.data.source != 'data_dir' else ''} "
-                     f"{fp.data.location} (split {fp.data.split})".replace("  ", " ")), highlight=False, soft_wrap=True)
+                     f"{fp.data.location} (split {fp.settings.data.split})".replace("  ", " ")), highlight=False,
+              soft_wrap=True)
     err.print(rich_text(f"wall {t.total_s:.1f} s (model load {t.model_load_s:.1f} s, scoring {t.eval_s:.1f} s, "
                      f"{t.docs_per_s:.2f} docs/s; {plural(t.computed_batches, 'batch')} computed, "
                      f"{t.cached_batches} from cache)"
@@ -149,7 +150,8 @@ def _same_gold_note(record) -> str | None:
     last, as lm-eval's sciq.yaml does): acc then counts how often the model answers that letter, a
     position preference rather than knowledge, so the run says which letters it chose."""
     docs = [d for d in record.docs if d.gold is not None and d.prediction is not None]
-    if record.fingerprint.prompt.format != "lettered" or len(docs) < 2 or len({d.gold for d in docs}) > 1:
+    lettered = record.fingerprint.settings.prompt.prompt_format == "lettered"
+    if not lettered or len(docs) < 2 or len({d.gold for d in docs}) > 1:
         return None
     from repaudit.tasks.definitions import lettered
 

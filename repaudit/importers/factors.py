@@ -58,65 +58,74 @@ def empty_factors() -> Factors:
     return {g.value: {} for g in FactorGroup}
 
 
+#: factors whose compare field is not the setting as used, or not always shown: the engine's facts for serving
+#: settings, the resolved BOS fact, options read from the resolved metric facts, settings that apply only to some
+#: runs (lettered prompts, generations, sampling)
+_BY_HAND = {"add_bos_token", "description", "ignore_case", "ignore_punctuation", "regexes_to_ignore",
+            "label_style", "choice_separator", "sampling_seed", "generation_strategy", "acc_norm", "answer_match"}
+
+
 def factors_from_fingerprint(fp: Fingerprint) -> Factors:
-    """Group a repaudit fingerprint's resolved values into factors."""
-    g = fp.generation
-    hw = fp.hardware
+    """Group a repaudit fingerprint into factors: every setting through the factor registry's reader (the one the
+    replay uses: :data:`repaudit.run.factors.FACTORS`), then the facts (hashes, machine, versions)."""
+    from repaudit.run.factors import FACTORS
+
+    st, g = fp.settings, fp.settings.generation
     f = empty_factors()
-    f["seed"] = fp.seeds.model_dump()
+    for factor in FACTORS:
+        if factor.path is None or factor.compare is None or factor.name in _BY_HAND or factor.serving:
+            continue
+        if factor.path.startswith("generation.") and g is None:
+            continue  # a log-likelihood run generated nothing: its generation settings do not apply
+        group, name = factor.compare
+        f[group][name] = factor.fingerprint(fp)[0]
+    hw = fp.hardware
     f["hardware"] = {"cpu_model": hw.cpu_model, "cpu_flags": hw.cpu_flags, "cpu_count": hw.cpu_count,
                      "gpus": [x.name for x in hw.gpus], "gpu_driver": hw.gpu_driver, "cuda_version": hw.cuda_version}
-    f["backend"] = {"name": fp.backend.name, "device": fp.backend.device,
-                    "scoring_strategy": fp.backend.scoring_strategy}
     if g is not None:  # how generate_until ran (a loglikelihood run generated nothing)
-        f["backend"]["generation_strategy"] = g.strategy or "exact"
-    if fp.backend.engine:
-        f["backend"]["engine"] = fp.backend.engine
-    f["dtype"] = {"dtype": fp.backend.dtype}
+        f["backend"]["generation_strategy"] = g.generation_strategy
+    engine = fp.backend.engine or {}
+    if engine:
+        f["backend"]["engine"] = engine
     # the weights as run: repaudit loads float weights (a GGUF is de-quantised on load); vLLM may quantise
-    quant = (fp.backend.engine or {}).get("quantization")
+    quant = engine.get("quantization")
     f["quantisation"] = {"method": str(quant) if quant else "none"}
-    f["batch_size"] = {"batch_size": fp.backend.batch_size, "batch_sizes_used": fp.backend.batch_sizes_used}
-    f["padding"] = {"padding_side": fp.backend.padding_side}
+    f["batch_size"]["batch_sizes_used"] = fp.backend.batch_sizes_used
     # the resolved fact (did the ids sent start with BOS), not the request; older files: not recorded
     f["bos"] = {"bos_first": fp.backend.bos_first if fp.backend.bos_first is not None else UNKNOWN}
-    f["prompt_format"] = {"format": fp.prompt.format, "template_sha256": fp.prompt.template_sha256,
-                          "target_delimiter": fp.prompt.target_delimiter,
-                          "fewshot_delimiter": fp.prompt.fewshot_delimiter}
+    f["prompt_format"].update(template_sha256=fp.prompt.template_sha256, target_delimiter=fp.prompt.target_delimiter,
+                              fewshot_delimiter=fp.prompt.fewshot_delimiter)
     if fp.task_config is not None:  # built from an lm-eval configuration: its templates, as lm-eval files show them
         f["prompt_format"].update({k: fp.task_config.get(k, "" if k == "description" else None)
                                    for k in ("doc_to_text", "doc_to_choice", "doc_to_target", "description")})
     if fp.prompt.description_sha256 is not None:  # the text used; one that varies by doc (MMLU subject) by hash
         f["prompt_format"]["description"] = (fp.prompt.description if fp.prompt.description is not None
                                              else f"per doc (sha256 {fp.prompt.description_sha256[:12]})")
-    if fp.prompt.label_style is not None:  # lettered prompts only
-        f["prompt_format"].update(label_style=fp.prompt.label_style, choice_separator=fp.prompt.choice_separator)
+    if st.prompt.prompt_format == "lettered":  # lettered prompts only
+        f["prompt_format"].update(label_style=st.prompt.label_style, choice_separator=st.prompt.choice_separator)
     # 0-shot: there are no examples, whatever the number of docs (the hash of n empty lists would differ with --limit)
-    zero = fp.fewshot.num_fewshot == 0
-    f["fewshot"] = {"num_fewshot": fp.fewshot.num_fewshot, "split": fp.fewshot.split, "sampler": fp.fewshot.sampler,
-                    "ids_sha256": "none" if zero else fp.fewshot.ids_sha256, "order_seed": fp.fewshot.order_seed}
-    f["chat_template"] = {"applied": fp.prompt.chat_template, "chat_template_sha256": fp.prompt.chat_template_sha256,
-                          "system_prompt": fp.prompt.system_prompt,
-                          "fewshot_as_multiturn": bool(fp.prompt.fewshot_as_multiturn)}
-    f["stop"] = {"until": g.until if g else None, "eos_token": g.eos_token if g else None}
+    zero = st.fewshot.num_fewshot == 0
+    f["fewshot"].update(sampler=fp.fewshot.sampler, ids_sha256="none" if zero else fp.fewshot.ids_sha256)
+    f["chat_template"]["chat_template_sha256"] = fp.prompt.chat_template_sha256
+    f["stop"] = {"until": list(g.until or []) if g else None, "eos_token": fp.generation.eos_token if g else None}
     f["max_tokens"] = {"max_gen_toks": g.max_gen_toks if g else None, "max_length": fp.backend.max_length}
-    f["sampling"] = ({"do_sample": g.do_sample, "temperature": g.temperature, "top_p": g.top_p, "top_k": g.top_k}
-                     if g else {"do_sample": None})
-    if g is not None and g.do_sample:  # the seed decides sampled generations only
-        f["sampling"]["seed"] = g.seed if g.seed is not None else fp.seeds.torch
-    engine = fp.backend.engine or {}
+    if g is None:
+        f["sampling"] = {"do_sample": None}
+    elif g.do_sample:  # the seed decides sampled generations only
+        f["sampling"]["seed"] = g.sampling_seed if g.sampling_seed is not None else st.seeds.torch_seed
     # serving settings as the engine ran them; transformers has only its attention implementation (the
     # vLLM-only ones do not apply); a vLLM run that did not record one ran its engine's default: unknown
-    vllm = fp.backend.name == "vllm"
+    vllm = st.serving.backend == "vllm"
     f["serving"] = {k: engine.get(k, UNKNOWN if vllm else unset) for k, unset in SERVING_UNSET.items()}
     f["serving"]["attention_backend"] = engine.get("attention_backend", engine.get("attn_implementation"))
-    f["metric_variant"] = {"metrics": fp.metric.metrics, "acc_norm": fp.metric.acc_norm_normalisation,
-                           "filters": fp.metric.filters, "score": fp.metric.score_normalisation}
-    if fp.metric.answer_match is not None:  # generate_until: matching rule and lm-eval's exact_match options
-        f["metric_variant"].update(answer_match=fp.metric.answer_match,
-                                   exact_match_options=fp.metric.options.get("exact_match"))
-    if fp.metric.score_normalisation != "raw":
-        f["metric_variant"]["random_baseline"] = fp.metric.random_baseline
+    m = fp.metric
+    f["metric_variant"] = {"metrics": m.metrics, "acc_norm": st.scoring.acc_norm if "acc_norm" in m.metrics else None,
+                           "filters": m.filters, "score": st.scoring.score_normalisation}
+    if g is not None:  # generate_until: matching rule and lm-eval's exact_match options
+        f["metric_variant"].update(answer_match=st.scoring.answer_match,
+                                   exact_match_options=m.options.get("exact_match"))
+    if st.scoring.score_normalisation != "raw":
+        f["metric_variant"]["random_baseline"] = m.random_baseline
     f["model"] = {"name": fp.model.name, "revision": fp.model.revision,
                   "sha": fp.model.revision if fp.model.source == "hub" else UNKNOWN,
                   "weights_sha256": fp.model.weights_sha256, "num_parameters": fp.model.num_parameters,
@@ -124,8 +133,8 @@ def factors_from_fingerprint(fp: Fingerprint) -> Factors:
                   "trust_remote_code": fp.model.trust_remote_code}
     f["tokenizer"] = {"tokenizer_sha256": fp.model.tokenizer_sha256, **fp.model.special_tokens}
     # the content hash, not the file hash: the same docs from a data dir, the package or the hub are the same data
-    f["data"] = {"task": fp.data.task, "task_version": fp.data.task_version, "split": fp.data.split,
-                 "content_sha256": fp.data.content_sha256, "limit": fp.data.limit, "n_docs": fp.data.n_docs}
+    f["data"].update(task=fp.data.task, task_version=fp.data.task_version, content_sha256=fp.data.content_sha256,
+                     n_docs=fp.data.n_docs)
     f["library_versions"] = dict(fp.software.libraries) | {"python": fp.software.python}
     return f
 

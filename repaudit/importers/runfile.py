@@ -89,9 +89,9 @@ def config_from_record(rec: RunRecord, data_dir: Path | None, model: str | None 
         task=fp.data.task, task_config=fp.task_config,
         model=model or ("default" if fp.model.source == "gguf-package" else fp.model.name),
         revision=fp.model.revision if fp.model.source == "hub" else None, data_dir=data_dir,
-        split=fp.data.split, limit=fp.data.limit,
+        split=fp.settings.data.split, limit=fp.settings.data.limit,
         doc_ids=[d.doc_id for d in rec.docs] if fp.data.doc_ids_sha256 is not None else None,
-        trust_remote_code=fp.model.trust_remote_code, device=fp.backend.device, cache_dir=cache_dir)
+        trust_remote_code=fp.model.trust_remote_code, device=fp.settings.serving.device, cache_dir=cache_dir)
     for f in replayable().values():  # every factor as the run used it (the registry's fingerprint readers)
         cfg.update(zip(f.fields, f.fingerprint(fp)))
     return RunConfig(**cfg)

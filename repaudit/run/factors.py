@@ -15,13 +15,14 @@ ranges :class:`~repaudit.run.config.RunConfig` validates itself against.
 
 from __future__ import annotations
 
+import dataclasses
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from repaudit.backends.hf import DTYPES, GENERATION_STRATEGIES, PADDING_SIDES, SCORING_STRATEGIES
-from repaudit.tasks.filters import ANSWER_MATCHES
-from repaudit.tasks.prompts import FORMATS, LABEL_STYLES
+from repaudit.settings import choices, field_info, get_path, stage_of
 
 if TYPE_CHECKING:
     from repaudit.run.config import RunConfig
@@ -30,12 +31,6 @@ if TYPE_CHECKING:
 Stage = Literal["inference", "scoring", "none"]
 #: what a factor can take part in (the columns of ``repaudit factors``)
 COMMANDS = ("recorded", "compared", "option", "protocol", "conformance", "replay", "sweep", "reproduce")
-#: serving settings vLLM's engine takes; the transformers backend takes only the attention backend
-ATTENTION_BACKENDS = ("eager", "sdpa", "flash_attention_2", "TORCH_SDPA", "FLASH_ATTN", "FLASHINFER", "XFORMERS",
-                      "TRITON_ATTN", "FLEX_ATTENTION", "CPU_ATTN")
-KV_CACHE_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16", "float32")
-QUANTIZATIONS = ("awq", "gptq", "fp8", "bitsandbytes", "gguf", "compressed-tensors", "marlin", "awq_marlin",
-                 "gptq_marlin")
 
 
 def flag(s: str) -> bool:
@@ -62,7 +57,9 @@ def _none_or(parse: Callable[[str], Any], none: str = "none") -> Callable[[str],
 @dataclass(frozen=True)
 class Factor:
     """One factor (see the module docstring). ``why_not`` gives, per command of :data:`COMMANDS` the
-    factor cannot take part in, the one-line reason."""
+    factor cannot take part in, the one-line reason. A factor that is a setting names its ``path`` in the
+    settings records (``generation.temperature``); its type, allowed values, range and meaning come from that
+    field (:func:`setting` builds such a row)."""
 
     name: str
     doc: str
@@ -84,6 +81,8 @@ class Factor:
     #: where a run does not set it
     serving: Literal["engine", "env", "both"] | None = None
     unset: Any = None
+    #: the settings record field the factor is (``stage.field``), if it is one
+    path: str | None = None
 
     def supports(self, command: str) -> bool:
         """Whether the factor takes part in ``command`` (one of :data:`COMMANDS`)."""
@@ -98,25 +97,51 @@ class Factor:
                 "reproduce": self.moves is not None}[command]
 
 
-def _gen(attr: str, default: Any) -> Callable[[Fingerprint], tuple]:
-    """A generation setting as used; ``default`` where the run generated nothing (it does not apply)."""
-    return lambda fp: (default if fp.generation is None else getattr(fp.generation, attr),)
+def _parser(path: str) -> Callable[[str], Any]:
+    """How one command-line value of a settings field is read: by the field's type (``none`` = None where the field
+    takes None; true/false for booleans, ``default`` = None for a tri-state one)."""
+    ann = field_info(path).annotation
+    args = set(typing.get_args(ann)) if isinstance(ann, types.UnionType) else {ann}
+    optional = type(None) in args
+    base = next(iter(args - {type(None)}), ann)
+    if base is bool:
+        return optional_flag if optional else flag
+    if base is int:
+        return _none_or(int) if optional else int
+    if base is float:
+        return _none_or(float) if optional else float
+    return _none_or(str) if optional else str
+
+
+def _reader(path: str) -> Callable[[Fingerprint], tuple]:
+    """The value a run used, from its fingerprint's settings; the field's default where the record does not apply
+    (no generation settings in a log-likelihood run)."""
+    def read(fp: Fingerprint) -> tuple:
+        record = getattr(fp.settings, path.partition(".")[0])
+        value = field_info(path).get_default() if record is None else get_path(fp.settings, path)
+        return (list(value) if isinstance(value, tuple) else value,)
+    return read
+
+
+def setting(name: str, compare: tuple[str, str] | None, **kw: Any) -> Factor:
+    """The registry row of a settings field called ``name``: its path, option field, parser, allowed values, doc
+    and fingerprint reader come from the field (:mod:`repaudit.settings`); ``kw`` adds or overrides the rest."""
+    stage = stage_of(name)
+    path = f"{stage}.{name}"
+    base = dict(doc=" ".join((field_info(path).description or "").split()), fields=(name,), parse=_parser(path),
+                values=choices(path), fingerprint=_reader(path), compare=compare, path=path)
+    base.update(kw)
+    return Factor(name, **base)
+
+
+def _gen_moves(values: tuple, field_name: str) -> Callable[[RunConfig, Any], list]:
+    return lambda c, t: ([x for x in values if x != getattr(c, field_name)]
+                         if t.output_type.value == "generate_until" else [])
 
 
 def _until(fp: Fingerprint) -> tuple:
-    g = fp.generation
-    if g is None:
-        return None, True
-    eos = g.eos_token in g.until
-    return [u for u in g.until if not (eos and u == g.eos_token)], eos
-
-
-def _answer_option(key: str) -> Callable[[Fingerprint], tuple]:
-    def read(fp: Fingerprint) -> tuple:
-        o = fp.metric.options.get("exact_match") or {}
-        v = o.get(key)
-        return (list(v) if key == "regexes_to_ignore" and v is not None else v,)
-    return read
+    g = fp.settings.generation
+    return (None, True) if g is None else (list(g.until or []), g.stop_at_eos)
 
 
 def _shots(cfg: RunConfig, task) -> int:
@@ -125,23 +150,25 @@ def _shots(cfg: RunConfig, task) -> int:
 
 _NOT_HERE = "a setting of the machine, not of the run: recorded and compared, never set by repaudit"
 _SERVING = "vLLM engine setting"
+_NUMERIC_PATH = "a numerical path, not a protocol choice: attribute and sweep measure it"
+_LETTERED = "only lettered prompts use it: try prompt_format first"
+_OTHER_DOCS = {"sweep": "other docs: compare reports them as not comparable",
+               "replay": "other docs: attribution needs the same docs",
+               "reproduce": "other docs cannot reproduce a number on these"}
+_EM_OPTION = {"protocol": "protocols state the metric, not lm-eval's option", "reproduce": "a metric option"}
 
 
-def _requested(fp: Fingerprint) -> dict[str, Any]:
-    return (fp.backend.engine or {}).get("requested") or {}
-
-
-def _serving(name: str, doc: str, parse, values=None, unset: Any = None, compare: tuple | None = None,
+def _serving(name: str, parse=None, unset: Any = None, compare: tuple | None = None,
              how: Literal["engine", "env", "both"] = "engine") -> Factor:
-    """A vLLM engine setting. ``compare`` shows the value the engine used (its facts in the fingerprint);
-    a replay asks for what the run asked for (``engine.requested``; ``unset`` where it asked for nothing, so
-    that the engine picks its default again and a transformers/vLLM pair differs in ``backend`` alone). A
-    value this machine cannot run (two GPUs) stops the run with one line."""
+    """A vLLM engine setting. ``compare`` shows the value the engine used (its facts in the fingerprint); a replay
+    asks for what the run asked for (``serving.<name>``; the unset value where it asked for nothing, so that the
+    engine picks its default again and a transformers/vLLM pair differs in ``backend`` alone). A value this machine
+    cannot run (two GPUs) stops the run with one line."""
     why = {"protocol": "published protocols do not state serving settings",
            "reproduce": "a serving setting moves numerics, not the protocol a number was reported under"}
-    return Factor(name, f"{doc} ({_SERVING})",
-                  (name,), parse, values, lambda fp, n=name, u=unset: (_requested(fp).get(n, u),),
-                  compare or ("serving", name), why_not=why, serving=how, unset=unset)
+    row = setting(name, compare or ("serving", name), why_not=why, serving=how, unset=unset,
+                  **({"parse": parse} if parse else {}))
+    return dataclasses.replace(row, doc=f"{row.doc.rstrip('.')} ({_SERVING})")
 
 
 def _stated(name: str, doc: str, path: tuple[str, str] | None, typ: Any, why: str, stage: Stage) -> Factor:
@@ -154,166 +181,114 @@ def _stated(name: str, doc: str, path: tuple[str, str] | None, typ: Any, why: st
 
 FACTORS: tuple[Factor, ...] = (
     # ---------------------------------------------------------------- inference numerics
-    Factor("backend", "inference backend: hf (transformers) or vllm", ("backend",), str, ("hf", "vllm"),
-           lambda fp: (fp.backend.name,), ("backend", "name"), protocol=str,
-           why_not={"reproduce": "the vllm backend needs its own install: a search tries protocol settings"}),
-    Factor("dtype", "weights and activations dtype", ("dtype",), str, DTYPES, lambda fp: (fp.backend.dtype,),
-           ("dtype", "dtype"), protocol=str,
-           moves=lambda c, t: [d for d in ("bfloat16", "float16", "float32") if d != c.dtype]),
-    Factor("batch_size", "rows per forward pass (vllm: prompts per engine call)", ("batch_size",), int, None,
-           lambda fp: (fp.backend.batch_size,), ("batch_size", "batch_size"), protocol=int | Literal["auto"],
-           moves=lambda c, t: [b for b in (1, 32) if b != c.batch_size]),
-    Factor("padding_side", "side the batch is padded on: right (lm-eval) or left", ("padding_side",), str,
-           PADDING_SIDES, lambda fp: (fp.backend.padding_side,), ("padding", "padding_side"), protocol=str,
-           moves=lambda c, t: ["left" if c.padding_side == "right" else "right"]),
-    Factor("add_bos_token", "start every request with BOS (true), never (false), or as the tokenizer does "
-                            "(default)", ("add_bos_token",), optional_flag, None,
-           # the resolved value: a run that got BOS from its tokenizer's default replays as True
-           lambda fp: (fp.backend.bos_first if isinstance(fp.backend.bos_first, bool) else fp.backend.add_bos_token,),
-           ("bos", "bos_first"), protocol=bool, moves=lambda c, t: [v for v in (True, False) if v != c.add_bos_token],
-           default_move=6),
-    Factor("scoring_strategy", "full_sequence (lm-eval's numerical path) or shared_prefix (each context once)",
-           ("scoring_strategy",), str, SCORING_STRATEGIES, lambda fp: (fp.backend.scoring_strategy,),
-           ("backend", "scoring_strategy"), protocol=str,
-           why_not={"reproduce": "a numerical path, not a protocol choice: attribute and sweep measure it"}),
-    Factor("generation_strategy", "exact (lm-eval's model.generate on padded batches) or prefix_cache (the shared "
-                                  "prefix once, rows replaced as they finish; greedy, hf backend)",
-           ("generation_strategy",), str, GENERATION_STRATEGIES,
-           lambda fp: ("exact" if fp.generation is None or fp.generation.strategy is None else fp.generation.strategy,),
-           ("backend", "generation_strategy"), protocol=str,
-           why_not={"reproduce": "a numerical path, not a protocol choice: attribute and sweep measure it"}),
-    Factor("device", "torch device the model ran on", (), None, None, None, ("backend", "device"),
-           why_not={"option": "set with run --device (where it can run, not what it computes)",
-                    "replay": "a replay runs where it is: the device is this machine's",
-                    "sweep": "a replay runs where it is: the device is this machine's",
-                    "protocol": _NOT_HERE, "reproduce": _NOT_HERE}),
+    setting("backend", ("backend", "name"), protocol=str,
+            why_not={"reproduce": "the vllm backend needs its own install: a search tries protocol settings"}),
+    setting("dtype", ("dtype", "dtype"), protocol=str,
+            moves=lambda c, t: [d for d in ("bfloat16", "float16", "float32") if d != c.dtype]),
+    setting("batch_size", ("batch_size", "batch_size"), protocol=int | Literal["auto"],
+            moves=lambda c, t: [b for b in (1, 32) if b != c.batch_size]),
+    setting("padding_side", ("padding", "padding_side"), protocol=str,
+            moves=lambda c, t: ["left" if c.padding_side == "right" else "right"]),
+    # the resolved value: a run that got BOS from its tokenizer's default replays as True
+    setting("add_bos_token", ("bos", "bos_first"), protocol=bool, default_move=6,
+            doc="start every request with BOS (true), never (false), or as the tokenizer does (default)",
+            fingerprint=lambda fp: (fp.backend.bos_first if isinstance(fp.backend.bos_first, bool)
+                                    else fp.settings.serving.add_bos_token,),
+            moves=lambda c, t: [v for v in (True, False) if v != c.add_bos_token]),
+    setting("scoring_strategy", ("backend", "scoring_strategy"), protocol=str,
+            why_not={"reproduce": _NUMERIC_PATH}),
+    setting("generation_strategy", ("backend", "generation_strategy"), protocol=str,
+            why_not={"reproduce": _NUMERIC_PATH}),
+    setting("device", ("backend", "device"), fields=(), parse=None,
+            why_not={"option": "set with run --device (where it can run, not what it computes)",
+                     "replay": "a replay runs where it is: the device is this machine's",
+                     "sweep": "a replay runs where it is: the device is this machine's",
+                     "protocol": _NOT_HERE, "reproduce": _NOT_HERE}),
     # ---------------------------------------------------------------- serving (vLLM engine)
-    _serving("tensor_parallel_size", "GPUs one model is split across", int, unset=1),
-    _serving("pipeline_parallel_size", "pipeline stages across GPUs", int, unset=1),
-    _serving("attention_backend", "attention kernel (vLLM backend name; transformers attn_implementation)",
-             _none_or(str, "auto"), ATTENTION_BACKENDS, how="both"),
-    _serving("enable_prefix_caching", "reuse the KV cache of shared prefixes", optional_flag),
-    _serving("kv_cache_dtype", "dtype the KV cache is stored in", str, KV_CACHE_DTYPES, unset="auto"),
-    _serving("batch_invariant", "vLLM's batch-invariant kernels (results independent of batch composition)", flag,
-             unset=False, how="env"),
-    _serving("max_num_seqs", "sequences scheduled in one engine step (vLLM's batch size)", int),
-    _serving("quantization", "weight quantisation method the engine applies", _none_or(str), QUANTIZATIONS,
-             compare=("quantisation", "method")),
+    _serving("tensor_parallel_size", unset=1),
+    _serving("pipeline_parallel_size", unset=1),
+    _serving("attention_backend", _none_or(str, "auto"), how="both"),
+    _serving("enable_prefix_caching"),
+    _serving("kv_cache_dtype", unset="auto"),
+    _serving("batch_invariant", unset=False, how="env"),
+    _serving("max_num_seqs"),
+    _serving("quantization", compare=("quantisation", "method")),
     # ---------------------------------------------------------------- prompt
-    Factor("prompt_format", "lmeval (lm-eval's templates), lettered (choices with letters) or cloze; a task built "
-                            "from a recorded lm-eval configuration replays with its own templates",
-           ("prompt_format", "task_config"), str, FORMATS,
-           lambda fp: (fp.prompt.format, fp.task_config), ("prompt_format", "format"), protocol=str,
-           moves=lambda c, t: [f for f in t.formats if f != c.prompt_format], default_move=2),
-    Factor("label_style", "lettered prompts: A. (A) A) A: or none", ("label_style",), str, LABEL_STYLES,
-           lambda fp: (fp.prompt.label_style or "A.",), ("prompt_format", "label_style"), protocol=str,
-           why_not={"reproduce": "only lettered prompts use it: try prompt_format first"}),
-    Factor("choice_separator", "lettered prompts: text between question and choices", ("choice_separator",),
-           unescape, None, lambda fp: ("\n" if fp.prompt.choice_separator is None else fp.prompt.choice_separator,),
-           ("prompt_format", "choice_separator"), protocol=str,
-           why_not={"reproduce": "only lettered prompts use it: try prompt_format first"}),
-    Factor("description", "text before the examples (task = the task's own, none = no description)",
-           ("description",), lambda s: None if s == "task" else "" if s == "none" else unescape(s), None,
-           lambda fp: (fp.prompt.description if fp.prompt.description_override else None,),
-           ("prompt_format", "description"), protocol=str | None,
-           why_not={"reproduce": "free text: no finite set of moves"}),
-    Factor("chat_template", "wrap prompts in the model's chat template", ("chat_template",), flag, None,
-           lambda fp: (fp.prompt.chat_template,), ("chat_template", "applied"), protocol=bool,
-           moves=lambda c, t: [not c.chat_template], default_move=3),
-    Factor("system_prompt", "system message (with or without a chat template)", ("system_prompt",),
-           _none_or(unescape), None, lambda fp: (fp.prompt.system_prompt,), ("chat_template", "system_prompt"),
-           protocol=str | None, why_not={"reproduce": "free text: no finite set of moves"}),
-    Factor("fewshot_as_multiturn", "with the chat template, each example its own user/assistant turns",
-           ("fewshot_as_multiturn",), flag, None, lambda fp: (bool(fp.prompt.fewshot_as_multiturn),),
-           ("chat_template", "fewshot_as_multiturn"), protocol=bool,
-           why_not={"reproduce": "needs a chat template: try chat_template first"}),
+    setting("prompt_format", ("prompt_format", "format"), fields=("prompt_format", "task_config"), protocol=str,
+            doc="lmeval (lm-eval's templates), lettered (choices with letters) or cloze; a task built from a "
+                "recorded lm-eval configuration replays with its own templates",
+            fingerprint=lambda fp: (fp.settings.prompt.prompt_format, fp.task_config),
+            moves=lambda c, t: [f for f in t.formats if f != c.prompt_format], default_move=2),
+    setting("label_style", ("prompt_format", "label_style"), protocol=str, why_not={"reproduce": _LETTERED}),
+    setting("choice_separator", ("prompt_format", "choice_separator"), parse=unescape, protocol=str,
+            why_not={"reproduce": _LETTERED}),
+    setting("description", ("prompt_format", "description"), protocol=str | None,
+            parse=lambda s: None if s == "task" else "" if s == "none" else unescape(s),
+            doc="text before the examples (task = the task's own, none = no description)",
+            why_not={"reproduce": "free text: no finite set of moves"}),
+    setting("chat_template", ("chat_template", "applied"), protocol=bool,
+            moves=lambda c, t: [not c.chat_template], default_move=3),
+    setting("system_prompt", ("chat_template", "system_prompt"), parse=_none_or(unescape), protocol=str | None,
+            why_not={"reproduce": "free text: no finite set of moves"}),
+    setting("fewshot_as_multiturn", ("chat_template", "fewshot_as_multiturn"), protocol=bool,
+            why_not={"reproduce": "needs a chat template: try chat_template first"}),
     # ---------------------------------------------------------------- few-shot
-    Factor("num_fewshot", "few-shot examples per prompt (n-shot)", ("num_fewshot",), int, None,
-           lambda fp: (fp.fewshot.num_fewshot,), ("fewshot", "num_fewshot"), protocol=int,
-           moves=lambda c, t: [n for n in (0, 5, 10, 25) if n != _shots(c, t)], default_move=1),
-    Factor("fewshot_split", "split few-shot examples are drawn from", ("fewshot_split",), str, None,
-           lambda fp: (fp.fewshot.split,), ("fewshot", "split"), protocol=str,
-           why_not={"replay": "the split is recorded as used and comes with the task definition",
-                    "reproduce": "a task's splits are few: pick one with run --fewshot-split"}),
-    Factor("fewshot_seed", "seed of the few-shot sampler", ("fewshot_seed",), int, None,
-           lambda fp: (fp.seeds.fewshot,), ("seed", "fewshot"), protocol=int,
-           moves=lambda c, t: [c.fewshot_seed + 1], default_move=4),
-    Factor("fewshot_order", "seed of a per-doc permutation of the selected examples (none = sampler order)",
-           ("fewshot_order_seed",), _none_or(int), None, lambda fp: (fp.fewshot.order_seed,),
-           ("fewshot", "order_seed"), moves=lambda c, t: [1] if c.fewshot_order_seed is None else [None],
-           default_move=5, why_not={"protocol": "no protocol fixes an order beyond its sampler's"}),
+    setting("num_fewshot", ("fewshot", "num_fewshot"), parse=int, protocol=int,
+            moves=lambda c, t: [n for n in (0, 5, 10, 25) if n != _shots(c, t)], default_move=1),
+    setting("fewshot_split", ("fewshot", "split"), parse=str, protocol=str,
+            why_not={"replay": "the split is recorded as used and comes with the task definition",
+                     "reproduce": "a task's splits are few: pick one with run --fewshot-split"}),
+    setting("fewshot_seed", ("seed", "fewshot"), protocol=int,
+            moves=lambda c, t: [c.fewshot_seed + 1], default_move=4),
+    dataclasses.replace(
+        setting("fewshot_order_seed", ("fewshot", "order_seed"), default_move=5,
+                moves=lambda c, t: [1] if c.fewshot_order_seed is None else [None],
+                doc="seed of a per-doc permutation of the selected examples (none = sampler order)",
+                why_not={"protocol": "no protocol fixes an order beyond its sampler's"}), name="fewshot_order"),
     # ---------------------------------------------------------------- generation and sampling
-    Factor("until", "stop sequences, '|'-separated (none = only EOS); the tokenizer's EOS is added",
-           ("until", "stop_at_eos"), lambda s: [] if s.lower() == "none" else [unescape(x) for x in s.split("|")],
-           None, _until, ("stop", "until"), protocol=list[str],
-           why_not={"reproduce": "free text: no finite set of moves"}),
-    Factor("max_gen_toks", "token budget of a generation", ("max_gen_toks",), int, None,
-           _gen("max_gen_toks", None), ("max_tokens", "max_gen_toks"), protocol=int,
-           moves=lambda c, t: [b for b in (256, 1024) if b != (c.max_gen_toks or t.max_gen_toks)]
-           if t.output_type.value == "generate_until" else []),
-    Factor("do_sample", "sample instead of greedy decoding (with temperature 0 it stays greedy)", ("do_sample",),
-           flag, None, _gen("do_sample", False), ("sampling", "do_sample"), protocol=bool,
-           moves=lambda c, t: [not c.do_sample] if t.output_type.value == "generate_until" else []),
-    Factor("temperature", "sampling temperature (0 = greedy)", ("temperature",), float, None,
-           _gen("temperature", 0.0), ("sampling", "temperature"), protocol=float,
-           moves=lambda c, t: [x for x in (0.0, 0.7, 1.0) if x != c.temperature]
-           if t.output_type.value == "generate_until" else []),
-    Factor("top_p", "nucleus sampling mass", ("top_p",), float, None, _gen("top_p", 1.0), ("sampling", "top_p"),
-           protocol=float, moves=lambda c, t: [x for x in (0.9, 1.0) if x != c.top_p]
-           if t.output_type.value == "generate_until" else []),
-    Factor("top_k", "top-k sampling (0 = off)", ("top_k",), int, None, _gen("top_k", 0), ("sampling", "top_k"),
-           protocol=int, moves=lambda c, t: [x for x in (0, 50) if x != c.top_k]
-           if t.output_type.value == "generate_until" else []),
-    Factor("sampling_seed", "seed of sampled generations (default: the torch seed)", ("sampling_seed",),
-           _none_or(int, "torch"), None, lambda fp: (fp.generation.seed if fp.generation else None,),
-           ("sampling", "seed"), protocol=int,
-           moves=lambda c, t: [(c.sampling_seed if c.sampling_seed is not None else c.torch_seed) + 1]
-           if t.output_type.value == "generate_until" and c.do_sample else []),
+    setting("until", ("stop", "until"), fields=("until", "stop_at_eos"), protocol=list[str],
+            parse=lambda s: [] if s.lower() == "none" else [unescape(x) for x in s.split("|")],
+            doc="stop sequences, '|'-separated (none = only EOS); the tokenizer's EOS is added", fingerprint=_until,
+            why_not={"reproduce": "free text: no finite set of moves"}),
+    setting("max_gen_toks", ("max_tokens", "max_gen_toks"), parse=int, protocol=int,
+            moves=lambda c, t: [b for b in (256, 1024) if b != (c.max_gen_toks or t.max_gen_toks)]
+            if t.output_type.value == "generate_until" else []),
+    setting("do_sample", ("sampling", "do_sample"), protocol=bool,
+            moves=lambda c, t: [not c.do_sample] if t.output_type.value == "generate_until" else []),
+    setting("temperature", ("sampling", "temperature"), protocol=float,
+            moves=_gen_moves((0.0, 0.7, 1.0), "temperature")),
+    setting("top_p", ("sampling", "top_p"), protocol=float, moves=_gen_moves((0.9, 1.0), "top_p")),
+    setting("top_k", ("sampling", "top_k"), protocol=int, moves=_gen_moves((0, 50), "top_k")),
+    setting("sampling_seed", ("sampling", "seed"), parse=_none_or(int, "torch"), protocol=int,
+            doc="seed of sampled generations (default: the torch seed)",
+            moves=lambda c, t: [(c.sampling_seed if c.sampling_seed is not None else c.torch_seed) + 1]
+            if t.output_type.value == "generate_until" and c.do_sample else []),
     # ---------------------------------------------------------------- seeds
-    Factor("seed", "Python random seed", ("seed",), int, None, lambda fp: (fp.seeds.python,), ("seed", "python"),
-           protocol=int, why_not={"reproduce": "moves nothing once the few-shot and sampling seeds are fixed"}),
-    Factor("numpy_seed", "numpy seed", ("numpy_seed",), int, None, lambda fp: (fp.seeds.numpy,), ("seed", "numpy"),
-           protocol=int, why_not={"reproduce": "moves nothing once the few-shot and sampling seeds are fixed"}),
-    Factor("torch_seed", "torch seed (and the sampling seed unless sampling_seed is set)", ("torch_seed",), int,
-           None, lambda fp: (fp.seeds.torch,), ("seed", "torch"), protocol=int,
-           why_not={"reproduce": "sampling_seed is the move for sampled generations"}),
+    setting("seed", ("seed", "python"), protocol=int,
+            why_not={"reproduce": "moves nothing once the few-shot and sampling seeds are fixed"}),
+    setting("numpy_seed", ("seed", "numpy"), protocol=int,
+            why_not={"reproduce": "moves nothing once the few-shot and sampling seeds are fixed"}),
+    setting("torch_seed", ("seed", "torch"), protocol=int,
+            why_not={"reproduce": "sampling_seed is the move for sampled generations"}),
     # ---------------------------------------------------------------- scoring
-    Factor("acc_norm", "what acc_norm divides by: char_length (lm-eval), token_length, byte_length, or pmi",
-           ("acc_norm",), str, ("char_length", "token_length", "byte_length", "pmi"),
-           lambda fp: (fp.metric.acc_norm_normalisation or "char_length",), ("metric_variant", "acc_norm"),
-           stage="scoring", protocol=str, protocol_values={"bytes": "byte_length", "tokens": "token_length"},
-           why_not={"reproduce": "read from the same inference: every variant is scored at once"}),
-    Factor("answer_match", "generate_until: exact (lm-eval), quasi_exact (HELM), prefix or suffix (lighteval)",
-           ("answer_match",), str, ANSWER_MATCHES,
-           lambda fp: (fp.metric.answer_match or "exact",), ("metric_variant", "answer_match"), stage="scoring",
-           protocol=str, why_not={"reproduce": "a matching rule is a metric variant: compare reads it"}),
-    Factor("ignore_case", "exact_match option (task = the task's own)", ("ignore_case",), optional_flag, None,
-           _answer_option("ignore_case"), ("metric_variant", "exact_match_options"), stage="scoring",
-           why_not={"protocol": "protocols state the metric, not lm-eval's option", "reproduce": "a metric option"}),
-    Factor("ignore_punctuation", "exact_match option (task = the task's own)", ("ignore_punctuation",),
-           optional_flag, None, _answer_option("ignore_punctuation"), ("metric_variant", "exact_match_options"),
-           stage="scoring", why_not={"protocol": "protocols state the metric, not lm-eval's option",
-                                     "reproduce": "a metric option"}),
-    Factor("regexes_to_ignore", "exact_match option: patterns removed before matching, '|'-separated",
-           ("regexes_to_ignore",), lambda s: None if s == "task" else [] if s == "none" else s.split("|"), None,
-           _answer_option("regexes_to_ignore"), ("metric_variant", "exact_match_options"), stage="scoring",
-           why_not={"protocol": "protocols state the metric, not lm-eval's option", "reproduce": "a metric option"}),
-    Factor("score_normalisation", "raw, or leaderboard_normalised (Open LLM Leaderboard v2)",
-           ("score_normalisation",), str, ("raw", "leaderboard_normalised"),
-           lambda fp: (fp.metric.score_normalisation,),
-           ("metric_variant", "score"), stage="scoring", protocol=Literal["raw", "leaderboard_normalised"],
-           protocol_names=("score",),
-           why_not={"reproduce": "both forms are read from the same inference"}),
+    setting("acc_norm", ("metric_variant", "acc_norm"), stage="scoring", protocol=str,
+            protocol_values={"bytes": "byte_length", "tokens": "token_length"},
+            why_not={"reproduce": "read from the same inference: every variant is scored at once"}),
+    setting("answer_match", ("metric_variant", "answer_match"), stage="scoring", protocol=str,
+            why_not={"reproduce": "a matching rule is a metric variant: compare reads it"}),
+    setting("ignore_case", ("metric_variant", "exact_match_options"), stage="scoring",
+            doc="exact_match option (task = the task's own)", why_not=_EM_OPTION),
+    setting("ignore_punctuation", ("metric_variant", "exact_match_options"), stage="scoring",
+            doc="exact_match option (task = the task's own)", why_not=_EM_OPTION),
+    setting("regexes_to_ignore", ("metric_variant", "exact_match_options"), stage="scoring",
+            doc="exact_match option: patterns removed before matching, '|'-separated",
+            parse=lambda s: None if s == "task" else [] if s == "none" else s.split("|"), why_not=_EM_OPTION),
+    setting("score_normalisation", ("metric_variant", "score"), stage="scoring",
+            protocol=Literal["raw", "leaderboard_normalised"], protocol_names=("score",),
+            why_not={"reproduce": "both forms are read from the same inference"}),
     # ---------------------------------------------------------------- data
-    Factor("split", "evaluation split", ("split",), str, None, lambda fp: (fp.data.split,), ("data", "split"),
-           protocol=str, why_not={"sweep": "other docs: compare reports them as not comparable",
-                                  "replay": "other docs: attribution needs the same docs",
-                                  "reproduce": "other docs cannot reproduce a number on these"}),
-    Factor("limit", "evaluate only the first N docs", ("limit",), int, None, lambda fp: (fp.data.limit,),
-           ("data", "limit"), protocol=int,
-           why_not={"sweep": "other docs: compare reports them as not comparable",
-                    "replay": "other docs: attribution needs the same docs",
-                    "reproduce": "other docs cannot reproduce a number on these"}),
+    setting("split", ("data", "split"), parse=str, protocol=str, why_not=_OTHER_DOCS),
+    setting("limit", ("data", "limit"), parse=int, protocol=int, why_not=_OTHER_DOCS),
     # ---------------------------------------------------------------- stated by protocols, read, not set
     *(_stated(*row) for row in (
         ("metric", "the metric a protocol reports", None, str, "a scoring choice read from the run's metrics",
@@ -332,9 +307,8 @@ FACTORS: tuple[Factor, ...] = (
 
 BY_NAME: dict[str, Factor] = {f.name: f for f in FACTORS}
 #: RunConfig fields that are not factors: what is evaluated, where things are read and written
-NON_FACTOR_FIELDS = ("task", "model", "revision", "trust_remote_code", "data_dir", "doc_ids",
-                     "fewshot_ids", "fewshot_from", "fewshot_by_doc", "device", "cache_dir", "use_batch_cache",
-                     "protocol")
+NON_FACTOR_FIELDS = ("task", "task_config", "model", "revision", "trust_remote_code", "data_dir", "doc_ids",
+                     "fewshot_ids", "fewshot_from", "fewshot_by_doc", "cache_dir", "use_batch_cache", "protocol")
 
 
 def get(name: str) -> Factor:

@@ -1,219 +1,242 @@
-"""The Fingerprint: every factor that can move a score, as resolved values.
+"""The Fingerprint (schema 3): every setting a run used, in the settings records of :mod:`repaudit.settings`, and
+the facts that identify what ran (hashes of the data, weights, tokenizer and templates; the machine; versions).
 
-A fingerprint holds what was *actually used* (the dtype the weights were loaded in, the batch
-sizes actually run, the few-shot ids in order by hash, the template's hash), never "None means
-default". The schema is versioned and rejects unknown keys; :meth:`Fingerprint.digest` is the
-sha256 of its canonical JSON.
+``settings`` holds the same record classes a :class:`~repaudit.run.config.RunConfig` composes, *resolved*: the
+split, n-shot, few-shot pool, token budget and stop sequences the run used, the backend, device and dtype the
+weights were loaded in — never "None means default" where a value was used (``None`` stays where a setting does
+not apply: the sampling seed of a greedy run, the description override of a run that kept the task's own). The
+replay is these records; ``compare`` reads them through the factor registry. Schema-2 files are read by
+:mod:`repaudit.run.fingerprint_v2` and upgraded, keeping the digest they were written with.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from repaudit.hashing import sha256_json
 from repaudit.run.environment import GitState, Hardware, Software
-from repaudit.run.protocol import ProtocolRecord
+from repaudit.run.protocol_record import ProtocolRecord
+from repaudit.settings import (
+    STAGES,
+    DataSettings,
+    FewshotSettings,
+    GenerationSettings,
+    PromptSettings,
+    ScoringSettings,
+    SeedSettings,
+    ServingSettings,
+    added_later,
+)
 
-FINGERPRINT_SCHEMA_VERSION = 2
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
-
-
-def later() -> Any:
-    """A field added after schema 2 shipped: ``None`` by default, and left out of the digest while ``None`` so
-    that older run files keep their digest (:meth:`Fingerprint.canonical`)."""
-    return Field(None, json_schema_extra={"later": True})
-
-
-class Seeds(_Strict):
-    """Seeds set before the run (lm-eval's ``--seed`` order: python, numpy, torch, few-shot)."""
-
-    python: int
-    numpy: int
-    torch: int
-    fewshot: int
+FINGERPRINT_SCHEMA_VERSION = 3
 
 
-class ModelIdentity(_Strict):
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), use_attribute_docstrings=True)
+
+
+class RunSettings(_Record):
+    """Every settings record of a run, as resolved (see the module docstring)."""
+
+    data: DataSettings
+    """Which docs: the split used and the limit."""
+    seeds: SeedSettings
+    """The seeds set before the run."""
+    prompt: PromptSettings
+    """The prompt format, labels, separators, description override, chat template and system prompt."""
+    fewshot: FewshotSettings
+    """n-shot used, the split its examples came from, the order seed."""
+    serving: ServingSettings
+    """The backend, device and dtype the model ran in, batching, vLLM's engine options as asked."""
+    generation: GenerationSettings | None
+    """generate_until settings as used (stop sequences without the EOS added for them); None: no generation."""
+    scoring: ScoringSettings
+    """acc_norm's normalisation, answer matching and its options, score normalisation."""
+
+
+class DataIdentity(_Record):
+    """The task and the docs: where they were read from, and hashes that tell the same docs from any source."""
+
+    task: str
+    """The task's name."""
+    task_version: float
+    """The task definition's version."""
+    output_type: str
+    """multiple_choice, loglikelihood or generate_until."""
+    source: str
+    """Where the rows came from: data_dir, env ($REPAUDIT_DATA_DIR), package or hub."""
+    origin: str
+    """The option or variable that chose the source."""
+    location: str
+    """The file or dataset read."""
+    revision: str | None
+    """The hub revision of a hub dataset, else None."""
+    file_sha256: str | None
+    """sha256 of the bytes read (None for a hub dataset read by the datasets library)."""
+    content_sha256: str
+    """sha256 of the rows: the same for the same docs from any source."""
+    n_docs_split: int
+    """Docs in the split before any limit."""
+    n_docs: int
+    """Docs evaluated."""
+    docs_sha256: str
+    """sha256 of the processed docs evaluated."""
+    doc_ids_sha256: str | None = None
+    """sha256 of the evaluated doc ids when only a subset ran (a round of --precision), else None."""
+
+
+class ModelIdentity(_Record):
     """Which weights and tokenizer: hashes, not just names."""
 
     name: str
+    """The model as named on the command line (a local path, a hub id, or the default's name)."""
     source: str
+    """gguf-package (the default model), local or hub."""
     revision: str | None
+    """The hub revision used, else None."""
     weights_sha256: str
+    """sha256 over the weight files loaded."""
     gguf_sha256: str | None
+    """sha256 of the GGUF the weights were de-quantised from, else None."""
     tokenizer_sha256: str
+    """sha256 of the tokenizer's files."""
     special_tokens: dict[str, str | None]
+    """The tokenizer's bos, eos and pad tokens."""
     architecture: str
+    """The model class transformers loaded."""
     num_parameters: int
+    """Parameters of the loaded model."""
     trust_remote_code: bool
+    """Whether the repository's own code was allowed."""
 
 
-class BackendConfig(_Strict):
-    """How inference ran. ``batch_sizes_used`` maps a batch size to the number of batches of it;
-    ``engine`` holds the backend's own settings that can change numbers (transformers: attention
-    implementation; vLLM: version, attention backend, scheduler limits, prefix caching, eager mode,
-    engine seed, batch-invariant mode). ``padding_side`` and ``scoring_strategy`` are the requested
-    values; the vllm backend does not use them."""
+class BackendFacts(_Record):
+    """What the backend did, beyond the serving settings asked for."""
 
-    name: str
-    device: str
-    dtype: str
-    batch_size: int
     batch_sizes_used: dict[str, int]
-    padding_side: str
+    """Batch size → number of batches of that size actually run."""
     max_length: int
+    """The context window requests were cut to (tokens)."""
     add_special_tokens: bool
-    scoring_strategy: str
+    """Whether the tokenizer's special tokens were added when encoding."""
     engine: dict[str, Any] | None = None
-    #: requested (``None`` = the tokenizer's default) and resolved from the token ids sent: True/False/"mixed"
-    add_bos_token: bool | None = None
+    """The engine's own facts that can change numbers (transformers: attention implementation; vLLM: version,
+    attention backend, scheduler limits, prefix caching, engine seed, batch-invariant mode, what was requested)."""
     bos_first: bool | str | None = None
+    """Whether the ids sent started with BOS, from the ids themselves: True, False or "mixed"."""
 
 
-class PromptConfig(_Strict):
-    """Prompt format, its template hash, delimiters, chat template and system prompt.
+class PromptFacts(_Record):
+    """What the prompt settings produced: template and delimiter facts, the description used."""
 
-    Added later, left out of the digest when ``None`` (older files keep their digest):
-    ``label_style`` and ``choice_separator`` (lettered prompts only), ``description`` (the text
-    before the examples when one text served every doc; ``None`` when it varies by doc, e.g.
-    MMLU's subject), ``description_sha256`` (sha256 of every evaluated doc's description, in doc
-    order), ``description_override`` (``True`` when set by ``--description``, else ``None``: the
-    task's own), ``fewshot_as_multiturn`` (``True`` or ``None``).
-    """
-
-    format: str
     template_sha256: str
+    """sha256 of the prompt template source."""
     target_delimiter: str
+    """Text between a question and its answer."""
     fewshot_delimiter: str
-    chat_template: bool
+    """Text between examples."""
     chat_template_sha256: str | None
-    system_prompt: str | None
-    label_style: str | None = later()
-    choice_separator: str | None = later()
-    description: str | None = later()
-    description_sha256: str | None = later()
-    description_override: bool | None = later()
-    fewshot_as_multiturn: bool | None = later()
+    """sha256 of the chat template applied, else None."""
+    description: str | None = None
+    """The description the prompts used when one text served every doc (None when it varies by doc, e.g. MMLU's
+    subject)."""
+    description_sha256: str | None = None
+    """sha256 of every evaluated doc's description, in doc order."""
 
 
-class FewshotConfig(_Strict):
-    """n-shot and how examples were chosen (the sampler's seed is ``Seeds.fewshot``).
+class FewshotFacts(_Record):
+    """How the few-shot examples were chosen (the settings say how many and from where)."""
 
-    ``ids_sha256`` hashes every doc's few-shot ids in order; the ids themselves are in the run's
-    per-doc results. ``order_seed`` is None when examples stay in the sampler's order, else the
-    seed of the per-doc permutation applied after selection (:func:`repaudit.tasks.fewshot.permute`)."""
-
-    num_fewshot: int
-    split: str | None
     sampler: str
+    """The task's sampler (random, first_n, fixed samples, none)."""
     ids_sha256: str
-    order_seed: int | None = None
+    """sha256 of every doc's few-shot ids, in order (the ids are in the run's per-doc results)."""
 
 
-class GenerationConfig(_Strict):
-    """generate_until settings; stop sequences include the EOS handling."""
+class GenerationFacts(_Record):
+    """What the generation settings became for this model."""
 
-    until: list[str]
     eos_token: str | None
-    stop_at_eos: bool
-    max_gen_toks: int
-    do_sample: bool
-    temperature: float
-    top_p: float
-    top_k: int
-    #: the seed of sampled generations (set only when sampling was on)
-    seed: int | None = later()
-    #: the hf backend's generation strategy when it is not ``exact`` (``prefix_cache``); None = exact, as every
-    #: run before strategies existed
-    strategy: str | None = later()
+    """The tokenizer's EOS string (added to the stop sequences when generation.stop_at_eos)."""
+    stops: list[str]
+    """The stop sequences generations were cut at, EOS included."""
 
 
-class MetricConfig(_Strict):
-    """Metric variants: names, acc_norm's normalisation, answer filters, stderr formula, and the
-    options of ``exact_match`` (``ignore_case``, ``regexes_to_ignore``, …) for generations."""
+class MetricFacts(_Record):
+    """The metrics computed and how they aggregate (the scoring settings say which variant)."""
 
     metrics: list[str]
-    acc_norm_normalisation: str | None
+    """Metric names computed per doc."""
     filters: list[str]
+    """Answer filters applied (generate_until), ["none"] otherwise."""
     aggregation: str
+    """How per-doc values aggregate (mean)."""
     stderr: str
+    """The standard error's formula."""
     options: dict[str, Any] = {}
-    #: ``raw`` or ``leaderboard_normalised`` (Open LLM Leaderboard v2); the random-guess baseline used
-    score_normalisation: str = "raw"
+    """The exact_match options as resolved (the task's, overridden by the scoring settings)."""
     random_baseline: float | None = None
-    #: the metric a followed protocol reports (``acc_norm``), else None
+    """The chance score used to normalise (leaderboard normalisation), else None."""
     reported: str | None = None
-    #: generate_until: how answers are matched (``exact``, ``quasi_exact``, ``prefix``, ``suffix``)
-    answer_match: str | None = later()
+    """The metric a followed protocol reports, else None."""
 
 
-class DataIdentity(_Strict):
-    """Task and docs: where they were read from, split, hashes, ``limit`` and the docs actually evaluated.
+class Fingerprint(_Record):
+    """Everything that identifies a run's configuration (see the module docstring)."""
 
-    ``source`` is ``data_dir``, ``env`` (``$REPAUDIT_DATA_DIR``), ``package`` or ``hub``
-    (:mod:`repaudit.tasks.data`); ``file_sha256`` hashes the bytes read; ``content_sha256`` hashes
-    the rows and is the same for the same docs from any source; ``docs_sha256`` hashes the
-    processed docs actually evaluated.
-    """
-
-    task: str
-    task_version: float
-    output_type: str
-    source: str
-    origin: str
-    location: str
-    split: str
-    revision: str | None
-    file_sha256: str | None
-    content_sha256: str
-    n_docs_split: int
-    limit: int | None
-    n_docs: int
-    docs_sha256: str
-    #: sha256 of the evaluated doc ids when only a subset ran (a round of ``--precision``); else None
-    doc_ids_sha256: str | None = later()
-
-
-class Fingerprint(_Strict):
-    """Everything that identifies a run's configuration. See the module docstring."""
-
-    schema_version: Literal[2] = FINGERPRINT_SCHEMA_VERSION
+    schema_version: Literal[3] = FINGERPRINT_SCHEMA_VERSION
+    """The fingerprint's schema (3; schema-2 files are upgraded when read)."""
+    settings: RunSettings
+    """Every setting as the run used it."""
     data: DataIdentity
+    """The task and the docs."""
     model: ModelIdentity
-    backend: BackendConfig
-    prompt: PromptConfig
-    fewshot: FewshotConfig
-    generation: GenerationConfig | None
-    metric: MetricConfig
-    seeds: Seeds
-    #: the recorded lm-eval task configuration a task was built from (``--task-config``), else None
+    """The weights and tokenizer."""
+    backend: BackendFacts
+    """What the backend did."""
+    prompt: PromptFacts
+    """What the prompt settings produced."""
+    fewshot: FewshotFacts
+    """How the examples were chosen."""
+    generation: GenerationFacts | None
+    """Stop facts of generate_until (None: no generation)."""
+    metric: MetricFacts
+    """The metrics and their aggregation."""
     task_config: dict[str, Any] | None = None
-    #: the published protocol followed (``run --protocol``): name, sha256, overrides
+    """The recorded lm-eval task configuration a task was built from (--task-config), else None."""
     protocol: ProtocolRecord | None = None
+    """The published protocol followed (run --protocol): name, sha256, overrides."""
     hardware: Hardware
+    """The machine."""
     software: Software
+    """Python and library versions."""
     git: GitState
+    """The repaudit checkout's commit, if any."""
+    _legacy_digest: str | None = PrivateAttr(None)
 
     def canonical(self) -> dict:
-        """The JSON-ready dict the digest is computed from."""
+        """The JSON-ready dict the digest is computed from: settings added after schema 3 are left out while at
+        their default (so that a record keeps its digest when a later version adds a factor), as is an unset
+        protocol."""
         d = self.model_dump(mode="json")
-        if d.get("protocol") is None:  # runs without a protocol keep the digest they had before it existed
+        if d.get("protocol") is None:
             d.pop("protocol", None)
-        # likewise fields added after schema 2 shipped (marked with later()), while unset
-        for group, part in d.items():
-            sub = getattr(self, group, None)
-            if not isinstance(part, dict) or not isinstance(sub, BaseModel):
+        for stage, part in d["settings"].items():
+            if not isinstance(part, dict):
                 continue
-            for key, info in type(sub).model_fields.items():
-                if (info.json_schema_extra or {}).get("later") and part.get(key) is None:
-                    part.pop(key, None)
+            for name, info in STAGES[stage].model_fields.items():
+                if added_later(f"{stage}.{name}") and part.get(name) == info.get_default():
+                    part.pop(name, None)
         return d
 
     def digest(self) -> str:
-        """sha256 of the canonical JSON of this fingerprint."""
-        return sha256_json(self.canonical())
+        """sha256 of the canonical JSON (a schema-2 file upgraded on reading keeps the digest it was written
+        with)."""
+        return self._legacy_digest or sha256_json(self.canonical())
+
+    def with_legacy_digest(self, digest: str) -> Fingerprint:
+        """This fingerprint, digesting as the schema-2 record it was upgraded from."""
+        self._legacy_digest = digest
+        return self

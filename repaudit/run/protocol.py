@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, model_
 from repaudit.boundary import InputError, read_yaml, validate
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
+from repaudit.run.protocol_record import ProtocolRecord
 
 
 def _factors() -> dict:
@@ -184,21 +185,6 @@ def load_protocol(name_or_path: str | Path) -> tuple[Protocol, Path]:
             return read_protocol(f), f
     names = ", ".join(f.stem for f in available()) or f"none in {protocol_dir()}"
     raise RepauditError(f"unknown protocol '{name_or_path}': give a YAML path or one of: {names}")
-
-
-class ProtocolRecord(_Strict):
-    """What a run records of its protocol: name, sha256, the options the user set over it
-    (``overrides``: factor -> [protocol value, value used]) and the protocol's settings that
-    repaudit could not apply (``not_applied``: factor -> why)."""
-
-    name: str
-    sha256: str
-    overrides: dict[str, list[Any]] = {}
-    not_applied: dict[str, str] = {}
-    #: fields applied only where the data has them (splits fall back as the task's default does)
-    preferred: list[str] = []
-    #: the scoring choices it fixes (metric, acc_norm, aggregation, random_baseline)
-    scoring: dict[str, Any] = {}
 
 
 def apply_protocol(proto: Protocol, task: str, explicit: dict[str, Any]) -> tuple[dict[str, Any], ProtocolRecord]:

@@ -14,7 +14,9 @@ from repaudit.run.diagnostics import Diagnostics
 from repaudit.run.fingerprint import Fingerprint
 from repaudit.run.metrics import Metric
 
-RUN_SCHEMA_VERSION = 2
+RUN_SCHEMA_VERSION = 3
+#: run schemas this version reads (schema 2 records hold fingerprint schema 2, upgraded when read)
+READABLE_RUN_SCHEMAS = (2, 3)
 
 
 class DocResult(BaseModel):
@@ -75,7 +77,7 @@ class RunRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
     kind: Literal["repaudit.run"] = "repaudit.run"
-    schema_version: Literal[2] = RUN_SCHEMA_VERSION
+    schema_version: Literal[2, 3] = RUN_SCHEMA_VERSION
     repaudit_version: str
     created_at: str
     fingerprint: Fingerprint
@@ -156,11 +158,17 @@ def parse_record(raw: Any, path: Path) -> RunRecord:
     if not isinstance(raw, dict) or raw.get("kind") != "repaudit.run":
         raise InputError(path, None, 'is not a repaudit run (no "kind": "repaudit.run")')
     version = raw.get("schema_version")
-    if isinstance(version, int) and not isinstance(version, bool) and version != RUN_SCHEMA_VERSION:
+    if isinstance(version, int) and not isinstance(version, bool) and version not in READABLE_RUN_SCHEMAS:
         raise InputError(path, "$.schema_version", f"is run schema v{version}; this repaudit reads "
-                         f"v{RUN_SCHEMA_VERSION} (v2 records where the data came from and a source-independent "
-                         "content hash): re-run it with this version")
-    record, _ = validate(RunRecord, raw, path, schema=f"run schema v{RUN_SCHEMA_VERSION}")
+                         f"v{' and v'.join(map(str, READABLE_RUN_SCHEMAS))} (v2 records where the data came from and "
+                         "a source-independent content hash): re-run it with this version")
+    if version == 2 and isinstance(raw.get("fingerprint"), dict):
+        from repaudit.run.fingerprint_v2 import FingerprintV2, upgrade
+
+        old, _ = validate(FingerprintV2, raw["fingerprint"], path, prefix=("fingerprint",),
+                          schema="fingerprint schema 2")
+        raw = {**raw, "fingerprint": upgrade(old)}
+    record, _ = validate(RunRecord, raw, path, schema=f"run schema v{version if version in (2, 3) else 3}")
     seen: dict[int, int] = {}
     for i, d in enumerate(record.docs):
         if d.doc_id in seen:

@@ -30,15 +30,15 @@ from repaudit.run.diagnostics import Diagnostics, diagnose
 from repaudit.run.docs import DocSet, load_docs
 from repaudit.run.environment import capture_git_state, capture_hardware, capture_software
 from repaudit.run.fingerprint import (
-    BackendConfig,
+    BackendFacts,
     DataIdentity,
-    FewshotConfig,
+    FewshotFacts,
     Fingerprint,
-    GenerationConfig,
-    MetricConfig,
+    GenerationFacts,
+    MetricFacts,
     ModelIdentity,
-    PromptConfig,
-    Seeds,
+    PromptFacts,
+    RunSettings,
 )
 from repaudit.run.metrics import aggregate, normalised_metrics
 from repaudit.run.normalise import random_baseline
@@ -46,10 +46,10 @@ from repaudit.run.pool import BackendPool, load
 from repaudit.run.progress import progress
 from repaudit.run.records import RunRecord, Timings
 from repaudit.run.scoring import doc_hash, doc_result, em_options, metric_variants, pipelines
+from repaudit.settings import DataSettings, FewshotSettings, GenerationSettings
 from repaudit.tasks.base import OutputType, Task
 from repaudit.tasks.definitions import TASKS
 from repaudit.tasks.prompts import PromptOptions, RenderedDoc, check_format, render, template_sha256
-from repaudit.tasks.requests import GenerationSettings
 
 __all__ = ["BackendPool", "RunConfig", "default_cache_dir", "get_task", "run"]
 
@@ -158,22 +158,23 @@ def seed_everything(cfg: RunConfig) -> None:
 
 
 def generation_settings(task: Task, cfg: RunConfig, eos_token: str | None) -> GenerationSettings | None:
-    """The generate_until settings actually used (``None`` for loglikelihood tasks).
+    """The generate_until settings actually used (``None`` for loglikelihood tasks): ``cfg.generation`` with the
+    task's stop sequences and token budget where it leaves them to the task, the EOS appended to the stops, the
+    sampling seed resolved, and temperature 0 recorded as greedy.
 
     lm-eval appends the EOS string to ``until`` unless it is already there; so does repaudit with
     ``stop_at_eos``.
     """
     if task.output_type is not OutputType.generate_until:
         return None
-    until = list(cfg.until) if cfg.until is not None else list(task.until)
-    if cfg.stop_at_eos and eos_token and eos_token not in until:
+    g, seeds = cfg.generation, cfg.seeds
+    until = list(g.until) if g.until is not None else list(task.until)
+    if g.stop_at_eos and eos_token and eos_token not in until:
         until.append(eos_token)
     # temperature 0 is greedy decoding whatever do_sample says (as vLLM reads it); recorded as resolved
-    return GenerationSettings(until=tuple(until), max_gen_toks=cfg.max_gen_toks or task.max_gen_toks,
-                              do_sample=cfg.do_sample and cfg.temperature > 0, temperature=cfg.temperature,
-                              top_p=cfg.top_p, top_k=cfg.top_k,
-                              seed=cfg.torch_seed if cfg.sampling_seed is None else cfg.sampling_seed,
-                              strategy=cfg.generation_strategy)
+    return g.replaced(until=tuple(until), max_gen_toks=g.max_gen_toks or task.max_gen_toks,
+                      do_sample=g.do_sample and g.temperature > 0,
+                      sampling_seed=seeds.torch_seed if g.sampling_seed is None else g.sampling_seed)
 
 
 def render_requests(task: Task, cfg: RunConfig, docset: DocSet, backend,
@@ -243,15 +244,29 @@ def answer_requests(task: Task, backend, rendered: list[RenderedDoc], cache: Bat
 
 def build_fingerprint(task: Task, cfg: RunConfig, resolved: ResolvedModel, docset: DocSet, backend,
                       rendered: list[RenderedDoc], generation: GenerationSettings | None) -> Fingerprint:
-    """Stage: the resolved value of every factor (what was actually used, never "None = default")."""
+    """Stage: every settings record as resolved (what was actually used, never "None = default" where a value
+    was used) and the facts that identify what ran (:mod:`repaudit.run.fingerprint`)."""
     info = backend.info
     src = docset.source
+    em = em_options(task, cfg.ignore_case, cfg.ignore_punctuation, cfg.regexes_to_ignore) if generation else None
+    scoring = cfg.scoring if em is None else cfg.scoring.replaced(
+        ignore_case=em.ignore_case, ignore_punctuation=em.ignore_punctuation,
+        regexes_to_ignore=None if em.regexes_to_ignore is None else tuple(em.regexes_to_ignore))
+    settings = RunSettings(
+        data=DataSettings(split=src.split, limit=cfg.limit), seeds=cfg.seeds, prompt=cfg.prompt,
+        fewshot=FewshotSettings(num_fewshot=docset.num_fewshot, fewshot_split=docset.pool_split or None,
+                                fewshot_order_seed=cfg.fewshot_order_seed),
+        serving=cfg.serving.replaced(backend=info.name, device=info.device, dtype=info.dtype),
+        # the sampling seed decides sampled generations only: a greedy run records none (as schema 2 did)
+        generation=generation if generation is None or generation.do_sample else generation.replaced(
+            sampling_seed=None), scoring=scoring)
+    desc = descriptions(task, cfg, docset)
     return Fingerprint(
+        settings=settings,
         data=DataIdentity(task=task.name, task_version=task.version, output_type=task.output_type.value,
-                          source=src.kind, origin=src.origin, location=src.location, split=src.split,
-                          revision=src.revision, file_sha256=src.file_sha256, content_sha256=src.content_sha256,
-                          n_docs_split=src.n_docs, limit=cfg.limit, n_docs=len(docset.docs),
-                          docs_sha256=sha256_json([d.row for d in docset.docs]),
+                          source=src.kind, origin=src.origin, location=src.location, revision=src.revision,
+                          file_sha256=src.file_sha256, content_sha256=src.content_sha256, n_docs_split=src.n_docs,
+                          n_docs=len(docset.docs), docs_sha256=sha256_json([d.row for d in docset.docs]),
                           doc_ids_sha256=None if cfg.doc_ids is None else sha256_json(
                               [d.doc_id for d in docset.docs])),
         model=ModelIdentity(name=resolved.name, source=resolved.source, revision=resolved.revision,
@@ -260,45 +275,22 @@ def build_fingerprint(task: Task, cfg: RunConfig, resolved: ResolvedModel, docse
                             special_tokens={"bos": info.bos_token, "eos": info.eos_token, "pad": info.pad_token},
                             architecture=info.architecture, num_parameters=info.num_parameters,
                             trust_remote_code=cfg.trust_remote_code),
-        backend=BackendConfig(name=info.name, device=info.device, dtype=info.dtype, batch_size=cfg.batch_size,
-                              batch_sizes_used={str(k): v for k, v in sorted(backend.batch_sizes_used.items())},
-                              padding_side=cfg.padding_side, max_length=info.max_length,
-                              add_special_tokens=info.add_special_tokens, scoring_strategy=cfg.scoring_strategy,
-                              engine=info.engine or None, add_bos_token=cfg.add_bos_token,
-                              bos_first=backend.encoder.resolved_bos()),
-        prompt=PromptConfig(format=cfg.prompt_format, template_sha256=template_sha256(task, cfg.prompt_format),
-                            target_delimiter=task.target_delimiter, fewshot_delimiter=task.fewshot_delimiter,
-                            chat_template=cfg.chat_template,
-                            chat_template_sha256=info.chat_template_sha256 if cfg.chat_template else None,
-                            system_prompt=cfg.system_prompt,
-                            label_style=cfg.label_style if cfg.prompt_format == "lettered" else None,
-                            choice_separator=cfg.choice_separator if cfg.prompt_format == "lettered" else None,
-                            description=(desc := descriptions(task, cfg, docset))[0],
-                            description_sha256=desc[1], description_override=cfg.description is not None or None,
-                            fewshot_as_multiturn=cfg.fewshot_as_multiturn or None),
-        fewshot=FewshotConfig(num_fewshot=docset.num_fewshot, split=docset.pool_split, sampler=docset.sampler,
-                              ids_sha256=sha256_json([r.fewshot_ids for r in rendered]),
-                              order_seed=cfg.fewshot_order_seed),
-        generation=GenerationConfig(until=list(generation.until), eos_token=info.eos_token,
-                                    stop_at_eos=cfg.stop_at_eos, max_gen_toks=generation.max_gen_toks,
-                                    do_sample=generation.do_sample, temperature=generation.temperature,
-                                    top_p=generation.top_p, top_k=generation.top_k,
-                                    seed=generation.seed if generation.do_sample else None,
-                                    strategy=None if generation.strategy == "exact" else generation.strategy)
-        if generation else None,
-        metric=MetricConfig(metrics=list(task.metrics),
-                            acc_norm_normalisation=cfg.acc_norm if "acc_norm" in task.metrics else None,
-                            filters=[p.name for p in pipelines(task)] if generation else ["none"], aggregation="mean",
-                            stderr="sample_stdev_ddof1/sqrt(n)",
-                            options={"exact_match": dataclasses.asdict(em_options(
-                                task, cfg.ignore_case, cfg.ignore_punctuation, cfg.regexes_to_ignore))}
-                            if generation else {},
-                            answer_match=cfg.answer_match if generation else None,
-                            score_normalisation=cfg.score_normalisation,
-                            random_baseline=round(random_baseline([len(r.choices) for r in rendered]
-                                                                  if not generation else []), 6),
-                            reported=(cfg.protocol.scoring.get("metric") if cfg.protocol else None)),
-        seeds=Seeds(python=cfg.seed, numpy=cfg.numpy_seed, torch=cfg.torch_seed, fewshot=cfg.fewshot_seed),
+        backend=BackendFacts(batch_sizes_used={str(k): v for k, v in sorted(backend.batch_sizes_used.items())},
+                             max_length=info.max_length, add_special_tokens=info.add_special_tokens,
+                             engine=info.engine or None, bos_first=backend.encoder.resolved_bos()),
+        prompt=PromptFacts(template_sha256=template_sha256(task, cfg.prompt_format),
+                           target_delimiter=task.target_delimiter, fewshot_delimiter=task.fewshot_delimiter,
+                           chat_template_sha256=info.chat_template_sha256 if cfg.chat_template else None,
+                           description=desc[0], description_sha256=desc[1]),
+        fewshot=FewshotFacts(sampler=docset.sampler, ids_sha256=sha256_json([r.fewshot_ids for r in rendered])),
+        generation=GenerationFacts(eos_token=info.eos_token, stops=list(generation.until)) if generation else None,
+        metric=MetricFacts(metrics=list(task.metrics),
+                           filters=[p.name for p in pipelines(task)] if generation else ["none"], aggregation="mean",
+                           stderr="sample_stdev_ddof1/sqrt(n)",
+                           options={"exact_match": dataclasses.asdict(em)} if em is not None else {},
+                           random_baseline=round(random_baseline([len(r.choices) for r in rendered]
+                                                                 if not generation else []), 6),
+                           reported=(cfg.protocol.scoring.get("metric") if cfg.protocol else None)),
         task_config=cfg.task_config,
         protocol=cfg.protocol,
         hardware=capture_hardware(), software=capture_software(), git=capture_git_state(),
@@ -364,7 +356,7 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
     fp = build_fingerprint(task, cfg, resolved, docset, backend, rendered, generation)
     if cfg.score_normalisation == "leaderboard_normalised":
         metrics += normalised_metrics(metrics, fp.metric.random_baseline or 0.0)
-    diag = run_diagnostics(task, docset, results, fp.data.split, context_cut(backend, rendered, generation))
+    diag = run_diagnostics(task, docset, results, fp.settings.data.split, context_cut(backend, rendered, generation))
     total_s = time.perf_counter() - t_start
     return RunRecord(
         repaudit_version=repaudit.__version__,

@@ -12,6 +12,10 @@ from dataclasses import dataclass
 from enum import Enum
 
 from repaudit.hashing import sha256_json
+from repaudit.settings import GenerationSettings
+
+__all__ = ["GenerateRequest", "Generation", "GenerationSettings", "LoglikelihoodRequest", "LoglikelihoodResult",
+           "RequestType", "finish_of"]
 
 
 class RequestType(str, Enum):
@@ -33,34 +37,29 @@ class LoglikelihoodRequest:
 
 
 @dataclass(frozen=True)
-class GenerationSettings:
-    """Settings of ``generate_until``: stop sequences, token budget, sampling, and the backend's generation
-    strategy (``exact``: lm-eval's ``model.generate`` on length-sorted batches; ``prefix_cache``: see
-    :mod:`repaudit.backends.fastgen`)."""
-
-    until: tuple[str, ...]
-    max_gen_toks: int
-    do_sample: bool = False
-    temperature: float = 0.0
-    top_p: float = 1.0
-    top_k: int = 0
-    seed: int = 1234
-    strategy: str = "exact"
-
-
-@dataclass(frozen=True)
 class GenerateRequest:
-    """Generate after ``context`` under ``settings``."""
+    """Generate after ``context`` under ``settings``: the generation settings record as resolved for the run
+    (``until`` the stop sequences as sent, EOS included; ``sampling_seed`` the seed used)."""
 
     context: str
     settings: GenerationSettings
 
     @property
     def key(self) -> str:
+        """The batch store's key of this request: the settings that reach the model, each field added after the
+        store's first layout only when it is not at its default (so adding a factor invalidates no stored batch)."""
         s = self.settings
-        # the exact strategy keeps the key it had before strategies existed (stored batches stay valid)
-        return sha256_json(["gen", self.context, list(s.until), s.max_gen_toks, s.do_sample, s.temperature,
-                            s.top_p, s.top_k, s.seed] + ([] if s.strategy == "exact" else [s.strategy]))
+        legacy = ["gen", self.context, list(s.until or ()), s.max_gen_toks, s.do_sample, s.temperature, s.top_p,
+                  s.top_k, s.sampling_seed]
+        # the exact strategy keeps the key it had before strategies existed
+        extra = [] if s.generation_strategy == "exact" else [s.generation_strategy]
+        later = {k: v for k, v in s.changed().items() if k not in _KEYED}
+        return sha256_json(legacy + extra + ([later] if later else []))
+
+
+#: generation fields in the batch key's original layout (the others enter it only when changed)
+_KEYED = {"until", "stop_at_eos", "max_gen_toks", "do_sample", "temperature", "top_p", "top_k", "sampling_seed",
+          "generation_strategy"}
 
 
 @dataclass(frozen=True)

@@ -381,6 +381,8 @@ def _protocol_factors(res: LmevalResults, task: str, cfg, gen: dict, n_shot, n_d
         f["sampling"] = ({"do_sample": gen.get("do_sample", False), "temperature": gen.get("temperature", UNKNOWN),
                           "top_p": gen.get("top_p", UNKNOWN), "top_k": gen.get("top_k", UNKNOWN)}
                          if is_gen else {"do_sample": None})
+        if is_gen:  # every other generation setting lm-eval takes in gen_kwargs, under the name its field declares
+            f = _gen_kwargs_factors(f, gen)
         metrics = [m.metric for m in cfg.metric_list or []]
         f["metric_variant"] = {"metrics": metrics, "acc_norm": "char_length" if "acc_norm" in metrics else None,
                                "filters": [x.name for x in cfg.filter_list or []] or ["none"]}
@@ -419,4 +421,20 @@ def _model_factors(res: LmevalResults, margs: dict | None, env_libs: dict, get) 
     if res.transformers_version:
         libs["transformers"] = res.transformers_version
     f["library_versions"] = libs
+    return f
+
+
+def _gen_kwargs_factors(f: Factors, gen: dict[str, Any]) -> Factors:
+    """The generation settings beyond the ones mapped by hand, read from the task's and the command line's gen_kwargs
+    under their lm-eval names (:func:`repaudit.settings.named_in`) into their registry factor's compare field; a
+    setting the run did not pass is not recorded (it ran at the model's own generation default)."""
+    from repaudit.run.factors import FACTORS
+    from repaudit.settings import named_in
+
+    by_path = {factor.path: factor.compare for factor in FACTORS if factor.path and factor.compare}
+    for field, key in named_in("lmeval").items():
+        compare = by_path.get(f"generation.{field}")
+        if compare is None or compare[1] in f.get(compare[0], {}) or field == "max_gen_toks":
+            continue
+        f[compare[0]][compare[1]] = gen.get(key, UNKNOWN)
     return f

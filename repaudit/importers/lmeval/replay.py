@@ -10,6 +10,8 @@ from repaudit.errors import RepauditError
 from repaudit.importers.factors import UNKNOWN
 from repaudit.importers.factors import recorded as recorded_value
 from repaudit.run.config import RunConfig
+from repaudit.run.factors import FACTORS
+from repaudit.settings import field_info, named_in
 
 #: lm-eval ``--model`` names (0.3's included) -> repaudit backend
 LMEVAL_BACKENDS = {"hf": "hf", "hf-auto": "hf", "huggingface": "hf", "hf-causal": "hf",
@@ -74,9 +76,14 @@ def config_from_lmeval(task: str, factors: dict[str, dict[str, Any]], path: Path
 
         cfg.update(until=[u for u in until if u != eos], stop_at_eos=eos in until,
                    max_gen_toks=told(factors.get("max_tokens", {}), "max_gen_toks", None),
-                   do_sample=str(told(sampling, "do_sample", False)).lower() in ("true", "1"),
-                   temperature=float(told(sampling, "temperature", 0.0)), top_p=float(told(sampling, "top_p", 1.0)),
-                   top_k=int(told(sampling, "top_k", 0)))
+                   do_sample=str(told(sampling, "do_sample", False)).lower() in ("true", "1"))
+        # every other generation setting lm-eval takes, from its compare field; unstated: the setting's default
+        for factor in FACTORS:
+            name = factor.path.partition(".")[2] if factor.path and factor.path.startswith("generation.") else None
+            if name in named_in("lmeval") and name not in ("max_gen_toks", "do_sample") and factor.compare:
+                group, key = factor.compare
+                default = field_info(factor.path).get_default()
+                cfg[name] = type(default)(told(factors.get(group, {}), key, default))
     if any(v == UNKNOWN for v in cfg.values()):
         bad = [k for k, v in cfg.items() if v == UNKNOWN]
         raise RepauditError(f"'{path}' does not record {', '.join(bad)}: it cannot be replayed")

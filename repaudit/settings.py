@@ -1,0 +1,280 @@
+"""One settings record per stage: everything a user can set for a run, declared once.
+
+Each record is a pydantic model whose fields carry their type (``Literal`` for closed sets), their range
+(``Field(ge=…, le=…)``) and their meaning (the docstring under the field, through ``use_attribute_docstrings``).
+The same objects travel unchanged: :class:`~repaudit.run.config.RunConfig` composes them (as requested; ``None``
+means the task's or tokenizer's own), the run resolves them (every ``None`` replaced by what was used), the
+fingerprint records the resolved ones (schema 3), and the backends receive them. The factor registry
+(:mod:`repaudit.run.factors`) names a factor by its path here (``generation.temperature``); the command-line
+options, the ranges ``RunConfig`` checks, ``repaudit factors``' table and the batch store's key all come from
+these fields.
+
+A field's ``json_schema_extra`` may say how an engine takes it: ``hf`` (a keyword of transformers'
+``generate``), ``vllm`` (of vLLM's ``SamplingParams``), ``lmeval`` (its key in lm-eval's ``gen_kwargs``), and
+``vllm_only=True`` (a serving setting only the vllm backend takes), ``later=True`` (added after fingerprint schema 3
+shipped: left out of a record's digest while at its default, so a record written before the field existed keeps
+its digest).
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: seeds are 32-bit, as numpy requires (lm-eval passes them to random, numpy and torch alike)
+MAX_SEED = 2**32 - 1
+#: a batch or a token budget beyond these is a typo, not a setting
+MAX_BATCH = 65_536
+MAX_TOKENS = 1 << 20
+
+Dtype = Literal["float32", "bfloat16", "float16"]
+PaddingSide = Literal["right", "left"]
+ScoringStrategy = Literal["full_sequence", "shared_prefix"]
+GenerationStrategy = Literal["exact", "prefix_cache"]
+PromptFormat = Literal["lmeval", "lettered", "cloze"]
+LabelStyle = Literal["A.", "(A)", "A)", "A:", "none"]
+AccNorm = Literal["char_length", "token_length", "byte_length", "pmi"]
+AnswerMatch = Literal["exact", "quasi_exact", "prefix", "suffix"]
+ScoreNormalisation = Literal["raw", "leaderboard_normalised"]
+Backend = Literal["hf", "vllm"]
+AttentionBackend = Literal["eager", "sdpa", "flash_attention_2", "TORCH_SDPA", "FLASH_ATTN", "FLASHINFER", "XFORMERS",
+                           "TRITON_ATTN", "FLEX_ATTENTION", "CPU_ATTN"]
+KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16", "float32"]
+Quantization = Literal["awq", "gptq", "fp8", "bitsandbytes", "gguf", "compressed-tensors", "marlin", "awq_marlin",
+                       "gptq_marlin"]
+Seed = int
+
+
+def engine(**names: Any) -> dict[str, Any]:
+    """``json_schema_extra`` of a field: its name in each engine (``hf=``, ``vllm=``, ``lmeval=``) and ``later=``."""
+    return dict(names)
+
+
+class Settings(BaseModel):
+    """A stage's settings: unknown keys are errors, every field documented, immutable (a changed setting is a new
+    record, validated again: ``model_copy(update=…)`` through :meth:`replaced`) and hashable."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True, protected_namespaces=())
+
+    def replaced(self, **changes: Any):
+        """A copy with ``changes``, validated like a new record."""
+        return type(self).model_validate({**self.model_dump(), **changes})
+
+    def changed(self) -> dict[str, Any]:
+        """The fields whose value differs from the field's default, in declaration order."""
+        fields = type(self).model_fields
+        return {k: getattr(self, k) for k, f in fields.items() if getattr(self, k) != f.get_default()}
+
+    def engine_kwargs(self, engine_name: str) -> dict[str, Any]:
+        """``{engine keyword: value}`` of the fields that name ``engine_name`` in their ``json_schema_extra`` (a
+        field at its default included: the engine then gets the value the run records)."""
+        out = {}
+        for k, f in type(self).model_fields.items():
+            name = (f.json_schema_extra or {}).get(engine_name) if isinstance(f.json_schema_extra, dict) else None
+            if name:
+                out[name] = getattr(self, k)
+        return out
+
+
+class ServingSettings(Settings):
+    """How the model is served: the backend, its device and numerics, batching, and vLLM's engine options."""
+
+    backend: Backend = "hf"
+    """Inference backend: hf (transformers) or vllm."""
+    device: str = Field("cpu", min_length=1, max_length=64)
+    """torch device the model runs on (where it runs, not what it computes)."""
+    dtype: Dtype = "float32"
+    """Weights and activations dtype."""
+    batch_size: int = Field(8, ge=1, le=MAX_BATCH)
+    """Rows per forward pass (vllm: prompts per engine call)."""
+    padding_side: PaddingSide = "right"
+    """Side a batch is padded on: right (lm-eval) or left."""
+    add_bos_token: bool | None = None
+    """Every request starts with BOS (True), never (False), or as the tokenizer does (None)."""
+    scoring_strategy: ScoringStrategy = "full_sequence"
+    """full_sequence (lm-eval's numerical path: every continuation scored with its context) or shared_prefix
+    (each context once)."""
+    tensor_parallel_size: int = Field(1, ge=1, le=4096, json_schema_extra=engine(vllm_only=True))
+    """vLLM: GPUs one model is split across."""
+    pipeline_parallel_size: int = Field(1, ge=1, le=4096, json_schema_extra=engine(vllm_only=True))
+    """vLLM: pipeline stages across GPUs."""
+    attention_backend: AttentionBackend | None = None
+    """Attention kernel: a vLLM backend name, or transformers' attn_implementation; None = the default."""
+    enable_prefix_caching: bool | None = Field(None, json_schema_extra=engine(vllm_only=True))
+    """vLLM: reuse the KV cache of shared prefixes; None = the engine's default."""
+    kv_cache_dtype: KvCacheDtype = Field("auto", json_schema_extra=engine(vllm_only=True))
+    """vLLM: dtype the KV cache is stored in."""
+    batch_invariant: bool = Field(False, json_schema_extra=engine(vllm_only=True))
+    """vLLM: batch-invariant kernels (results independent of batch composition)."""
+    quantization: Quantization | None = Field(None, json_schema_extra=engine(vllm_only=True))
+    """vLLM: weight quantisation method the engine applies; None = none."""
+    max_num_seqs: int | None = Field(None, ge=1, le=MAX_BATCH, json_schema_extra=engine(vllm_only=True))
+    """vLLM: sequences scheduled in one engine step (its batch size); None = the engine's default."""
+
+
+class PromptSettings(Settings):
+    """How a doc becomes a prompt: the format, its labels and separators, the description, the chat template."""
+
+    prompt_format: PromptFormat = "lmeval"
+    """lmeval (lm-eval's templates), lettered (choices with letters) or cloze."""
+    label_style: LabelStyle = "A."
+    """Lettered prompts: the choice labels."""
+    choice_separator: str = Field("\n", max_length=1000)
+    """Lettered prompts: the text between question and choices."""
+    description: str | None = Field(None, max_length=100_000)
+    """Text before the examples; None = the task's own, "" = none."""
+    chat_template: bool = False
+    """Wrap prompts in the model's chat template."""
+    fewshot_as_multiturn: bool = False
+    """With the chat template, each few-shot example as a user/assistant turn pair (lm-eval's flag)."""
+    system_prompt: str | None = Field(None, max_length=1_000_000)
+    """System message (with or without a chat template); None = none."""
+
+
+class FewshotSettings(Settings):
+    """Which examples precede each doc, and in what order."""
+
+    num_fewshot: int | None = Field(None, ge=0, le=10_000)
+    """Few-shot examples per prompt (n-shot); None = the task's."""
+    fewshot_split: str | None = Field(None, min_length=1, max_length=200)
+    """Split the examples come from; None = the task's pool."""
+    fewshot_order_seed: int | None = Field(None, ge=0, le=MAX_SEED)
+    """Seed of a per-doc permutation of the selected examples; None = the sampler's order."""
+
+
+class GenerationSettings(Settings):
+    """generate_until: stop sequences, the token budget, sampling, and the backend's generation strategy."""
+
+    until: tuple[str, ...] | None = None
+    """Stop sequences; None = the task's."""
+    stop_at_eos: bool = True
+    """Add the tokenizer's EOS to the stop sequences (lm-eval does)."""
+    max_gen_toks: int | None = Field(None, ge=1, le=MAX_TOKENS, json_schema_extra=engine(lmeval="max_gen_toks"))
+    """Token budget of a generation (tokens); None = the task's."""
+    do_sample: bool = Field(False, json_schema_extra=engine(lmeval="do_sample"))
+    """Sample instead of greedy decoding (with temperature 0 decoding stays greedy)."""
+    temperature: float = Field(0.0, ge=0, le=100, json_schema_extra=engine(lmeval="temperature"))
+    """Sampling temperature (0 = greedy)."""
+    top_p: float = Field(1.0, gt=0, le=1, json_schema_extra=engine(lmeval="top_p"))
+    """Nucleus sampling mass."""
+    top_k: int = Field(0, ge=0, le=10**7, json_schema_extra=engine(lmeval="top_k"))
+    """Top-k sampling (0 = off)."""
+    sampling_seed: int | None = Field(None, ge=0, le=MAX_SEED)
+    """Seed of sampled generations; None = the torch seed."""
+    generation_strategy: GenerationStrategy = "exact"
+    """hf backend: exact (lm-eval's model.generate on padded batches) or prefix_cache (the shared prefix once,
+    rows replaced as they finish; greedy)."""
+
+
+class ScoringSettings(Settings):
+    """How outputs become per-doc metrics (scoring only: every stored batch is reused)."""
+
+    acc_norm: AccNorm = "char_length"
+    """What acc_norm divides by: char_length (lm-eval), token_length, byte_length, or pmi."""
+    answer_match: AnswerMatch = "exact"
+    """generate_until: exact (lm-eval), quasi_exact (HELM), prefix or suffix (lighteval)."""
+    ignore_case: bool | None = None
+    """lm-eval's exact_match option; None = the task's own."""
+    ignore_punctuation: bool | None = None
+    """lm-eval's exact_match option; None = the task's own."""
+    regexes_to_ignore: tuple[str, ...] | None = None
+    """lm-eval's exact_match option: patterns removed before matching; None = the task's own."""
+    score_normalisation: ScoreNormalisation = "raw"
+    """raw, or leaderboard_normalised (extra aggregate rows; per-doc values stay raw)."""
+
+
+class DataSettings(Settings):
+    """Which docs are evaluated."""
+
+    split: str | None = Field(None, min_length=1, max_length=200)
+    """Evaluation split; None = the task's."""
+    limit: int | None = Field(None, ge=1, le=10**9)
+    """Evaluate only the first N docs (docs); None = all."""
+
+
+class SeedSettings(Settings):
+    """Seeds set before the run, in lm-eval's ``--seed`` order."""
+
+    seed: int = Field(0, ge=0, le=MAX_SEED)
+    """Python random seed."""
+    numpy_seed: int = Field(1234, ge=0, le=MAX_SEED)
+    """numpy seed."""
+    torch_seed: int = Field(1234, ge=0, le=MAX_SEED)
+    """torch seed; also the sampling seed unless generation.sampling_seed is set."""
+    fewshot_seed: int = Field(1234, ge=0, le=MAX_SEED)
+    """Seed of the few-shot sampler (lm-eval's fourth --seed value)."""
+
+
+#: stage name -> its record, in the order a run's data flows through them
+STAGES: dict[str, type[Settings]] = {"data": DataSettings, "seeds": SeedSettings, "prompt": PromptSettings,
+                                     "fewshot": FewshotSettings, "serving": ServingSettings,
+                                     "generation": GenerationSettings, "scoring": ScoringSettings}
+
+
+def stage_of(name: str) -> str | None:
+    """The stage whose record has a field called ``name`` (field names are unique across stages), or ``None``."""
+    return next((stage for stage, cls in STAGES.items() if name in cls.model_fields), None)
+
+
+def route(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with every stage field (``temperature``) moved into its stage's dict (``generation``); a stage
+    given as a record or dict is merged with the loose fields of that stage (the loose ones win)."""
+    out: dict[str, Any] = {}
+    staged: dict[str, dict[str, Any]] = {}
+    for key, value in values.items():
+        stage = stage_of(key)
+        if stage is not None and key not in STAGES:
+            staged.setdefault(stage, {})[key] = value
+        else:
+            out[key] = value
+    for stage, loose in staged.items():
+        given = out.get(stage)
+        base = given.model_dump() if isinstance(given, BaseModel) else dict(given or {})
+        out[stage] = {**base, **loose}
+    return out
+
+
+def field_info(path: str):
+    """The pydantic ``FieldInfo`` of ``stage.field``.
+
+    Raises:
+        KeyError: no such stage or field.
+    """
+    stage, _, name = path.partition(".")
+    return STAGES[stage].model_fields[name]
+
+
+def get_path(obj: Any, path: str) -> Any:
+    """The value at ``stage.field`` of an object holding stage records (a RunConfig, a fingerprint's settings)."""
+    stage, _, name = path.partition(".")
+    record = getattr(obj, stage)
+    return None if record is None else getattr(record, name)
+
+
+def choices(path: str) -> tuple | None:
+    """The allowed values of a settings field whose type is a ``Literal`` (with or without ``None``), else None."""
+    ann = field_info(path).annotation
+    members = typing.get_args(ann) if typing.get_origin(ann) in (typing.Union, types.UnionType) else (ann,)
+    lits = tuple(x for a in members if typing.get_origin(a) is Literal for x in typing.get_args(a))
+    return lits or None
+
+
+def added_later(path: str) -> bool:
+    """Whether a field was added after fingerprint schema 3 shipped (its ``later`` mark)."""
+    extra = field_info(path).json_schema_extra
+    return bool(extra.get("later")) if isinstance(extra, dict) else False
+
+
+def named_in(engine_name: str, cls: type[Settings] = None) -> dict[str, str]:
+    """Field → its name in ``engine_name`` (``hf``, ``vllm``, ``lmeval``), for the fields of ``cls`` that declare one
+    (default: the generation settings)."""
+    cls = cls or GenerationSettings
+    out = {}
+    for k, f in cls.model_fields.items():
+        extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
+        if extra.get(engine_name):
+            out[k] = extra[engine_name]
+    return out
