@@ -49,11 +49,22 @@ _MD_PUNCT = set("\\`*_[]|~<")
 _MD_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
 
 
+def _intraword(s: str, i: int) -> bool:
+    """The underscore at ``i`` is inside a run of underscores between two letters or digits (``models__Smol``):
+    CommonMark cannot open or close emphasis there."""
+    a, b = i, i
+    while a > 0 and s[a - 1] == "_":
+        a -= 1
+    while b < len(s) - 1 and s[b + 1] == "_":
+        b += 1
+    return a > 0 and b < len(s) - 1 and s[a - 1].isalnum() and s[b + 1].isalnum()
+
+
 def md(text: Any, block: bool = True) -> str:
     """``text`` inside one Markdown table cell (``block=False``) or paragraph, shown literally on one line.
 
-    An underscore between two letters or digits is left alone (CommonMark cannot open or close
-    emphasis there), so ``batch_size`` stays readable in the raw Markdown, and so are brackets that
+    An underscore (or a run of them) between two letters or digits is left alone (CommonMark cannot open
+    or close emphasis there), so ``batch_size`` stays readable in the raw Markdown, and so are brackets that
     cannot make a link (``[−1.93, +0.18]``: only a ``]`` before ``(``, ``[`` or ``:`` is escaped); block
     syntax at the start (``#``, ``-``, ``1.``) is escaped only for a paragraph, where it could start a
     heading or list.
@@ -63,7 +74,7 @@ def md(text: Any, block: bool = True) -> str:
     for i, ch in enumerate(s):
         if ch == "&" and _MD_ENTITY.match(s, i):
             out.append("\\&")
-        elif ch == "_" and 0 < i < len(s) - 1 and s[i - 1].isalnum() and s[i + 1].isalnum():
+        elif ch == "_" and _intraword(s, i):
             out.append(ch)
         elif ch == "[" or ch == "]" and s[i + 1:i + 2] not in ("(", "[", ":"):
             out.append(ch)  # only "](", "][" and "]:" make a link, image or reference definition

@@ -128,7 +128,8 @@ def test_latex_is_balanced_and_escaped(lmeval_runs):
     tex = render_latex(c)
     # factors, scores, diagnostics (bf16 turns 8 near-ties of float32 into exact ties: a named mechanism)
     assert tex.count(r"\begin{longtable}") == tex.count(r"\end{longtable}") == 3
-    assert tex.count(r"\label{tab:repaudit-compare-") == 3 and "lmeval_runs" not in tex  # names, not paths
+    # labels from the run names, distinct per comparison: names, not paths
+    assert tex.count(r"\label{tab:rc-weird-path-100-1-x-vs-s3-models-smollm2-1") == 3 and "lmeval_runs" not in tex
     assert "likely mechanism: ties" in tex
     assert r"\toprule" in tex and r"\bottomrule" in tex
     assert latex_escape("weird_path & 100% #1 {x}") in tex
@@ -139,7 +140,8 @@ def test_latex_is_balanced_and_escaped(lmeval_runs):
 def test_markdown_renders_as_tables(lmeval_runs):
     c = compare(load_run(_results(lmeval_runs, "s2")), load_run(_results(lmeval_runs, "s3")), n_boot=200)
     html = MarkdownIt("commonmark").enable("table").render(render_markdown(c))
-    assert html.count("<table>") == 4  # factors, scores, diagnostics, flipped docs
+    # factors, scores, diagnostics, and one flipped-docs table per 0/1 metric that flipped (acc and acc_norm)
+    assert html.count("<table>") == 3 + len({f.metric for f in c.flips}) == 5
     assert "<td>dtype</td>" in html and "<td>batch_size</td>" in html
     assert "\\_" not in render_markdown(c)  # no stray escapes in identifiers such as batch_size
 

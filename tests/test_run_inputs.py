@@ -14,8 +14,8 @@ from repaudit.cli import app
 runner = CliRunner()
 
 
-def _one_error_line(res) -> str:
-    assert res.exit_code == 1, res.output
+def _one_error_line(res, code: int = 1) -> str:
+    assert res.exit_code == code, res.output
     assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
     errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, res.stderr
@@ -139,7 +139,7 @@ def test_a_damaged_batch_store_is_set_aside_and_rebuilt(tiny_model, shared_data,
 
 def test_compare_n_boot_zero_is_an_error(lmeval_runs):
     res = runner.invoke(app, ["compare", str(lmeval_runs / "s1"), str(lmeval_runs / "s2"), "--n-boot", "0"])
-    assert "--n-boot must be between 100 and 1000000, got 0" in _one_error_line(res)
+    assert "--n-boot must be between 100 and 1000000, got 0" in _one_error_line(res, 2)  # a usage error
 
 
 def test_progress_lines_without_a_terminal(tiny_model, shared_data, tmp_path, monkeypatch):

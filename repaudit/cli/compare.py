@@ -99,20 +99,7 @@ def compare_command(
     Example: repaudit compare a.json b.json -o report.html
     """
     from repaudit.audit.compare import check_options, compare, load_run
-    from repaudit.report.audit import attribution_latex, attribution_markdown, attribution_rich
-    from repaudit.report.compare import render_json, render_latex, render_markdown, render_rich
-    from repaudit.report.frames import paired_docs_frame, scores_frame, to_csv
-
-    def rich_view(console: Console) -> None:
-        render_rich(comparison, console, top)
-        if att is not None:
-            attribution_rich(att, console)
-
-    def as_json_text() -> str:
-        if att is None:
-            return render_json(comparison)
-        return json.dumps({"comparison": comparison.model_dump(mode="json"),
-                           "attribution": att.model_dump(mode="json")}, indent=1)
+    from repaudit.report.frames import paired_docs_frame, to_csv
 
     with user_errors():
         check_options(tie_eps, n_boot, 0.05, adjust, top)
@@ -129,17 +116,37 @@ def compare_command(
         comparison = compare(ra, rb, tie_eps=tie_eps, n_boot=n_boot, task_map=task_map, adjust=adjust,
                              names=(name_a, name_b))
         att = (attribute_runs(run_a, run_b, data_dir, model, None, 2000, cache_dir, plot,
-                          make_executor(executor, ray_address, workers)) if attribute else None)
-        emit_report(report_format(fmt, output, as_json, csv=not attribute, html=not attribute), output, rich_view,
-                    lambda: render_markdown(comparison, top) + ("\n" + attribution_markdown(att) if att else ""),
-                    lambda: render_latex(comparison, top) + ("\n" + attribution_latex(att) if att else ""),
-                    as_json_text, lambda: to_csv(scores_frame(comparison)),
-                    lambda: _html(comparison, (run_a, ra), (run_b, rb), task_map, data_dir, model, cache_dir,
-                                  doc_text))
+                              make_executor(executor, ray_address, workers)) if attribute else None)
+        _emit(comparison, att, report_format(fmt, output, as_json, csv=not attribute, html=not attribute), output,
+              top, lambda: _html(comparison, (run_a, ra), (run_b, rb), task_map, data_dir, model, cache_dir,
+                                 doc_text))
         if docs_csv is not None:
             from repaudit.run.records import write_atomic
 
             write_atomic(docs_csv, to_csv(paired_docs_frame(ra, rb, task_map)))
+
+
+def _emit(comparison, att, fmt: Format, output: Optional[Path], top: int, html) -> None:
+    """The comparison (and its attribution, with --attribute) in the report format asked for."""
+    from repaudit.report.audit import attribution_latex, attribution_markdown, attribution_rich
+    from repaudit.report.compare import render_json, render_latex, render_markdown, render_rich
+    from repaudit.report.frames import scores_frame, to_csv
+
+    def rich_view(console: Console) -> None:
+        render_rich(comparison, console, top)
+        if att is not None:
+            attribution_rich(att, console)
+
+    def as_json_text() -> str:
+        if att is None:
+            return render_json(comparison)
+        return json.dumps({"comparison": comparison.model_dump(mode="json"),
+                           "attribution": att.model_dump(mode="json")}, indent=1)
+
+    emit_report(fmt, output, rich_view,
+                lambda: render_markdown(comparison, top) + ("\n" + attribution_markdown(att) if att else ""),
+                lambda: render_latex(comparison, top) + ("\n" + attribution_latex(att) if att else ""),
+                as_json_text, lambda: to_csv(scores_frame(comparison)), html)
 
 
 def _html(c, side_a, side_b, task_map, data_dir, model, cache_dir, doc_text: bool = True) -> str:

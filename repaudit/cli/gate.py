@@ -83,23 +83,11 @@ def gate_command(
 
     Example: repaudit gate base/ cand/ --max-drop 1 -o gate.html
     """
-    from repaudit.audit.compare import check_options
-    from repaudit.cli.common import report_format, user_errors
+    from repaudit.cli.common import user_errors
     from repaudit.report.gate import render_json, render_markdown, render_rich, write_junit
 
     with user_errors(EX_DATAERR, EX_IOERR, EX_USAGE):
-        check_outputs(output, None, fmt, as_json, html=True, mkdir=mkdir)
-        chosen = report_format(fmt, output, as_json, html=True)
-        if chosen in (Format.latex, Format.csv):
-            from repaudit.errors import UsageError
-
-            raise UsageError("gate writes terminal text, Markdown (.md), JSON (.json), HTML (.html) and JUnit XML "
-                             f"(--junit), not {chosen.value}")
-        check_options(0.01, n_boot, 0.25, "holm")
-        if junit is not None:
-            from repaudit.run.records import check_writable
-
-            check_writable(junit, "JUnit", mkdir)
+        chosen = _check_gate_outputs(output, fmt, as_json, n_boot, junit, mkdir)
         result, runs, task_map = _run_gate(baseline, candidate, policy, max_drop, margin, alpha, multiplicity,
                                            samples_a, samples_b, pair_tasks, n_boot, (name_a, name_b))
         if attribute:
@@ -118,6 +106,31 @@ def gate_command(
                 fh.write(render_markdown(result))
     code = EXIT[result.decision]
     raise typer.Exit(code=1 if strict and code == 2 else code)
+
+
+def _check_gate_outputs(output, fmt, as_json: bool, n_boot: int, junit, mkdir: bool) -> Format:
+    """The report format, and every output and option checked before any file is read.
+
+    Raises:
+        UsageError: a format gate does not write, ``n_boot`` out of range.
+        OutputError: an output that cannot be written.
+    """
+    from repaudit.audit.compare import check_options
+    from repaudit.cli.common import report_format
+
+    check_outputs(output, None, fmt, as_json, html=True, mkdir=mkdir)
+    chosen = report_format(fmt, output, as_json, html=True)
+    if chosen in (Format.latex, Format.csv):
+        from repaudit.errors import UsageError
+
+        raise UsageError("gate writes terminal text, Markdown (.md), JSON (.json), HTML (.html) and JUnit XML "
+                         f"(--junit), not {chosen.value}")
+    check_options(0.01, n_boot, 0.25, "holm")
+    if junit is not None:
+        from repaudit.run.records import check_writable
+
+        check_writable(junit, "JUnit", mkdir)
+    return chosen
 
 
 def _run_gate(baseline, candidate, policy_path, max_drop, margin, alpha, multiplicity, samples_a, samples_b,
