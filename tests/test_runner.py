@@ -126,7 +126,8 @@ def test_gsm8k_generates_and_extracts(tiny_model, shared_data, tmp_path):
     assert d.generation is not None and set(d.extracted) == {"strict-match", "flexible-extract"}
     assert {m.name for m in rec.metrics} == {"exact_match,strict-match", "exact_match,flexible-extract"}
     g, facts = rec.fingerprint.settings.generation, rec.fingerprint.generation
-    assert g.max_gen_toks == 8 and "Question:" in g.until and facts.eos_token in g.until == facts.stops
+    assert g.max_gen_toks == 8 and "Question:" in g.until and facts.eos_token in g.until
+    assert list(g.until) == facts.stops
     assert json.loads(rec.model_dump_json())["docs"][0]["generation"] == d.generation
 
 
