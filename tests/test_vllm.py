@@ -86,7 +86,7 @@ def test_engine_facts_are_recorded_and_change_the_cache_key(backends):
 def test_generate_until_greedy_matches_transformers_and_stops(backends):
     hf, vl = backends
     settings = GenerationSettings(until=("\n\n", "Question:"), max_gen_toks=12, do_sample=False, temperature=0.0,
-                                  top_p=1.0, top_k=0, seed=1234)
+                                  top_p=1.0, top_k=0, sampling_seed=1234)
     reqs = [GenerateRequest("Question: 2 + 3 = ?\nAnswer:", settings),
             GenerateRequest("Once upon a time", settings)]
     a, b = hf.generate_until(reqs), vl.generate_until(reqs)
