@@ -162,6 +162,10 @@ class GenerationSettings(Settings):
     """Nucleus sampling mass."""
     top_k: int = Field(0, ge=0, le=10**7, json_schema_extra=engine(lmeval="top_k"))
     """Top-k sampling (0 = off)."""
+    repetition_penalty: float = Field(1.0, gt=0, le=100, json_schema_extra=engine(
+        hf="repetition_penalty", vllm="repetition_penalty", lmeval="repetition_penalty", later=True))
+    """Penalty on the logits of tokens already in the context or generated (1 = none; CTRL, Keskar et al. 2019),
+    greedy decoding included."""
     sampling_seed: int | None = Field(None, ge=0, le=MAX_SEED)
     """Seed of sampled generations; None = the torch seed."""
     generation_strategy: GenerationStrategy = "exact"

@@ -259,6 +259,8 @@ FACTORS: tuple[Factor, ...] = (
             moves=_gen_moves((0.0, 0.7, 1.0), "temperature")),
     setting("top_p", ("sampling", "top_p"), protocol=float, moves=_gen_moves((0.9, 1.0), "top_p")),
     setting("top_k", ("sampling", "top_k"), protocol=int, moves=_gen_moves((0, 50), "top_k")),
+    setting("repetition_penalty", ("sampling", "repetition_penalty"), protocol=float,
+            moves=_gen_moves((1.0, 1.1), "repetition_penalty")),
     setting("sampling_seed", ("sampling", "seed"), parse=_none_or(int, "torch"), protocol=int,
             doc="seed of sampled generations (default: the torch seed)",
             moves=lambda c, t: [(c.sampling_seed if c.sampling_seed is not None else c.torch_seed) + 1]
