@@ -93,7 +93,7 @@ def test_generate_until_greedy_matches_transformers_and_stops(backends):
     assert all("Question:" not in g.text for g in b)
     assert [(g.text, g.finish) for g in a] == [(g.text, g.finish) for g in b]
     # a generation setting reaches each engine under its own name (transformers' generate, vLLM's SamplingParams)
-    penalised = [GenerateRequest(r.context, settings.replaced(repetition_penalty=1.5)) for r in reqs]
+    penalised = [GenerateRequest(r.context, settings.replaced(repetition_penalty=50.0)) for r in reqs]
     pa, pb = hf.generate_until(penalised), vl.generate_until(penalised)
     assert [g.text for g in pa] != [g.text for g in a] and [g.text for g in pb] != [g.text for g in b]
 
