@@ -7,108 +7,111 @@ or policy file; one ``error:`` line), 74 a report cannot be written, 130 interru
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from repaudit.cli.common import (
-    DocTextOption,
-    Format,
-    JsonOption,
-    MkdirOption,
-    NameAOption,
-    NameBOption,
-    OutputOption,
-    check_outputs,
-    emit_report,
-    err,
-)
+from repaudit.cli.common import Format, check_outputs, emit_report, err
+from repaudit.cli.groups import DocTextOptions, PairOptions, SourceOptions, grouped
 from repaudit.escape import rich_text
 
 #: sysexits(3): a usage error, bad input data and an output file that cannot be written
 EX_USAGE, EX_DATAERR, EX_IOERR = 64, 65, 74
 EXIT = {"GO": 0, "NO-GO": 1, "INCONCLUSIVE": 2}
-GateFormatOption = Annotated[Format, typer.Option("--format", help="Report format: rich (terminal), markdown, json "
-                                                                   "or html (one self-contained page with a per-doc "
-                                                                   "browser); JUnit XML with --junit.")]
 
 
+@dataclass
+class PolicyOptions:
+    """The gate's policy: a YAML file, or one test on every task and metric."""
+
+    policy: Annotated[Optional[Path], typer.Option(help="Policy YAML: alpha, multiplicity, rows of task/metric "
+                                                        "globs with test, margin and tier.")] = None
+    max_drop: Annotated[Optional[float], typer.Option(
+        "--max-drop", metavar="PTS", help="One-line gate: non-inferiority with this margin on every task and "
+                                          "metric (points for proportions).")] = None
+    margin: Annotated[Optional[float], typer.Option(
+        "--margin", metavar="PTS", help="One-line gate: equivalence (TOST) with this margin on every task and "
+                                        "metric.")] = None
+    alpha: Annotated[float, typer.Option(help="With --max-drop/--margin: the level of each one-sided test.")] = 0.05
+    multiplicity: Annotated[str, typer.Option(help="With --max-drop/--margin: holm, bh or none.")] = "holm"
+    n_boot: Annotated[int, typer.Option(help="Bootstrap replicates of the comparison.")] = 2000
+
+
+@dataclass
+class GateReportOptions:
+    """The gate's reports: the terminal, Markdown, JSON or HTML, and JUnit XML."""
+
+    fmt: Annotated[Format, typer.Option("--format", help="Report format: rich (terminal), markdown, json or html "
+                                                         "(one self-contained page with a per-doc browser); JUnit "
+                                                         "XML with --junit.")] = Format.rich
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the report here (.md, .json, .html, "
+                                                                          ".txt).")] = None
+    mkdir: Annotated[bool, typer.Option("--mkdir", help="Create the folders of -o and --junit that do not exist.")
+                     ] = False
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False
+    junit: Annotated[Optional[Path], typer.Option(help="Also write JUnit XML here (one testcase per row).")] = None
+    strict: Annotated[bool, typer.Option("--strict", help="INCONCLUSIVE exits 1, like NO-GO.")] = False
+
+
+@dataclass
+class GateAttribution:
+    """``--attribute``: re-execute a failing row's runs and attribute its delta."""
+
+    attribute: Annotated[bool, typer.Option("--attribute", help="Re-execute and attribute a failing row's delta "
+                                                                "to each factor (one-task replayable runs).")] = False
+    precision: Annotated[Optional[float], typer.Option(metavar="PTS", help="With --attribute: as attribute "
+                                                                           "--precision.")] = None
+
+
+@grouped
 def gate_command(
     baseline: Annotated[Path, typer.Argument(metavar="BASELINE", help="The baseline run: anything compare reads.")],
     candidate: Annotated[Path, typer.Argument(metavar="CANDIDATE", help="The candidate run, likewise.")],
-    policy: Annotated[Optional[Path], typer.Option(help="Policy YAML: alpha, multiplicity, rows of task/metric "
-                                                        "globs with test, margin and tier.")] = None,
-    max_drop: Annotated[Optional[float], typer.Option(
-        "--max-drop", metavar="PTS", help="One-line gate: non-inferiority with this margin on every task and "
-                                          "metric (points for proportions).")] = None,
-    margin: Annotated[Optional[float], typer.Option(
-        "--margin", metavar="PTS", help="One-line gate: equivalence (TOST) with this margin on every task and "
-                                        "metric.")] = None,
-    alpha: Annotated[float, typer.Option(help="With --max-drop/--margin: the level of each one-sided test.")] = 0.05,
-    multiplicity: Annotated[str, typer.Option(help="With --max-drop/--margin: holm, bh or none.")] = "holm",
-    strict: Annotated[bool, typer.Option("--strict", help="INCONCLUSIVE exits 1, like NO-GO.")] = False,
-    junit: Annotated[Optional[Path], typer.Option(help="Also write JUnit XML here (one testcase per row).")] = None,
-    samples_a: Annotated[Optional[list[Path]], typer.Option(help="lm-eval samples or lighteval details of the "
-                                                                 "baseline (default: found beside it).")] = None,
-    samples_b: Annotated[Optional[list[Path]], typer.Option(help="Samples or details of the candidate.")] = None,
-    name_a: NameAOption = None,
-    name_b: NameBOption = None,
-    pair_tasks: Annotated[Optional[list[str]], typer.Option(help="B_TASK=A_TASK, '*' allowed, as compare.")] = None,
-    n_boot: Annotated[int, typer.Option(help="Bootstrap replicates of the comparison.")] = 2000,
-    attribute: Annotated[bool, typer.Option("--attribute", help="Re-execute and attribute a failing row's delta "
-                                                                "to each factor (one-task replayable runs).")] = False,
-    data_dir: Annotated[Optional[Path], typer.Option(help="With --attribute, and for repaudit runs' prompts in the "
-                                                          "HTML report: local data the runs read.")] = None,
-    model: Annotated[Optional[str], typer.Option(help="With --attribute (and HTML prompts): override the "
-                                                      "recorded model.")] = None,
-    cache_dir: Annotated[Optional[Path], typer.Option(help="With --attribute (and HTML prompts): model and batch "
-                                                           "cache.")] = None,
-    precision: Annotated[Optional[float], typer.Option(metavar="PTS", help="With --attribute: as attribute "
-                                                                           "--precision.")] = None,
-    fmt: GateFormatOption = Format.rich,
-    output: OutputOption = None,
-    mkdir: MkdirOption = False,
-    as_json: JsonOption = False,
-    doc_text: DocTextOption = True,
+    policy: PolicyOptions,
+    pair: PairOptions,
+    report: GateReportOptions,
+    attribution: GateAttribution,
+    source: SourceOptions,
+    html: DocTextOptions,
 ) -> None:
     """Gate a candidate run against a baseline: non-inferiority, equivalence (TOST) or superiority per task and
     metric, with multiplicity control; exit 0 GO, 1 NO-GO, 2 INCONCLUSIVE (64 usage, 65 bad input).
 
     Markdown goes to $GITHUB_STEP_SUMMARY too when it is set.
 
-    Example: repaudit gate baseline/ candidate/ --margin 1 --junit gate.xml
+    Example: repaudit gate tests/fixtures/lighteval/arc_easy_0shot tests/fixtures/lighteval/arc_easy_3shot --margin 5
 
-    Example: repaudit gate base.json cand.json --policy gate.yaml -o gate.md
+    Example: repaudit gate baseline/ candidate/ --max-drop 1 --junit gate.xml -o gate.md
 
-    Example: repaudit gate base/ cand/ --max-drop 1 -o gate.html
+    Example: repaudit gate base.json cand.json --policy gate.yaml -o gate.html
     """
     from repaudit.cli.common import user_errors
     from repaudit.report.gate import render_json, render_markdown, render_rich, write_junit
 
+    r = report
     with user_errors(EX_DATAERR, EX_IOERR, EX_USAGE):
-        chosen = _check_gate_outputs(output, fmt, as_json, n_boot, junit, mkdir)
-        result, runs, task_map = _run_gate(baseline, candidate, policy, max_drop, margin, alpha, multiplicity,
-                                           samples_a, samples_b, pair_tasks, n_boot, (name_a, name_b))
-        if attribute:
-            _attribution(result, baseline, candidate, data_dir, model, cache_dir, precision)
-        emit_report(chosen, output, lambda c: render_rich(result, c), lambda: render_markdown(result),
+        chosen = _check_gate_outputs(r, policy.n_boot)
+        result, runs, task_map = _run_gate(baseline, candidate, policy, pair)
+        if attribution.attribute:
+            _attribution(result, baseline, candidate, source, attribution.precision)
+        emit_report(chosen, r.output, lambda c: render_rich(result, c), lambda: render_markdown(result),
                     lambda: "", lambda: render_json(result),
-                    html=lambda: _html(result, baseline, candidate, runs, task_map, data_dir, model, cache_dir,
-                                       doc_text))
-        if output is not None or chosen is not Format.rich:  # the decision reaches the log whatever the format
+                    html=lambda: _html(result, baseline, candidate, runs, task_map, source, html.doc_text))
+        if r.output is not None or chosen is not Format.rich:  # the decision reaches the log whatever the format
             err.print(rich_text(f"gate: {result.summary}"), highlight=False, soft_wrap=True)
-        if junit is not None:
-            write_junit(result, junit)
+        if r.junit is not None:
+            write_junit(result, r.junit)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:
             with open(summary, "a", encoding="utf-8") as fh:
                 fh.write(render_markdown(result))
     code = EXIT[result.decision]
-    raise typer.Exit(code=1 if strict and code == 2 else code)
+    raise typer.Exit(code=1 if r.strict and code == 2 else code)
 
 
-def _check_gate_outputs(output, fmt, as_json: bool, n_boot: int, junit, mkdir: bool) -> Format:
+def _check_gate_outputs(r: GateReportOptions, n_boot: int) -> Format:
     """The report format, and every output and option checked before any file is read.
 
     Raises:
@@ -118,49 +121,53 @@ def _check_gate_outputs(output, fmt, as_json: bool, n_boot: int, junit, mkdir: b
     from repaudit.audit.compare import check_options
     from repaudit.cli.common import report_format
 
-    check_outputs(output, None, fmt, as_json, html=True, mkdir=mkdir)
-    chosen = report_format(fmt, output, as_json, html=True)
+    check_outputs(r.output, None, r.fmt, r.as_json, html=True, mkdir=r.mkdir)
+    chosen = report_format(r.fmt, r.output, r.as_json, html=True)
     if chosen in (Format.latex, Format.csv):
         from repaudit.errors import UsageError
 
         raise UsageError("gate writes terminal text, Markdown (.md), JSON (.json), HTML (.html) and JUnit XML "
                          f"(--junit), not {chosen.value}")
     check_options(0.01, n_boot, 0.25, "holm")
-    if junit is not None:
+    if r.junit is not None:
         from repaudit.run.records import check_writable
 
-        check_writable(junit, "JUnit", mkdir)
+        check_writable(r.junit, "JUnit", r.mkdir)
     return chosen
 
 
-def _run_gate(baseline, candidate, policy_path, max_drop, margin, alpha, multiplicity, samples_a, samples_b,
-              pair_tasks, n_boot, names=(None, None)):
+def _run_gate(baseline: Path, candidate: Path, opts: PolicyOptions, pair: PairOptions):
+    """The policy, both runs, their comparison and the gate's result.
+
+    Raises:
+        UsageError: a policy file with --max-drop/--margin, or neither; RepauditError: what the inputs raise.
+    """
     from repaudit.audit.compare import compare, load_run
     from repaudit.audit.gate import gate, inline_policy, read_policy
     from repaudit.cli.common import task_map_of
     from repaudit.errors import UsageError
 
-    if policy_path is not None and (max_drop is not None or margin is not None):
+    if opts.policy is not None and (opts.max_drop is not None or opts.margin is not None):
         raise UsageError("give --policy or --max-drop/--margin, not both")
-    policy = read_policy(policy_path) if policy_path is not None else inline_policy(max_drop, margin, alpha,
-                                                                                     multiplicity)
-    task_map = task_map_of(pair_tasks or [])
-    runs = load_run(baseline, samples_a), load_run(candidate, samples_b)
-    comparison = compare(*runs, n_boot=n_boot, alpha=policy.alpha, task_map=task_map, adjust=policy.multiplicity,
-                         names=names)
+    policy = read_policy(opts.policy) if opts.policy is not None else inline_policy(
+        opts.max_drop, opts.margin, opts.alpha, opts.multiplicity)
+    task_map = task_map_of(pair.pair_tasks or [])
+    runs = load_run(baseline, pair.samples_a), load_run(candidate, pair.samples_b)
+    comparison = compare(*runs, n_boot=opts.n_boot, alpha=policy.alpha, task_map=task_map,
+                         adjust=policy.multiplicity, names=(pair.name_a, pair.name_b))
     return gate(comparison, policy), runs, task_map
 
 
-def _html(result, baseline, candidate, runs, task_map, data_dir, model, cache_dir, doc_text) -> str:
+def _html(result, baseline, candidate, runs, task_map, source: SourceOptions, doc_text: bool) -> str:
     """The gate's HTML page, with the per-doc browser of the comparison behind it."""
     from repaudit.report.docview import doc_browser
     from repaudit.report.html import render_gate_html
 
     return render_gate_html(result, *doc_browser(result.comparison, (baseline, runs[0]), (candidate, runs[1]),
-                                                 task_map, data_dir, model, cache_dir, doc_text))
+                                                 task_map, source.data_dir, source.model, source.cache_dir, doc_text))
 
 
-def _attribution(result, baseline, candidate, data_dir, model, cache_dir, precision) -> None:
+def _attribution(result, baseline, candidate, source: SourceOptions, precision) -> None:
     """Attribute the first failing row's delta where both runs are one-task replayable runs; else say why."""
     from repaudit.audit.executor import LocalExecutor
     from repaudit.cli.attribution import attribute_runs
@@ -172,8 +179,8 @@ def _attribution(result, baseline, candidate, data_dir, model, cache_dir, precis
         return
     row = failing[0]
     try:
-        att = attribute_runs(baseline, candidate, data_dir, model, row.metric, 2000, cache_dir, None, LocalExecutor(),
-                         None if precision is None else precision / 100)
+        att = attribute_runs(baseline, candidate, source.data_dir, source.model, row.metric, 2000, source.cache_dir,
+                             None, LocalExecutor(), None if precision is None else precision / 100)
     except RepauditError as exc:  # the gate's decision stands; the note says why nothing was attributed
         result.notes.append(f"--attribute: {row.task} {row.metric} could not be re-executed: {exc}")
         return

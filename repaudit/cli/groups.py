@@ -1,0 +1,148 @@
+"""Option groups, declared once: each is a dataclass whose fields are typer options, and a command takes the
+group as one parameter (``report: ReportOptions``). :func:`grouped` spreads each group's fields into the command's
+signature for typer and packs what typer parsed back into the group before the command runs — so a command
+function names a handful of groups, and an option shared by several commands is written in one place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from repaudit.cli.common import (
+    DocTextOption,
+    ExecutorOption,
+    Format,
+    FormatOption,
+    JsonOption,
+    MkdirOption,
+    NameAOption,
+    NameBOption,
+    OutputOption,
+    PrecisionOption,
+    PrecisionSeedOption,
+    RayAddressOption,
+    RoundDocsOption,
+    WorkersOption,
+)
+
+DataDirOption = Annotated[Optional[Path], typer.Option(help="Local data the runs read (laid out as the packaged "
+                                                            "data: <task>/…).")]
+CacheDirOption = Annotated[Optional[Path], typer.Option(help="Model and batch cache (default: the user cache dir).")]
+DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Print the configurations, the batches already in the "
+                                                              "store, the tokens still to compute and a time "
+                                                              "estimate, then exit.")]
+
+
+@dataclass
+class ReportOptions:
+    """Where a report goes and in which format."""
+
+    fmt: FormatOption = Format.rich
+    output: OutputOption = None
+    mkdir: MkdirOption = False
+    as_json: JsonOption = False
+
+
+@dataclass
+class SourceOptions:
+    """Where the model, the data and the caches are (a replay's or a grid's)."""
+
+    model: Annotated[Optional[str], typer.Option(help="Override the model location recorded in the runs: 'default' "
+                                                      "(the packaged SmolLM2-135M-Instruct), a local directory or a "
+                                                      "hub id.")] = None
+    data_dir: DataDirOption = None
+    cache_dir: CacheDirOption = None
+
+
+@dataclass
+class GridOptions:
+    """Where a grid's configurations run, or only what they would cost."""
+
+    executor: ExecutorOption = "local"
+    ray_address: RayAddressOption = None
+    workers: WorkersOption = None
+    dry_run: DryRunOption = False
+
+
+@dataclass
+class PrecisionOptions:
+    """``--precision``: seeded doc rounds shared by all configurations, stopped once every interval is narrow."""
+
+    precision: PrecisionOption = None
+    precision_seed: PrecisionSeedOption = 0
+    round_docs: RoundDocsOption = None
+
+
+@dataclass
+class PairOptions:
+    """How two runs are read and paired, and named in reports."""
+
+    samples_a: Annotated[Optional[list[Path]], typer.Option(
+        help="lm-eval samples_<task>_*.jsonl or lighteval details_*.parquet of A (default: found through the "
+             "harness's output layout).")] = None
+    samples_b: Annotated[Optional[list[Path]], typer.Option(help="Samples or details of B.")] = None
+    pair_tasks: Annotated[Optional[list[str]], typer.Option(
+        help="B_TASK=A_TASK: compare B's task under A's name (one benchmark, two harness names); '*' matches any "
+             "text ('hendrycksTest-*=mmlu_*'); repeatable. lm-eval's own renames (0.3 to 0.4) are applied without "
+             "it, and a one-task run is paired with a one-task run when their docs have the same content.")] = None
+    name_a: NameAOption = None
+    name_b: NameBOption = None
+
+
+@dataclass
+class DocTextOptions:
+    """What an HTML report's per-doc browser shows."""
+
+    doc_text: DocTextOption = True
+
+
+def _is_group(annotation: Any) -> bool:
+    return inspect.isclass(annotation) and dataclasses.is_dataclass(annotation)
+
+
+def _fields(cls: type) -> list[inspect.Parameter]:
+    """A group's fields as keyword parameters, with their resolved ``Annotated`` types and defaults."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    out = []
+    for f in dataclasses.fields(cls):
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                     annotation=hints[f.name]))
+    return out
+
+
+def grouped(fn: Callable) -> Callable:
+    """Decorator: spread every parameter annotated with an option group into the group's fields (for typer), and
+    pack them back into the group when the command is called (see the module docstring)."""
+    sig = inspect.signature(fn, eval_str=True)
+    groups = {name: p.annotation for name, p in sig.parameters.items() if _is_group(p.annotation)}
+    plain, spread, var = [], [], []
+    for name, p in sig.parameters.items():
+        if name in groups:
+            spread += _fields(groups[name])
+        elif p.kind is inspect.Parameter.VAR_KEYWORD:
+            var.append(p)
+        else:
+            plain.append(p)
+
+    @functools.wraps(fn)
+    def command(**kwargs: Any) -> Any:
+        for name, cls in groups.items():
+            kwargs[name] = cls(**{f.name: kwargs.pop(f.name) for f in dataclasses.fields(cls)})
+        return fn(**kwargs)
+
+    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+              else p for p in plain] + spread + var
+    command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    del command.__wrapped__  # typer reads the signature set here, not the function's own
+    return command
