@@ -112,7 +112,8 @@ def load_docs(task: Task, cfg: RunConfig, err: Console) -> DocSet:
     """
     root = data_root(task, cfg.data_dir)
     split = _resolve_split(task, cfg, root, err)
-    rows, source = load_rows(task, split, root, cfg.revision if root.kind == "hub" else None)
+    # --revision is the model's; a dataset's revision is the hub default (the loader records what it read)
+    rows, source = load_rows(task, split, root)
     all_docs = to_docs(task, rows)
     n_shot = len(cfg.fewshot_ids) if cfg.fewshot_ids is not None else (
         cfg.num_fewshot if cfg.num_fewshot is not None else task.default_num_fewshot)
