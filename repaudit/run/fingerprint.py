@@ -95,13 +95,14 @@ class ModelIdentity(_Record):
     source: str
     """gguf-package (the default model), local or hub."""
     revision: str | None
-    """The hub revision used, else None."""
+    """The revision asked for with --revision (a hub model's commit, branch or tag; also recorded when given with
+    a local directory), else None."""
     weights_sha256: str
     """sha256 over the weight files loaded."""
     gguf_sha256: str | None
     """sha256 of the GGUF the weights were de-quantised from, else None."""
     tokenizer_sha256: str
-    """sha256 of the tokenizer's files."""
+    """sha256 of the serialised tokenizer (vocabulary, merges, normaliser, …) and its bos, eos and pad tokens."""
     special_tokens: dict[str, str | None]
     """The tokenizer's bos, eos and pad tokens."""
     architecture: str
@@ -120,7 +121,7 @@ class BackendFacts(_Record):
     max_length: int
     """The context window requests were cut to (tokens)."""
     add_special_tokens: bool
-    """Whether the tokenizer's special tokens were added when encoding."""
+    """Whether the tokenizer adds special tokens (e.g. BOS) by default when it encodes text."""
     engine: dict[str, Any] | None = None
     """The engine's own facts that can change numbers (transformers: attention implementation; vLLM: version,
     attention backend, scheduler limits, prefix caching, engine seed, batch-invariant mode, what was requested)."""
@@ -150,7 +151,8 @@ class FewshotFacts(_Record):
     """How the few-shot examples were chosen (the settings say how many and from where)."""
 
     sampler: str
-    """The task's sampler (random, first_n, fixed samples, none)."""
+    """How the few-shot examples were chosen: the task's sampler (random, first_n), explicit (--fewshot-ids),
+    replayed (another run's ids) or none (0-shot)."""
     ids_sha256: str
     """sha256 of every doc's few-shot ids, in order (the ids are in the run's per-doc results)."""
 
