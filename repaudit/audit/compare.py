@@ -38,103 +38,164 @@ Status = Literal["same", "differs", "unknown"]
 
 
 class FactorRow(BaseModel):
-    """One factor field: A's and B's value and whether they are the same, differ, or are unknown
-    (not recorded by one or both runs). ``note`` says when two spellings were judged the same (a function's
-    name and its source; lm-eval's backend aliases)."""
+    """One factor field: A's and B's value and whether they are the same, differ, or are unknown."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     task: str
+    """The task."""
     group: str
+    """The factor group (:class:`~repaudit.importers.factors.FactorGroup`: ``seed``, ``backend``, ``prompt_format``,
+    …)."""
     field: str
+    """The field within the group."""
     a: Any
+    """A's value as recorded (``<not recorded>`` where A does not record it)."""
     b: Any
+    """B's value, as ``a``."""
     status: Status
+    """same, differs, or unknown (not recorded by one or both runs)."""
     note: str = ""
-    #: the registry's name of the factor this field records (:mod:`repaudit.run.factors`), if it is one
+    """Why two spellings were judged the same (a function's name and its source; lm-eval's backend aliases);
+    empty otherwise."""
     factor: str | None = None
+    """The registry's name of the factor this field records (:mod:`repaudit.run.factors`); None: not one."""
 
 
 class DocAgreement(BaseModel):
-    """How the shared docs of a task line up: identical content, targets, prompt texts, predictions and
-    (where both runs record them) few-shot example ids."""
+    """How the shared docs of a task line up. Each ``*_equal`` counts shared docs on which both runs record the
+    value and it is equal; None: no shared doc has it recorded by both."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     task: str
+    """The task."""
     n_a: int
+    """Docs with per-doc results in A."""
     n_b: int
+    """Docs with per-doc results in B."""
     n_shared: int
+    """Doc ids both runs have."""
     doc_hash_equal: int | None
+    """Shared docs with the same content hash (``doc_hash``)."""
     target_equal: int | None
+    """Shared docs with the same target."""
     prompt_hash_equal: int | None
+    """Shared docs with the same prompt text hash."""
     prediction_equal: int | None
+    """Shared docs with the same prediction."""
     fewshot_equal: int | None = None
+    """Shared docs with the same few-shot example ids."""
     choices_equal: int | None = None
+    """Shared docs with the same scored continuations (``choices_hash``)."""
 
 
 class TaskSet(BaseModel):
-    """Tasks compared, and tasks (groups counted apart) that only one run has, by their file names."""
+    """Tasks compared, and tasks that only one run has, by their names in the files (groups listed apart)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     shared: list[str]
+    """Tasks both runs have (after pairing), in A's order."""
     only_a: list[str]
+    """Tasks only A has (groups left out)."""
     only_b: list[str]
+    """Tasks only B has (groups left out)."""
     groups_only_a: list[str] = []
+    """Groups only A has."""
     groups_only_b: list[str] = []
+    """Groups only B has."""
 
 
 class Move(BaseModel):
-    """One of the largest significant moves named in the headline."""
+    """One of the largest moves named in the headline (significant ones first)."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
     task: str
+    """The task."""
     metric: str
+    """The metric key."""
     delta: float
+    """Δ = B − A, in ``unit``."""
     ci_low: float | None
+    """Lower bound of Δ's (1 − alpha) interval, in ``unit``; None: no interval."""
     ci_high: float | None
+    """Upper bound of Δ's interval, in ``unit``; None: no interval."""
     unit: str
+    """``pts`` for proportions and percentages, else the metric's own unit."""
     moved: str | None
+    """better, worse, up or down (direction unknown), or ``within noise``."""
 
 
 class Summary(BaseModel):
-    """The headline: rows by verdict (task rows; groups apart), the largest moves, the differing factors."""
+    """The headline: task rows by verdict (group rows counted apart), the largest moves, the differing factors."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     rows: int
+    """Task score rows (groups left out)."""
     better: int
+    """Significant task rows that moved the better way."""
     worse: int
+    """Significant task rows that moved the worse way."""
     moved_unknown_direction: int
+    """Significant task rows of a metric whose direction is unknown."""
     within_noise: int
+    """Task rows within noise."""
     not_comparable: int
+    """Task rows that are not comparable."""
     no_verdict: int
+    """Task rows with no verdict."""
     group_rows: int
+    """Group score rows."""
     group_significant: int
+    """Significant group rows."""
     adjust: str
+    """The multiplicity adjustment: holm, bh or none."""
     alpha: float
+    """The significance level."""
     largest: list[Move]
+    """Up to 3 tested task rows (significant or within noise) with the largest |Δ|, significant ones first."""
     differing: list[str]
+    """Factor groups with a field that differs, in report order."""
     unknown_fields: int
+    """Distinct (group, field) pairs unknown in at least one task."""
     same_fields: int
+    """Distinct (group, field) pairs the same in at least one task."""
 
 
 class Comparison(BaseModel):
     """The complete result of ``repaudit compare`` (also its ``--format json``). Scores and intervals
     are in each row's ``unit`` (``pts`` for proportions and percentages)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     a: dict[str, str]
+    """Run A's label: ``path``, ``name`` (as reports show it), ``file``, ``source`` (the harness and version) and
+    ``model``."""
     b: dict[str, str]
+    """Run B's label, as ``a``."""
     tie_eps: float
+    """Log-likelihood gap (nats) between a run's top two choices at or below which a flip counts as churn."""
     alpha: float = 0.05
+    """Significance level; intervals are (1 − alpha)."""
     adjust: str = "holm"
+    """Multiplicity adjustment of the p-values: holm, bh or none."""
     summary: Summary | None = None
+    """The headline; None only before :func:`summarise` fills it."""
     tasks: TaskSet | None = None
+    """The task sets; None: not recorded (compare always fills it)."""
     factors: list[FactorRow]
+    """Every factor field of every shared task."""
     docs: list[DocAgreement]
+    """Doc agreement per shared task where both runs have per-doc results."""
     scores: list[ScoreRow]
+    """One row per shared task and metric both runs report."""
     flips: list[FlippedDoc]
+    """Every doc whose 0/1 metric flipped between A and B."""
     notes: list[str]
+    """Notes from reading and pairing the runs (renames applied, tasks without a shared metric)."""
     diagnostics: list[DiagnosticRow] = []
+    """Every run diagnostic, side by side per task."""
     mechanisms: list[Mechanism] = []
+    """Diagnostics named as likely mechanisms of a gap, with the score on the docs they leave unaffected."""
     warnings: list[str] = []
+    """Warnings that make a run's scores doubtful (docs among their own few-shot examples)."""
 
     def differing(self) -> list[FactorRow]:
         return [f for f in self.factors if f.status == "differs"]
