@@ -20,14 +20,8 @@ READABLE_RUN_SCHEMAS = (2, 3)
 
 
 class DocResult(BaseModel):
-    """One doc's outcome.
-
-    For multiple choice: ``loglikelihoods``, ``is_greedy`` and ``continuation_tokens`` per choice
-    (in nats / bool / tokens), ``prediction`` the argmax choice index. For generation:
-    ``generation`` the raw text, ``extracted`` the answer per filter, ``prediction`` the
-    strict-match answer. ``doc_hash`` / ``prompt_hash`` / ``target_hash`` are computed as in
-    lm-eval's sample logs, so they can be matched against them.
-    """
+    """One doc's outcome (each field's docstring says what it holds). ``doc_hash`` / ``prompt_hash`` /
+    ``target_hash`` are computed as in lm-eval's sample logs, so they can be matched against them."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     doc_id: Annotated[int, Field(ge=0)]
