@@ -22,13 +22,14 @@ from deepdiff import DeepDiff
 from pydantic import BaseModel, ConfigDict
 
 from repaudit.audit.docsets import doc_set, same_docs
+from repaudit.audit.labels import run_label, run_labels
 from repaudit.audit.mechanisms import DiagnosticRow, Mechanism, explain
 from repaudit.audit.pairing import TaskSets, pair_tasks
 from repaudit.audit.scores import FlippedDoc, ScoreRow, judge, score_row
 from repaudit.errors import RepauditError, UsageError
 from repaudit.importers.comparable import ComparableRun, TaskOutcome
 from repaudit.importers.detect import load_run
-from repaudit.importers.factors import NOT_SET, UNKNOWN, FactorGroup
+from repaudit.importers.factors import UNKNOWN, FactorGroup
 from repaudit.importers.lmeval.factors import DEFAULT_DEVICE
 from repaudit.importers.metric_kinds import task_base
 
@@ -311,63 +312,6 @@ def check_options(tie_eps: float, n_boot: int, alpha: float, adjust: str, top: i
         raise UsageError(f"--top must be between 0 and 1000000, got {top}")
 
 
-def _model_name(run: ComparableRun) -> str:
-    models = {str(f.get("model", {}).get("name")) for f in run.factors.values()} - {UNKNOWN, "None"}
-    return ", ".join(sorted(models)) if models else "not recorded"
-
-
-def _revision(run: ComparableRun) -> str | None:
-    revs = {str(f.get("model", {}).get("revision")) for f in run.factors.values()} - {UNKNOWN, NOT_SET, "None"}
-    return ", ".join(sorted(revs)) if revs else None
-
-
-#: the time stamp in lm-eval's and lighteval's file names: ``results_2026-11-23T04-07-29.104443.json``
-_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T[\d:.\-]+")
-
-
-def run_labels(a: ComparableRun, b: ComparableRun, names: tuple[str | None, str | None] = (None, None)
-               ) -> tuple[str, str]:
-    """How the report names each run: ``names`` where given (``--name-a``/``--name-b``), else the file name;
-    where the two file names are equal (``result.json`` twice, or lm-eval's ``results_<time>.json``), what
-    tells them apart — the model's name, its revision, else the folders the files sit in
-    (``llama2-7b/result.json``)."""
-    from pathlib import PurePath
-
-    pa, pb = PurePath(a.path), PurePath(b.path)
-    if _STAMP.sub("", pa.name) != _STAMP.sub("", pb.name):
-        derived = (pa.name, pb.name)
-    elif (ma := _model_name(a)) != (mb := _model_name(b)):
-        derived = (PurePath(ma).name or ma, PurePath(mb).name or mb)
-        if derived[0] == derived[1]:
-            derived = (ma, mb)
-    elif (ra := _revision(a)) != (rb := _revision(b)) and ra and rb:
-        derived = (f"{PurePath(ma).name}@{ra}", f"{PurePath(mb).name}@{rb}")
-    else:
-        derived = _by_folder(pa, pb)
-    return names[0] or derived[0], names[1] or derived[1]
-
-
-def _by_folder(pa, pb) -> tuple[str, str]:
-    """The shortest trailing folders of two paths that differ (``s1`` / ``s2`` for ``s1/results.json`` and
-    ``s2/results.json``); the file names where the folders are the same."""
-    for k in range(2, max(len(pa.parts), len(pb.parts)) + 1):
-        la, lb = "/".join(pa.parts[-k:-1]), "/".join(pb.parts[-k:-1])
-        if la != lb:
-            return la or pa.name, lb or pb.name
-    if pa.name != pb.name:  # one folder, two time-stamped files
-        return pa.name, pb.name
-    return f"{pa.name} (A)", f"{pb.name} (B)"  # one file twice
-
-
-def _label(run: ComparableRun, name: str) -> dict[str, str]:
-    from pathlib import Path
-
-    model = _model_name(run)
-    if len(model) > 300:  # a label: the whole name is in the factor rows
-        model = f"{model[:150]}…({len(model) - 300:,} characters left out)…{model[-150:]}"
-    return {"path": run.path, "name": name, "file": Path(run.path).name, "source": run.source, "model": model}
-
-
 def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: int = 10_000,
             alpha: float = 0.05, task_map: dict[str, str] | None = None, adjust: str = "holm",
             names: tuple[str | None, str | None] = (None, None)) -> Comparison:
@@ -416,7 +360,7 @@ def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: i
     judge(scores, alpha, adjust)
     _scale_mechanisms(mechanisms, scores)
     taskset = _task_set(sets, shared_tasks)
-    cmp = Comparison(a=_label(a, label_a), b=_label(b, label_b), tie_eps=tie_eps, alpha=alpha, adjust=adjust,
+    cmp = Comparison(a=run_label(a, label_a), b=run_label(b, label_b), tie_eps=tie_eps, alpha=alpha, adjust=adjust,
                      tasks=taskset, factors=factors, docs=agreements, scores=scores, flips=flips, notes=notes,
                      diagnostics=diagnostics, mechanisms=mechanisms, warnings=warnings)
     cmp.summary = summarise(cmp)
