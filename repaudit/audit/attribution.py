@@ -25,44 +25,75 @@ from repaudit.audit.shapley import (  # noqa: F401
 
 
 class AttributionReport(BaseModel):
-    """The result of ``repaudit attribute`` (JSON-ready). Scores and values in metric units (0-1).
+    """The result of ``repaudit attribute`` (JSON-ready). Scores and values in metric units (0–1 for accuracies);
+    every Δ is B − A."""
 
-    ``method`` is ``exact`` (all 2^k configurations) or ``permutation`` (sampled, k > 8; then
-    ``phi_stderr`` is the Monte-Carlo standard error and interactions are not computed).
-    """
-
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     task: str
+    """The task."""
     metric: str
+    """The per-doc metric attributed."""
     run_a: str = ""
+    """Run A's file."""
     run_b: str = ""
+    """Run B's file."""
     factors: list[str]
+    """The replayable factors that differ, in the order of ``phi``."""
     not_replayable: list[str]
+    """What differs but cannot be replayed (hardware, library versions, model weights, tokenizer, data): part of
+    the residual."""
     not_recorded: list[str] = []
+    """Of those parts, the ones a run does not record, so they may differ unseen."""
     method: str = "exact"
+    """``exact`` (all 2^k configurations) or ``permutation`` (sampled permutations, for k > 8)."""
     phi: list[float]
+    """Each factor's Shapley value: its share of the re-executed Δ (they sum to ``reexecuted_delta``)."""
     phi_ci: list[list[float]]
+    """Each factor's 95 % interval [low, high] (bootstrap over docs; with ``--precision`` the repeated confidence
+    interval)."""
     phi_stderr: list[float] | None = None
+    """``permutation``: each value's Monte-Carlo standard error; None for ``exact``."""
     interactions: list[dict]
+    """``exact`` only: per pair of factors ``{"pair", "value", "ci"}``: the pair, their Shapley interaction index and
+    its interval; empty for ``permutation``."""
     recorded_a: float
+    """A's recorded score on the docs used (stratum-weighted with ``--precision``)."""
     recorded_b: float
+    """B's recorded score on the docs used, as ``recorded_a``."""
     reexecuted_a: float = float("nan")
+    """The score of A's configuration re-executed here, on the same docs and weights."""
     reexecuted_b: float = float("nan")
+    """The score of B's configuration re-executed here, as ``reexecuted_a``."""
     recorded_delta: float
+    """``recorded_b − recorded_a``."""
     reexecuted_delta: float
+    """``reexecuted_b − reexecuted_a``."""
     reexecuted_delta_ci: list[float] = []
+    """95 % interval [low, high] of ``reexecuted_delta``, as ``phi_ci``."""
     residual: float
+    """``recorded_delta − reexecuted_delta``: what re-execution does not reproduce (not-replayable factors,
+    nondeterminism)."""
     fidelity_a: float
+    """Fraction (0–1) of docs whose re-executed A prediction equals A's recorded one; NaN: no doc to compare."""
     fidelity_b: float
+    """As ``fidelity_a``, for B."""
     n_docs: int = 0
+    """Docs each configuration evaluated."""
     configurations: int
+    """Configurations (hybrids of A and B) evaluated."""
     forward_configurations: int = 0
+    """Of them, configurations that computed at least one batch (the rest came from the batch store)."""
     computed_batches: int
+    """Batches computed, over all configurations."""
     cached_batches: int
+    """Batches read from the batch store, over all configurations."""
     wall_s: float = 0.0
+    """Wall-clock seconds of the whole attribution."""
     minimal_flip_sets: dict[int, list[str]]
-    #: how a ``--precision`` estimate was reached (None: every doc, bootstrap intervals)
+    """Doc id → a smallest set of factors whose hybrid already gives B's outcome, for every doc whose re-executed
+    outcome differs between A and B."""
     sequential: SequentialReport | None = None
+    """How a ``--precision`` estimate was reached; None: every doc, bootstrap intervals."""
 
 
 def _check_same_docs(src, rec) -> None:

@@ -22,13 +22,14 @@ from deepdiff import DeepDiff
 from pydantic import BaseModel, ConfigDict
 
 from repaudit.audit.docsets import doc_set, same_docs
+from repaudit.audit.labels import run_label, run_labels
 from repaudit.audit.mechanisms import DiagnosticRow, Mechanism, explain
 from repaudit.audit.pairing import TaskSets, pair_tasks
 from repaudit.audit.scores import FlippedDoc, ScoreRow, judge, score_row
 from repaudit.errors import RepauditError, UsageError
 from repaudit.importers.comparable import ComparableRun, TaskOutcome
 from repaudit.importers.detect import load_run
-from repaudit.importers.factors import NOT_SET, UNKNOWN, FactorGroup
+from repaudit.importers.factors import UNKNOWN, FactorGroup
 from repaudit.importers.lmeval.factors import DEFAULT_DEVICE
 from repaudit.importers.metric_kinds import task_base
 
@@ -38,103 +39,164 @@ Status = Literal["same", "differs", "unknown"]
 
 
 class FactorRow(BaseModel):
-    """One factor field: A's and B's value and whether they are the same, differ, or are unknown
-    (not recorded by one or both runs). ``note`` says when two spellings were judged the same (a function's
-    name and its source; lm-eval's backend aliases)."""
+    """One factor field: A's and B's value and whether they are the same, differ, or are unknown."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     task: str
+    """The task."""
     group: str
+    """The factor group (:class:`~repaudit.importers.factors.FactorGroup`: ``seed``, ``backend``, ``prompt_format``,
+    …)."""
     field: str
+    """The field within the group."""
     a: Any
+    """A's value as recorded (``<not recorded>`` where A does not record it)."""
     b: Any
+    """B's value, as ``a``."""
     status: Status
+    """same, differs, or unknown (not recorded by one or both runs)."""
     note: str = ""
-    #: the registry's name of the factor this field records (:mod:`repaudit.run.factors`), if it is one
+    """Why two spellings were judged the same (a function's name and its source; lm-eval's backend aliases);
+    empty otherwise."""
     factor: str | None = None
+    """The registry's name of the factor this field records (:mod:`repaudit.run.factors`); None: not one."""
 
 
 class DocAgreement(BaseModel):
-    """How the shared docs of a task line up: identical content, targets, prompt texts, predictions and
-    (where both runs record them) few-shot example ids."""
+    """How the shared docs of a task line up. Each ``*_equal`` counts shared docs on which both runs record the
+    value and it is equal; None: no shared doc has it recorded by both."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     task: str
+    """The task."""
     n_a: int
+    """Docs with per-doc results in A."""
     n_b: int
+    """Docs with per-doc results in B."""
     n_shared: int
+    """Doc ids both runs have."""
     doc_hash_equal: int | None
+    """Shared docs with the same content hash (``doc_hash``)."""
     target_equal: int | None
+    """Shared docs with the same target."""
     prompt_hash_equal: int | None
+    """Shared docs with the same prompt text hash."""
     prediction_equal: int | None
+    """Shared docs with the same prediction."""
     fewshot_equal: int | None = None
+    """Shared docs with the same few-shot example ids."""
     choices_equal: int | None = None
+    """Shared docs with the same scored continuations (``choices_hash``)."""
 
 
 class TaskSet(BaseModel):
-    """Tasks compared, and tasks (groups counted apart) that only one run has, by their file names."""
+    """Tasks compared, and tasks that only one run has, by their names in the files (groups listed apart)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     shared: list[str]
+    """Tasks both runs have (after pairing), in A's order."""
     only_a: list[str]
+    """Tasks only A has (groups left out)."""
     only_b: list[str]
+    """Tasks only B has (groups left out)."""
     groups_only_a: list[str] = []
+    """Groups only A has."""
     groups_only_b: list[str] = []
+    """Groups only B has."""
 
 
 class Move(BaseModel):
-    """One of the largest significant moves named in the headline."""
+    """One of the largest moves named in the headline (significant ones first)."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
     task: str
+    """The task."""
     metric: str
+    """The metric key."""
     delta: float
+    """Δ = B − A, in ``unit``."""
     ci_low: float | None
+    """Lower bound of Δ's (1 − alpha) interval, in ``unit``; None: no interval."""
     ci_high: float | None
+    """Upper bound of Δ's interval, in ``unit``; None: no interval."""
     unit: str
+    """``pts`` for proportions and percentages, else the metric's own unit."""
     moved: str | None
+    """better, worse, up or down (direction unknown), or ``within noise``."""
 
 
 class Summary(BaseModel):
-    """The headline: rows by verdict (task rows; groups apart), the largest moves, the differing factors."""
+    """The headline: task rows by verdict (group rows counted apart), the largest moves, the differing factors."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     rows: int
+    """Task score rows (groups left out)."""
     better: int
+    """Significant task rows that moved the better way."""
     worse: int
+    """Significant task rows that moved the worse way."""
     moved_unknown_direction: int
+    """Significant task rows of a metric whose direction is unknown."""
     within_noise: int
+    """Task rows within noise."""
     not_comparable: int
+    """Task rows that are not comparable."""
     no_verdict: int
+    """Task rows with no verdict."""
     group_rows: int
+    """Group score rows."""
     group_significant: int
+    """Significant group rows."""
     adjust: str
+    """The multiplicity adjustment: holm, bh or none."""
     alpha: float
+    """The significance level."""
     largest: list[Move]
+    """Up to 3 tested task rows (significant or within noise) with the largest |Δ|, significant ones first."""
     differing: list[str]
+    """Factor groups with a field that differs, in report order."""
     unknown_fields: int
+    """Distinct (group, field) pairs unknown in at least one task."""
     same_fields: int
+    """Distinct (group, field) pairs the same in at least one task."""
 
 
 class Comparison(BaseModel):
     """The complete result of ``repaudit compare`` (also its ``--format json``). Scores and intervals
     are in each row's ``unit`` (``pts`` for proportions and percentages)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     a: dict[str, str]
+    """Run A's label: ``path``, ``name`` (as reports show it), ``file``, ``source`` (the harness and version) and
+    ``model``."""
     b: dict[str, str]
+    """Run B's label, as ``a``."""
     tie_eps: float
+    """Log-likelihood gap (nats) between a run's top two choices at or below which a flip counts as churn."""
     alpha: float = 0.05
+    """Significance level; intervals are (1 − alpha)."""
     adjust: str = "holm"
+    """Multiplicity adjustment of the p-values: holm, bh or none."""
     summary: Summary | None = None
+    """The headline; None only before :func:`summarise` fills it."""
     tasks: TaskSet | None = None
+    """The task sets; None: not recorded (compare always fills it)."""
     factors: list[FactorRow]
+    """Every factor field of every shared task."""
     docs: list[DocAgreement]
+    """Doc agreement per shared task where both runs have per-doc results."""
     scores: list[ScoreRow]
+    """One row per shared task and metric both runs report."""
     flips: list[FlippedDoc]
+    """Every doc whose 0/1 metric flipped between A and B."""
     notes: list[str]
+    """Notes from reading and pairing the runs (renames applied, tasks without a shared metric)."""
     diagnostics: list[DiagnosticRow] = []
+    """Every run diagnostic, side by side per task."""
     mechanisms: list[Mechanism] = []
+    """Diagnostics named as likely mechanisms of a gap, with the score on the docs they leave unaffected."""
     warnings: list[str] = []
+    """Warnings that make a run's scores doubtful (docs among their own few-shot examples)."""
 
     def differing(self) -> list[FactorRow]:
         return [f for f in self.factors if f.status == "differs"]
@@ -250,63 +312,6 @@ def check_options(tie_eps: float, n_boot: int, alpha: float, adjust: str, top: i
         raise UsageError(f"--top must be between 0 and 1000000, got {top}")
 
 
-def _model_name(run: ComparableRun) -> str:
-    models = {str(f.get("model", {}).get("name")) for f in run.factors.values()} - {UNKNOWN, "None"}
-    return ", ".join(sorted(models)) if models else "not recorded"
-
-
-def _revision(run: ComparableRun) -> str | None:
-    revs = {str(f.get("model", {}).get("revision")) for f in run.factors.values()} - {UNKNOWN, NOT_SET, "None"}
-    return ", ".join(sorted(revs)) if revs else None
-
-
-#: the time stamp in lm-eval's and lighteval's file names: ``results_2026-11-23T04-07-29.104443.json``
-_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T[\d:.\-]+")
-
-
-def run_labels(a: ComparableRun, b: ComparableRun, names: tuple[str | None, str | None] = (None, None)
-               ) -> tuple[str, str]:
-    """How the report names each run: ``names`` where given (``--name-a``/``--name-b``), else the file name;
-    where the two file names are equal (``result.json`` twice, or lm-eval's ``results_<time>.json``), what
-    tells them apart — the model's name, its revision, else the folders the files sit in
-    (``llama2-7b/result.json``)."""
-    from pathlib import PurePath
-
-    pa, pb = PurePath(a.path), PurePath(b.path)
-    if _STAMP.sub("", pa.name) != _STAMP.sub("", pb.name):
-        derived = (pa.name, pb.name)
-    elif (ma := _model_name(a)) != (mb := _model_name(b)):
-        derived = (PurePath(ma).name or ma, PurePath(mb).name or mb)
-        if derived[0] == derived[1]:
-            derived = (ma, mb)
-    elif (ra := _revision(a)) != (rb := _revision(b)) and ra and rb:
-        derived = (f"{PurePath(ma).name}@{ra}", f"{PurePath(mb).name}@{rb}")
-    else:
-        derived = _by_folder(pa, pb)
-    return names[0] or derived[0], names[1] or derived[1]
-
-
-def _by_folder(pa, pb) -> tuple[str, str]:
-    """The shortest trailing folders of two paths that differ (``s1`` / ``s2`` for ``s1/results.json`` and
-    ``s2/results.json``); the file names where the folders are the same."""
-    for k in range(2, max(len(pa.parts), len(pb.parts)) + 1):
-        la, lb = "/".join(pa.parts[-k:-1]), "/".join(pb.parts[-k:-1])
-        if la != lb:
-            return la or pa.name, lb or pb.name
-    if pa.name != pb.name:  # one folder, two time-stamped files
-        return pa.name, pb.name
-    return f"{pa.name} (A)", f"{pb.name} (B)"  # one file twice
-
-
-def _label(run: ComparableRun, name: str) -> dict[str, str]:
-    from pathlib import Path
-
-    model = _model_name(run)
-    if len(model) > 300:  # a label: the whole name is in the factor rows
-        model = f"{model[:150]}…({len(model) - 300:,} characters left out)…{model[-150:]}"
-    return {"path": run.path, "name": name, "file": Path(run.path).name, "source": run.source, "model": model}
-
-
 def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: int = 10_000,
             alpha: float = 0.05, task_map: dict[str, str] | None = None, adjust: str = "holm",
             names: tuple[str | None, str | None] = (None, None)) -> Comparison:
@@ -355,7 +360,7 @@ def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: i
     judge(scores, alpha, adjust)
     _scale_mechanisms(mechanisms, scores)
     taskset = _task_set(sets, shared_tasks)
-    cmp = Comparison(a=_label(a, label_a), b=_label(b, label_b), tie_eps=tie_eps, alpha=alpha, adjust=adjust,
+    cmp = Comparison(a=run_label(a, label_a), b=run_label(b, label_b), tie_eps=tie_eps, alpha=alpha, adjust=adjust,
                      tasks=taskset, factors=factors, docs=agreements, scores=scores, flips=flips, notes=notes,
                      diagnostics=diagnostics, mechanisms=mechanisms, warnings=warnings)
     cmp.summary = summarise(cmp)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from repaudit.errors import RepauditError
 from repaudit.importers.comparable import ComparableRun
@@ -24,39 +24,65 @@ Status = Literal["conforms", "deviates", "unknown"]
 class ConformanceRow(BaseModel):
     """One fixed factor of one task: the protocol's value and source, the run's value, the status."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
     task: str
+    """The run's task."""
     factor: str
+    """The factor the protocol fixes (its registry name)."""
     protocol_value: Any
+    """The protocol's value."""
     run_value: Any
+    """The run's value (for ``metric`` and ``aggregation``: the metric keys it reports); ``<not recorded>`` where
+    the run does not record it."""
     status: Status
+    """conforms, deviates, or unknown (the run does not record it, or it cannot be told)."""
     source: str
+    """Where the protocol states the value: the source's URL and section."""
     note: str = ""
+    """Why the status was given, and the protocol's own note; empty: none."""
 
 
 class ScoreView(BaseModel):
-    """A reported score of the run as the protocol would show it (``shown`` is None when the
-    protocol's form is the run's own)."""
+    """A reported score of the run as the protocol would show it."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
     task: str
+    """The run's task."""
     metric: str
+    """The metric key as the run reports it."""
     raw: float
+    """The run's reported value, in the run's own scale (a fraction 0–1 for lm-eval's accuracies)."""
     shown: float | None
+    """The value leaderboard-normalised against the random-guess baseline, where the protocol shows normalised scores
+    and the run raw ones; None: the protocol's form is the run's own (or no baseline is known)."""
     form: str
+    """How the protocol shows scores: raw or leaderboard_normalised."""
 
 
 class Conformance(BaseModel):
     """The result of :func:`conformance`: rows per task, unspecified factors, converted scores."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
     run: str
+    """The run file's path."""
     run_source: str
+    """What wrote the run: the harness and its version."""
     protocol: str
+    """The protocol's name."""
     protocol_title: str
+    """The protocol's title."""
     protocol_sha256: str
+    """sha256 of the validated protocol's canonical JSON."""
     tasks: list[str]
+    """The run's tasks the protocol defines, sorted."""
     not_in_protocol: list[str]
+    """The run's tasks the protocol does not define."""
     rows: list[ConformanceRow]
+    """One row per task and fixed factor."""
     unspecified: dict[str, list[str]]
+    """Task → the factors the protocol's sources leave unsaid."""
     scores: list[ScoreView]
+    """The run's reported scores (the protocol's metric only, where it names one) as the protocol shows them."""
 
     def deviations(self) -> list[ConformanceRow]:
         return [r for r in self.rows if r.status == "deviates"]

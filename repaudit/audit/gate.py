@@ -49,28 +49,35 @@ Decision = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 
 
 class PolicyRow(BaseModel):
-    """One rule: which task×metric rows (globs after compare's task pairing) get which test.
+    """One rule: which task×metric rows (globs after compare's task pairing) get which test."""
 
-    ``metric`` matches the key compare uses (``acc``, ``exact_match,strict-match``); ``margin`` is in the
-    metric's display unit (points for proportions and percentages). ``direction`` overrides the
-    metric's own (needed for a one-sided test of a metric whose direction is unknown)."""
-
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     task: str = Field(min_length=1, max_length=500)
+    """Glob over the task names, as compare pairs them."""
     metric: str = Field("*", min_length=1, max_length=500)
+    """Glob over the metric key compare uses (``acc``, ``exact_match,strict-match``; ``acc,none`` matches too)."""
     test: Test
+    """equivalence (TOST), non_inferiority or superiority."""
     margin: float = Field(ge=0, le=1e9, allow_inf_nan=False)
+    """The margin m (superiority: the gain g) in the metric's display unit: points for proportions and
+    percentages."""
     tier: Tier = "critical"
+    """critical (a FAIL is NO-GO), supporting (a FAIL blocks GO) or advisory (never decides)."""
     direction: Literal["higher", "lower"] | None = None
+    """Which way is better, over the metric's own (needed for a one-sided test of a metric whose direction is
+    unknown); None: the metric's own."""
 
 
 class Policy(BaseModel):
     """A gate policy (YAML): α, the multiplicity adjustment and the rules, first match wins."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     alpha: float = Field(0.05, gt=0, lt=0.5, allow_inf_nan=False)
+    """Level of each one-sided claim; intervals are (1 − 2α)."""
     multiplicity: Literal["holm", "bh", "none"] = "holm"
+    """Adjustment over the PASS claims of all gated rows (one family) and the FAIL claims (another)."""
     rows: list[PolicyRow] = Field(min_length=1, max_length=10_000)
+    """The rules, first match wins; at least one critical."""
 
     @model_validator(mode="after")
     def _one_critical(self) -> Policy:
@@ -123,56 +130,95 @@ class GateRow(BaseModel):
     """One gated task×metric row: the oriented difference d (positive = better) in ``unit``, its (1 − 2α)
     interval, the claim's raw and adjusted p, the decision and why."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     task: str
+    """The task (a rule that matched no row: its task glob)."""
     metric: str
+    """The metric key (a rule that matched no row: its metric glob)."""
     test: Test
+    """The test the rule gives the row."""
     tier: Tier
+    """The rule's tier."""
     margin: float
+    """The rule's margin (superiority: the gain), in ``unit``."""
     unit: str
+    """compare's display unit of the row (``pts`` for proportions and percentages); empty for a rule that matched
+    no row."""
     direction: str
+    """The direction the row was oriented by (the rule's, else the metric's): higher, lower or unknown; empty for a
+    rule that matched no row."""
     d: float | None
-    #: compare's Δ = B − A of the row (not oriented), also where no test could be run
+    """The oriented difference in ``unit``: Δ where higher is better, −Δ where lower is; positive = better. None:
+    no test."""
     delta: float | None = None
+    """compare's Δ = B − A of the row (not oriented), also where no test could be run; None: no row matched."""
     ci_low: float | None
+    """Lower bound of the (1 − 2α) interval of ``d``; None: no test."""
     ci_high: float | None
+    """Upper bound of the (1 − 2α) interval of ``d``; None: no test."""
     se: float | None
+    """compare's standard error of Δ, in ``unit``; None: compare gives no test."""
     method: str
-    #: ``score test (Tango 1998)`` for 0/1 metrics on paired docs, else ``z test``
+    """compare's method of the row (``paired_bootstrap``, ``unpaired_stderr``, …); ``none``: no test."""
     test_used: str = ""
+    """``score test (Tango 1998)`` for 0/1 metrics on paired docs without clusters, else ``z test``; empty: no
+    test."""
     n_docs: int
+    """Docs the row rests on: the shared docs, else the smaller of the runs' doc counts; 0: not known."""
     p_pass: float | None = None
+    """One-sided p of the PASS claim, before adjustment; None: no test."""
     p_fail: float | None = None
+    """One-sided p of the FAIL claim, before adjustment; None: no test."""
     p_raw: float | None = None
+    """The p of the claim that decided the row (PASS's for an inconclusive one), before adjustment; None: no
+    test."""
     p_adjusted: float | None = None
+    """``p_raw`` after the policy's multiplicity adjustment; None: no test."""
     decision: Decision
+    """PASS, FAIL or INCONCLUSIVE."""
     reason: str = ""
+    """Why a row is inconclusive or how it was tested; empty: nothing to say."""
     docs_to_decide: int | None = None
-    #: why (FAIL and INCONCLUSIVE rows): the factors that differ for this task, the likely mechanisms, and
-    #: the flipped docs — harmful (right → wrong), beneficial (wrong → right), churn (a near-tie flip)
+    """Inconclusive tested rows: about how many docs would decide it at the observed d and spread; None otherwise
+    or when no number would."""
     factors: list[FactorRow] = []
+    """FAIL and INCONCLUSIVE rows: the factors that differ for this task (run-level ones included)."""
     mechanisms: list[Mechanism] = []
+    """FAIL and INCONCLUSIVE rows: the likely mechanisms compare names for this task."""
     harmful: list[int] = []
+    """FAIL and INCONCLUSIVE rows: doc ids that flipped right → wrong (not near-ties)."""
     beneficial: list[int] = []
+    """FAIL and INCONCLUSIVE rows: doc ids that flipped wrong → right (not near-ties)."""
     churn: list[int] = []
-    #: flipped doc id -> the harness's own sample id, where it has one (inspect)
+    """FAIL and INCONCLUSIVE rows: doc ids that flipped either way where a run's top two choices are within
+    ``tie_eps``."""
     keys: dict[int, str] = {}
+    """Flipped doc id → the harness's own sample id, where it has one (inspect)."""
 
 
 class GateResult(BaseModel):
     """The gate's decision, its rows, and (for FAIL/INCONCLUSIVE rows) the comparison that explains them."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     decision: Literal["GO", "NO-GO", "INCONCLUSIVE"]
+    """NO-GO if a critical row FAILs; GO if every critical row PASSes and no supporting row FAILs; else
+    INCONCLUSIVE."""
     summary: str
+    """One line: the decision and the rows per tier and decision, α and the adjustment."""
     policy: Policy
+    """The policy applied."""
     rows: list[GateRow]
+    """One row per gated score row, and one per rule that matched none."""
     not_gated: list[str]
+    """``task metric`` of the score rows no rule matched."""
     comparison: Comparison
-    #: ``--attribute``: the attribution of a failing row (an :class:`~repaudit.audit.attribution.AttributionReport`
-    #: as JSON), or why none was run
+    """The comparison the gate was applied to."""
     attribution: dict | None = None
+    """``--attribute``: the attribution of the first failing or inconclusive tested row (an
+    :class:`~repaudit.audit.attribution.AttributionReport` as JSON); None: not asked, or none run (``notes`` says
+    why)."""
     notes: list[str] = []
+    """Notes on what ``--attribute`` did."""
 
 
 def _match(row: ScoreRow, rule: PolicyRow) -> bool:

@@ -27,35 +27,55 @@ class DiagnosticRow(BaseModel):
     """One diagnostic of one task in both runs: a count with its doc ids, or a value; ``None`` =
     does not apply or cannot be told (``a_unknown``/``b_unknown`` say why)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     task: str
+    """The task."""
     name: str
+    """The diagnostic (``truncated``, ``extraction_failed[strict-match]``, ``gen_tokens_mean``, …)."""
     a: float | int | bool | str | None
+    """A's value: the number of docs for a doc-set diagnostic, else the value itself (mean tokens, ``finish``
+    counts as text, a bool); None: does not apply or cannot be told."""
     b: float | int | bool | str | None
+    """B's value, as ``a``."""
     a_ids: list[int] | None = None
+    """A's doc ids for a doc-set diagnostic; None otherwise."""
     b_ids: list[int] | None = None
+    """B's doc ids, as ``a_ids``."""
     a_unknown: str | None = None
+    """Why A's value cannot be told; None when it can."""
     b_unknown: str | None = None
-    #: doc id -> the harness's own sample id (inspect's), for the ids listed above that have one
+    """Why B's value cannot be told; None when it can."""
     keys: dict[int, str] = {}
+    """Doc id → the harness's own sample id (inspect's), for the listed ids that have one."""
 
 
 class Mechanism(BaseModel):
     """A diagnostic named as a likely mechanism, with the paired score on docs affected in neither run."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     task: str
+    """The task."""
     diagnostic: str
+    """The diagnostic named (as :attr:`DiagnosticRow.name`)."""
     reason: str
+    """Why it is named: the runs' counts differ, or it affects at least :data:`LARGE` of a run's docs."""
     metric: str
+    """The metric scored on the unaffected docs (the filter's own for a per-filter diagnostic); empty: none."""
     n_unaffected: int
+    """Shared docs affected in neither run (and scored by both)."""
     a_unaffected: float | None
+    """A's mean score on those docs, in ``unit``; None: fewer than 2 such docs, or a non-finite value."""
     b_unaffected: float | None
+    """B's mean score on those docs, in ``unit``; None as for ``a_unaffected``."""
     delta_unaffected: float | None
+    """B − A on those docs, in ``unit``; None as for ``a_unaffected``."""
     ci_low: float | None
+    """Lower bound of the paired-bootstrap (1 − alpha) interval of ``delta_unaffected``; None as above."""
     ci_high: float | None
-    #: unit of the scores above (compare sets them in its rows' display unit: points for proportions)
+    """Upper bound of that interval; None as above."""
     unit: str = "proportion"
+    """Unit of the scores above: per-doc means (``proportion``) until compare puts them in its rows' display unit
+    (``pts`` for proportions)."""
 
 
 def _unknown(d: Diagnostics | None, name: str) -> str | None:

@@ -23,28 +23,40 @@ _CALIBRATION_REQUESTS = 16
 
 
 class ConfigCost(BaseModel):
-    """One configuration's cost. ``batches_stored``/``tokens_to_compute`` are None where the backend
-    cannot plan without running (vLLM, generate_until)."""
+    """One configuration's cost (with ``--precision``: summed over its rounds)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     label: str
+    """The configuration's label in the grid (``A + dtype``, ``mmlu seed=1235``)."""
     docs: int
+    """Docs it evaluates."""
     requests: int
+    """Requests the backend answers (a log-likelihood request per choice, or one generation per doc)."""
     batches: int | None
+    """Batches the backend would run; None where it cannot plan without running (vLLM, generate_until)."""
     batches_stored: int | None
+    """Of them, batches already in the batch store; None as for ``batches``."""
     tokens_to_compute: int | None
+    """Token positions still to run through the model (batches not stored); None as for ``batches``."""
     estimate_s: float | None
+    """Estimated seconds: ``tokens_to_compute`` over the measured throughput; None where either is unknown."""
 
 
 class DryRun(BaseModel):
     """The plan of a grid (JSON-ready): per configuration and in total, with the throughput used."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     command: str
+    """The command line planned (``attribute a.json b.json``, ``sweep --factor … --values …``)."""
     configurations: list[ConfigCost]
+    """Every configuration's cost, in grid order."""
     tokens_per_s: float | None
+    """The scoring throughput used (tokens per second; the mean where several backends were measured); None: not
+    measured."""
     throughput_source: str
+    """Where it came from: earlier runs in this batch store, a measurement now, or ``not measured``."""
     rounds_note: str = ""
+    """With ``--precision``: that each configuration runs in rounds and may stop early; empty otherwise."""
 
     @property
     def stored(self) -> int:

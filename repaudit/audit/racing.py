@@ -43,35 +43,37 @@ DESIGN = ("racing: shared seeded doc rounds; a candidate is dropped when every s
 
 
 class RaceReport(BaseModel):
-    """How a race went (JSON-ready; fractions of the metric's range).
+    """How a race went (JSON-ready; fractions of the metric's range)."""
 
-    Attributes:
-        seed / round_docs / rounds_planned / rounds_run: the shared doc rounds.
-        docs_available: N, the docs a full evaluation of each candidate scores.
-        tolerance: the slack added to the matchable interval before a candidate may be dropped.
-        constant: the repeated intervals' boundary constant ``c``.
-        random_baseline: the all-doc chance score used for the leaderboard-normalised form.
-        docs_evaluated: docs evaluated per candidate label (N for survivors).
-        dropped: the dropped candidates' labels, in the order they were dropped.
-        doc_evaluations / full_doc_evaluations: docs evaluated over all candidates, and what the
-            full search evaluates (candidates × N).
-    """
-
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     design: str = DESIGN
+    """The design, in words."""
     seed: int
+    """The seed of the doc permutation the rounds are cut from."""
     round_docs: int
+    """Docs in the first round."""
     rounds_planned: int
+    """Rounds planned (the last one completes all docs)."""
     rounds_run: int
+    """Rounds run (the race ends when every candidate is dropped or the last round is done)."""
     docs_available: int
+    """N: the docs a full evaluation of each candidate scores."""
     tolerance: float
+    """The slack (a fraction) added to the matchable interval before a candidate may be dropped."""
     alpha: float
+    """1 − the coverage of each candidate's repeated intervals."""
     constant: float
+    """The repeated intervals' boundary constant ``c``."""
     random_baseline: float
+    """The all-doc chance score (a fraction) used for the leaderboard-normalised form."""
     docs_evaluated: dict[str, int]
+    """Candidate label → docs evaluated (N for survivors)."""
     dropped: list[str]
+    """The dropped candidates' labels, in the order they were dropped."""
     doc_evaluations: int
+    """Docs evaluated, summed over all candidates."""
     full_doc_evaluations: int
+    """What the full search evaluates: candidates × N."""
 
 
 def matchable(target: float, n: int, tolerance: float = 0.0, floor: bool = False) -> tuple[float, float]:
@@ -105,8 +107,11 @@ def matchable(target: float, n: int, tolerance: float = 0.0, floor: bool = False
 class RaceScore(BaseModel):
     """One raceable score of a task: the per-doc metric it averages and its key in the views."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
     name: str
+    """The per-doc metric averaged (a key of :attr:`repaudit.run.records.DocResult.metrics`)."""
     key: str
+    """The score's key in the views (``acc``, ``exact_match,strict-match``)."""
 
 
 def race(labels: list[str], doc_ids: list[int], targets: dict[str, tuple[float, float]],

@@ -18,7 +18,7 @@ import itertools
 import time
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from repaudit.audit.racing import Z95, RaceReport, matchable
 from repaudit.errors import RepauditError
@@ -39,48 +39,81 @@ ALL_MOVES = registry_moves()
 class Candidate(BaseModel):
     """A configuration to evaluate: how it was found (``kind``), its differences from the base."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
     label: str
+    """``base``, ``protocol <name>``, ``<move>=<value>`` or ``<move>=<value>, <move>=<value>``."""
     kind: Literal["base", "protocol", "one-factor", "two-factor"]
+    """How it was found."""
     changes: dict[str, Any]
+    """What differs from the base: move → value (a protocol: configuration field → value)."""
     config: RunConfig
+    """The configuration evaluated."""
 
 
 class View(BaseModel):
     """One score of one evaluated configuration, in one form, with its 95 % interval (fractions)."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
     label: str
+    """The candidate's label."""
     kind: str
+    """The candidate's kind."""
     changes: dict[str, Any]
+    """The candidate's changes from the base."""
     metric: str
+    """The metric key (``acc``, ``acc_norm``, ``exact_match,strict-match``)."""
     form: Literal["raw", "leaderboard_normalised"]
+    """The score's form."""
     score: float
+    """The score, a fraction 0–1 (dropped: its mean over the docs evaluated)."""
     ci_low: float
+    """Lower bound of the 95 % interval (score ± 1.96 · stderr, cut to the metric's range; normalised: the raw
+    bounds normalised; dropped: the repeated interval for the all-doc score), a fraction."""
     ci_high: float
+    """Upper bound of that interval, a fraction."""
     distance: float
+    """``|score − target|``, a fraction."""
     contains: bool
+    """The target lies in [ci_low, ci_high] (never for a dropped candidate)."""
     n: int
-    #: ``reproduce --race``: the candidate was dropped after ``n`` docs; the interval is then the repeated
-    #: 95 % interval for its score on all docs (:mod:`repaudit.audit.racing`)
+    """Docs the score is over (dropped: docs evaluated before it was dropped)."""
     dropped: bool = False
+    """``reproduce --race``: the candidate was dropped after ``n`` docs; the interval is then the repeated 95 %
+    interval for its score on all docs (:mod:`repaudit.audit.racing`)."""
 
 
 class ReproduceResult(BaseModel):
     """Everything ``reproduce`` found: the ranked views, counts and the verdict."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
     task: str
+    """The task."""
     target: float
+    """The reported score sought, a fraction 0–1."""
     target_kind: str
+    """raw, normalised or auto (both forms tried)."""
     metric: str | None
+    """The metric key searched; None: every metric the runs report."""
     candidates: int
+    """Distinct configurations found, in search order."""
     evaluated: int
+    """Of them, configurations evaluated (at most ``budget``)."""
     computed: int
+    """Of those, configurations that computed at least one batch (the rest came from the batch store)."""
     budget: int
+    """The most configurations to evaluate."""
     wall_s: float
+    """Wall-clock seconds of the search, to 0.1."""
     views: list[View]
+    """Every view, ranked: not dropped first, then the ones holding the target, then by distance."""
     verdict: str
+    """One sentence: reproduced or not, the closest configuration."""
     reproduced: bool
+    """Some view's interval holds the target."""
     recognised_as: str | None
+    """``auto`` with a match: the form of the closest match (what the target most likely is); None otherwise."""
     race: RaceReport | None = None
+    """``--race``: how the racing went; None without it."""
 
 
 def parse_target(text: str | float) -> float:

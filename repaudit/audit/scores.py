@@ -42,70 +42,110 @@ Verdict = Literal["within noise", "significant", "not comparable", "no verdict"]
 
 
 class ScoreRow(BaseModel):
-    """One task and metric of a comparison. Every value is in ``unit`` (``pts`` = percentage points for
-    proportions and percentages, else the metric's own unit); Δ = B − A.
+    """One task and metric of a comparison. Every score, Δ, SE and interval bound is in ``unit`` (``pts`` =
+    percentage points for proportions and percentages, else the metric's own unit); Δ = B − A."""
 
-    ``a``/``b`` are the scores Δ is computed from (on the shared docs when paired); ``a_reported``/
-    ``b_reported`` are the files' own values (differ when only a subset of docs is shared).
-    ``method`` is ``paired_bootstrap``, ``paired_cluster_bootstrap``, ``paired_corpus_bootstrap``,
-    ``unpaired_stderr`` or ``none``; ``p_value`` the raw two-sided p, ``p_adjusted`` after the
-    multiplicity correction named in the comparison; ``moved`` is ``better``/``worse`` by the metric's
-    direction (``up``/``down`` when unknown) and set only for a significant row."""
-
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     task: str
+    """The task, under the name the two runs were paired by."""
     metric: str
+    """The metric key (``acc``, ``exact_match,strict-match``)."""
     is_group: bool = False
+    """The row is a group's aggregate (a family of its own for the multiplicity correction)."""
     kind: str = "proportion"
+    """What the number is: proportion, percentage, unbounded, error, correlation or score (unknown metric)."""
     unit: str = "pts"
+    """The unit of every number in the row: ``pts`` for proportions (×100) and percentages, else the metric's own
+    unit (``perplexity``, ``bits/byte``, …)."""
     direction: str = "higher"
+    """Which way is better: ``higher``, ``lower`` or ``unknown``."""
     a: float
+    """A's score Δ is computed from: the mean over the shared docs when paired, else A's reported score."""
     b: float
+    """B's score, as ``a``."""
     delta: float
+    """Δ = B − A."""
     a_reported: float | None = None
+    """A's own reported score (differs from ``a`` when only a subset of docs is shared); None: not finite."""
     b_reported: float | None = None
+    """B's own reported score; None: not finite."""
     se: float | None
+    """Standard error of Δ (paired: analytic, clustered where the docs are; corpus-level: bootstrap; unpaired:
+    √(se_A² + se_B²)); None: not tested."""
     ci_low: float | None
+    """Lower bound of the (1 − alpha) interval of Δ; None: not tested."""
     ci_high: float | None
+    """Upper bound of the (1 − alpha) interval of Δ; None: not tested."""
     method: str
+    """``paired_bootstrap``, ``paired_cluster_bootstrap``, ``paired_corpus_bootstrap``, ``unpaired_stderr`` or
+    ``none`` (no test)."""
     n_shared: int
+    """Docs both runs scored (0 when a side has no per-doc results)."""
     n_a: int | None = None
+    """Docs in A's task (its per-doc results, else its recorded count); None: not recorded."""
     n_b: int | None = None
+    """Docs in B's task, as ``n_a``."""
     subset: bool = False
+    """Paired on fewer docs than a run has: ``a``/``b`` are then not the reported scores."""
     n_clusters: int | None = None
+    """Clusters resampled by the paired cluster bootstrap; None when docs were resampled one by one."""
     p_value: float | None = None
+    """Raw two-sided p of Δ = 0 (exact McNemar for 0/1 metrics without clusters, else a z-test); None: not
+    tested."""
     p_adjusted: float | None = None
+    """``p_value`` after the comparison's multiplicity adjustment; None: not tested."""
     mcnemar_p: float | None = None
+    """0/1 metrics on paired docs: the exact McNemar p; None otherwise."""
     right_to_wrong: int | None = None
+    """0/1 metrics on paired docs: docs right in A and wrong in B; None otherwise."""
     wrong_to_right: int | None = None
+    """0/1 metrics on paired docs: docs wrong in A and right in B; None otherwise."""
     near_tie_flips: int | None = None
-    #: 0/1 metrics on paired docs: flipped doc ids by class — harmful (right → wrong), beneficial
-    #: (wrong → right), churn (a flip either way where a run's top two choices are within ``tie_eps``)
+    """0/1 metrics on paired docs: flips where a run's top two choices are within ``tie_eps`` nats; None
+    otherwise."""
     flip_ids: dict[str, list[int]] | None = None
+    """0/1 metrics on paired docs: flipped doc ids by class — harmful (right → wrong), beneficial (wrong → right),
+    churn (a flip either way where a run's top two choices are within ``tie_eps``); None otherwise."""
     verdict: Verdict
+    """within noise, significant (adjusted p < alpha), not comparable, or no verdict."""
     moved: str | None = None
+    """Significant rows only: ``better``/``worse`` by the metric's direction (``up``/``down`` when it is unknown);
+    None otherwise."""
     note: str = ""
-    #: the files' own ``task metric`` where a rename paired them under this row's names
+    """Why a row has no test or how it was computed (units, subsets, unpaired); empty: nothing to say."""
     a_name: str | None = None
+    """A's own ``task metric`` where a rename paired it under this row's names; None: the same names."""
     b_name: str | None = None
+    """B's own ``task metric``, as ``a_name``."""
 
 
 class FlippedDoc(BaseModel):
     """A doc whose correctness on ``metric`` differs between A and B."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     task: str
+    """The task."""
     metric: str
+    """The 0/1 metric that flipped."""
     doc_id: int
+    """The doc's id (its position in the split)."""
     direction: Literal["right_to_wrong", "wrong_to_right"]
+    """right_to_wrong: right in A, wrong in B; wrong_to_right: the reverse."""
     target: str | None
+    """The doc's target as A records it (else B's); None: neither records one."""
     a_prediction: object
+    """A's prediction (a choice index or an answer text), as its file records it."""
     b_prediction: object
+    """B's prediction, as ``a_prediction``."""
     a_margin: float | None
+    """A's log-likelihood gap between its best and second-best choice (nats); None: not multiple choice or not
+    recorded."""
     b_margin: float | None
+    """B's gap, as ``a_margin``."""
     near_tie: bool
-    #: the harness's own id of the doc where it is not the position (inspect's sample id)
+    """A run's margin is within ``tie_eps`` nats: the flip counts as churn."""
     key: str | None = None
+    """The harness's own id of the doc where it is not the position (inspect's sample id); None otherwise."""
 
 
 def _finite(x) -> float | None:

@@ -48,45 +48,52 @@ _DRAWS = 200_000
 class StratumReport(BaseModel):
     """One stratum of a stratified design: its docs, how many were evaluated, census or sampled."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     name: str
+    """``flip`` (the docs whose recorded metric differs between the runs), ``near-tie`` or ``rest``."""
     size: int
+    """Docs in the stratum."""
     used: int
+    """Of them, docs evaluated."""
     census: bool
+    """Evaluated in full in round 1 (no sampling error), rather than sampled in slices."""
 
 
 class SequentialReport(BaseModel):
-    """How a doc-adaptive estimate was reached (JSON-ready; intervals in metric units).
+    """How a doc-adaptive estimate was reached (JSON-ready; intervals in metric units)."""
 
-    Attributes:
-        precision: the half-width asked for (metric units, 0.02 = 2 points).
-        seed: the permutation seed; with ``round_docs`` it fixes every round's docs.
-        rounds_run / rounds_planned: looks taken / planned (the last planned look is all docs).
-        docs_used / docs_available: docs evaluated per configuration / docs the runs share.
-        doc_ids: the docs used, in evaluation order (the random subset).
-        constant: the boundary constant ``c`` of the repeated confidence intervals.
-        half_widths: the final half-width of every estimated quantity.
-        gating: how many of them (the first) decided the stop: the Shapley values or the sweep's Δs.
-        stopped: ``precision reached`` or ``docs exhausted``.
-    """
-
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     design: str = DESIGN
+    """The design, in words (uniform rounds, or the stratified design)."""
     precision: float
+    """The half-width asked for, in metric units (0.02 = 2 points for a 0–1 metric)."""
     alpha: float
+    """1 − the simultaneous coverage of the repeated confidence intervals."""
     seed: int
+    """The permutation seed; with ``round_docs`` it fixes every round's docs."""
     round_docs: int
+    """Docs in the first round (stratified: the census docs included)."""
     rounds_run: int
+    """Looks taken."""
     rounds_planned: int
+    """Looks planned (the last planned look is all docs)."""
     docs_used: int
+    """Docs evaluated per configuration."""
     docs_available: int
+    """N: the docs the estimate is of (the docs the runs share), all evaluated by the last planned look."""
     doc_ids: list[int]
+    """The docs used, round by round (each round sorted)."""
     constant: float
+    """The boundary constant ``c`` of the repeated confidence intervals."""
     half_widths: list[float]
+    """The final half-width of every estimated quantity, in metric units."""
     gating: int = 0
+    """How many of the quantities (the first ones) decided the stop: the Shapley values or the sweep's Δs."""
     stopped: str
-    #: the stratified design (``attribute --precision``): per stratum its size and docs used; None = uniform
+    """``precision reached`` or ``docs exhausted``."""
     strata: list[StratumReport] | None = None
+    """The stratified design (``attribute --precision``): per stratum its size and docs used; None: uniform
+    rounds."""
 
 
 def plan_rounds(doc_ids: list[int], seed: int, round_docs: int | None = None) -> list[list[int]]:

@@ -40,38 +40,60 @@ def _factor(factor: str):
 
 
 class SweepPoint(BaseModel):
-    """One value of the swept factor: score, Δ vs the base with its paired 95 % interval, flip rate."""
+    """One value of the swept factor: score, Δ vs the base with its paired 95 % interval, flip rate. Scores in metric
+    units (0–1 for accuracies), on the docs evaluated."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     value: Any
+    """The factor's value."""
     score: float
+    """The metric's mean over the docs."""
     delta: float
+    """Δ = this value's score − the base's (paired, same docs)."""
     ci_low: float
+    """Lower bound of Δ's 95 % interval (paired bootstrap; with ``--precision`` the repeated confidence
+    interval)."""
     ci_high: float
+    """Upper bound of that interval."""
     flip_rate: float
+    """Fraction (0–1) of docs whose per-doc value differs from the base's."""
     n: int
+    """Docs paired."""
     fingerprint_digest: str
+    """The value's run's fingerprint digest."""
     verdict: str
+    """``exceeds noise floor`` (the interval excludes 0 and |Δ| > 2 × the floor's sd), ``within noise floor``, or
+    ``no verdict: …`` (too few docs)."""
 
 
 class SweepResult(BaseModel):
-    """A whole sweep, with the noise floor it was judged against."""
+    """A whole sweep, with the noise floor it was judged against; scores in metric units."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     task: str
+    """The task."""
     metric: str
+    """The per-doc metric compared (default: the task's first)."""
     factor: str
+    """The factor swept."""
     base_value: Any
+    """The factor's value in the base configuration."""
     base_score: float
+    """The base's mean score over the docs."""
     noise_floor_sd: float
+    """Sample standard deviation (ddof 1) of ``noise_floor_scores``; 0.0 for a single score."""
     noise_floor_method: str
+    """What the floor varies: other few-shot seeds (n-shot base), or a repeated uncached run of the base."""
     noise_floor_scores: list[float]
+    """The base's score, then each floor run's."""
     points: list[SweepPoint]
-    #: batches the values' configurations computed now / read from the store (scoring-only factors: 0 / all)
+    """One point per value, in the order given."""
     computed_batches: int = 0
+    """Batches the values' configurations computed now (scoring-only factors: 0)."""
     cached_batches: int = 0
-    #: how a ``--precision`` estimate was reached (None: every doc, bootstrap intervals)
+    """Batches the values' configurations read from the store (scoring-only factors: all)."""
     sequential: SequentialReport | None = None
+    """How a ``--precision`` estimate was reached; None: every doc, bootstrap intervals."""
 
 
 def parse_values(factor: str, text: str) -> list[Any]:

@@ -60,70 +60,116 @@ ONE_POINT = 0.01
 class VarianceRun(BaseModel):
     """One configuration of the grid: its format, few-shot seed and order seed, and its scores."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     format: str
+    """The prompt format."""
     fewshot_seed: int
+    """The few-shot sampler's seed."""
     order_seed: int | None
+    """The seed of the permutation of the examples; None: the sampler's order."""
     scores: dict[str, float]
-    #: sd(ddof 1)/√n of each metric over docs
+    """Metric (continuous counterparts included) → mean over docs, in metric units."""
     stderr: dict[str, float]
+    """Metric → sd(ddof 1)/√n over docs, in metric units; NaN for a single doc."""
     fingerprint_digest: str
+    """The run's fingerprint digest."""
 
 
 class MetricNoise(BaseModel):
-    """The noise of one metric under one prompt format (see the module docstring for each number)."""
+    """The noise of one metric under one prompt format (see the module docstring for each number); values in
+    metric units ([0, 1] for accuracies; ``logp_gold_norm`` in nats)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     format: str
+    """The prompt format."""
     metric: str
-    #: None for a discrete metric; the discrete metric a continuous one shadows
+    """The metric, or a continuous counterpart (``p_gold``, ``logp_gold_norm``)."""
     counterpart: str | None
+    """The discrete metric a continuous one shadows (acc, acc_norm); None for a discrete metric."""
     score: float
+    """Mean of the seed runs' scores."""
     boot_low: float
+    """Lower bound of the (1 − alpha) percentile bootstrap interval over docs of the first seed's score (clusters
+    resampled whole where every doc has one)."""
     boot_high: float
+    """Upper bound of that interval."""
     seed_sd: float
+    """Sample standard deviation (ddof 1) of the seed runs' scores."""
     seed_min: float
+    """Lowest seed run score."""
     seed_max: float
+    """Highest seed run score."""
     order_sd: float | None
+    """Sample standard deviation over the first seed's example orders (the sampler's and each permutation); None
+    without order runs."""
     chance: float | None
+    """Expected value under a uniform guess over each doc's choices; None where undefined (exact_match, no
+    choices)."""
     snr: float | None
+    """(score − chance) / seed_sd, in seed-noise units; None without a chance value or with seed_sd 0."""
     sd_diff: float | None
+    """√ of the mean, over pairs of the format's runs whose prompts differ, of var(x_i − x_j) per doc; None
+    without such a pair."""
     mde: float | None
+    """Smallest true paired difference a two-sided test at ``alpha`` detects with ``power`` on these docs; None
+    as for ``sd_diff``."""
     mde_unpaired: float
+    """The same for two independent samples (s_d² = 2·var(x))."""
     docs_for_1pt: int | None
+    """Docs at which ``mde`` is one point (0.01); None for ``logp_gold_norm`` or without ``sd_diff``."""
     seeds_for_1pt: int | None
+    """Seeds each of two systems must average to detect one point against the seed noise; None for
+    ``logp_gold_norm`` or a non-finite seed_sd."""
 
 
 class FormatSpread(BaseModel):
     """One metric's seed-mean score per format, and the spread between formats (max − min)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     metric: str
+    """The metric."""
     scores: dict[str, float]
+    """Format → the metric's score (mean of the seed runs), in metric units."""
     spread: float
+    """Highest minus lowest of ``scores``."""
 
 
 class VarianceReport(BaseModel):
     """Everything ``repaudit variance`` measured; values in metric units."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     task: str
+    """The task."""
     model: str
+    """The model, as named."""
     n_docs: int
+    """Docs every run evaluated."""
     num_fewshot: int
-    #: the few-shot sampler: with ``first_n`` (MMLU) seeds do not change the examples, only orders do
+    """Few-shot examples per prompt."""
     sampler: str
+    """The few-shot sampler: with ``first_n`` (MMLU) seeds do not change the examples, only orders do."""
     formats: list[str]
+    """The prompt formats measured."""
     fewshot_seeds: list[int]
+    """The few-shot seeds of the seed runs (the base seed first)."""
     order_seeds: list[int]
+    """The order seeds of the order runs (1 … M)."""
     alpha: float
+    """Level of the bootstrap intervals and of the MDE's two-sided test."""
     power: float
+    """Power the MDE is computed for."""
     n_boot: int
+    """Bootstrap replicates."""
     runs: list[VarianceRun]
+    """Every configuration of the grid, per format: the seed runs, then the order runs."""
     noise: list[MetricNoise]
+    """Per format and metric, its noise."""
     format_spread: list[FormatSpread]
+    """Per metric, its spread between formats."""
     computed_batches: int
+    """Batches computed, over all runs."""
     cached_batches: int
+    """Batches read from the batch store, over all runs."""
 
 
 def continuous_values(d: DocResult) -> dict[str, float]:

@@ -26,21 +26,37 @@ Progress = Callable[[int], None]
 class BackendInfo(BaseModel):
     """What a loaded backend actually is: recorded in the fingerprint as resolved values."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     name: str
+    """The backend: ``hf`` (transformers) or ``vllm``."""
     device: str
+    """The torch device the model runs on (``cpu``, ``cuda``)."""
     dtype: str
+    """The dtype the weights were loaded in, as the engine reports it (``float32``, ``bfloat16``)."""
     max_length: int
+    """The context window in tokens: requests are cut from the left to fit it (hf: the model config's, else the
+    tokenizer's, else 2048, as lm-eval resolves it; vLLM: ``max_model_len``)."""
     add_special_tokens: bool
+    """Whether the tokenizer adds special tokens (a BOS) when encoding by default."""
     tokenizer_sha256: str
+    """sha256 of the serialised tokenizer (vocabulary, merges, normaliser, pre-tokeniser) and its bos, eos and pad
+    tokens."""
     bos_token: str | None
+    """The tokenizer's BOS token string; None: it has none."""
     eos_token: str | None
+    """The tokenizer's EOS token string; None: it has none."""
     pad_token: str | None
+    """The tokenizer's padding token string; None: it has none."""
     chat_template_sha256: str | None
+    """sha256 of the tokenizer's chat template text; None: the tokenizer has no chat template."""
     num_parameters: int
+    """Parameters of the loaded model (vLLM: 0 where the engine runs in another process and cannot be asked)."""
     architecture: str
-    #: engine facts that can change numbers (vLLM: version, attention backend, scheduler limits, …)
+    """The model class (hf: the transformers class loaded; vLLM: the config's first architecture, else
+    ``unknown``)."""
     engine: dict[str, Any] = {}
+    """Engine facts that can change numbers (hf: attention implementation; vLLM: version, attention backend,
+    scheduler limits, prefix caching, …), and under ``requested`` the serving options the run asked for."""
 
 
 class Backend(Protocol):

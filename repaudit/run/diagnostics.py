@@ -32,20 +32,39 @@ class Diagnostics(BaseModel):
     """Per-run diagnostics (see the module docstring). Doc-id lists are sorted; ``None`` = does not
     apply to this task's output type, or cannot be told (then ``unknown`` says why)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     n_docs: int
+    """Docs the diagnostics were counted over."""
     truncated: list[int] | None = None
+    """generate_until: doc_ids whose generation stopped at ``max_gen_toks`` (finish ``length``); None for
+    log-likelihood tasks or where how generations ended is not recorded."""
     finish: dict[str, int] | None = None
+    """generate_until: finish reason (``stop:<s>``, ``eos``, ``length``) → number of docs; None as for
+    ``truncated``."""
     empty: list[int] | None = None
+    """generate_until: doc_ids whose generation is empty or whitespace; None for log-likelihood tasks or where raw
+    generations are not recorded."""
     extraction_failed: dict[str, list[int]] | None = None
+    """generate_until: answer filter → doc_ids whose extracted answer is ``[invalid]`` or empty; None for
+    log-likelihood tasks or where filtered answers are not recorded."""
     gen_tokens_mean: float | None = None
+    """generate_until: mean generated tokens per doc, rounded to 0.01; None for log-likelihood tasks or where token
+    counts are not recorded."""
     gen_tokens_max: int | None = None
+    """generate_until: the most tokens any doc generated; None as for ``gen_tokens_mean``."""
     ties: list[int] | None = None
-    #: docs with a request whose context was cut from the left to fit the model's maximum length
+    """Log-likelihood tasks: doc_ids whose two highest choice log-likelihoods are exactly equal (the first wins);
+    None for generation or where per-choice log-likelihoods are not recorded."""
     context_truncated: list[int] | None = None
+    """doc_ids with a request whose context was cut from the left to fit the model's maximum length; None where
+    context token counts are not recorded."""
     fewshot_leaked: list[int] | None = None
+    """doc_ids found (by content) among their own few-shot examples; None where the few-shot examples of each doc
+    are not recorded."""
     fewshot_from_eval_split: bool | None = None
+    """True when few-shot examples were drawn from the evaluation split itself; None: not known."""
     unknown: dict[str, str] = {}
+    """Diagnostic name → why it cannot be told from this source."""
 
     def doc_sets(self) -> dict[str, list[int]]:
         """Every doc-set diagnostic present, flattened: ``truncated``, ``extraction_failed[strict-match]``, …"""

@@ -22,10 +22,13 @@ TRACKED_LIBRARIES = ("repaudit", "torch", "transformers", "tokenizers", "dataset
 class GPUInfo(BaseModel):
     """One accelerator as torch sees it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     name: str
+    """The device name torch reports (``torch.cuda.get_device_properties(i).name``)."""
     compute_capability: str | None
+    """CUDA compute capability ``major.minor`` (``9.0`` for an H100); None: not known."""
     memory_gib: float | None
+    """Total device memory in GiB (2**30 bytes), rounded to 0.1; None: not known."""
 
 
 #: CPU instruction-set flags that change which kernels (and so which float paths) torch uses.
@@ -38,31 +41,44 @@ class Hardware(BaseModel):
     can differ here: one with avx512_bf16 runs bfloat16 matmuls natively, one without emulates
     them), logical cores, torch's intra-op threads, GPUs with driver/CUDA."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     cpu_model: str | None
+    """The CPU's ``model name`` from /proc/cpuinfo (else ``platform.processor()``); None: not readable."""
     cpu_flags: list[str]
+    """The flags of :data:`NUMERIC_CPU_FLAGS` this CPU reports, in that order; empty where /proc/cpuinfo is not
+    readable."""
     cpu_count: int | None
+    """Logical cores (``os.cpu_count()``); None: not known."""
     torch_threads: int | None
+    """torch's intra-op thread count (``torch.get_num_threads()``) when the machine was read; None: not known."""
     gpus: list[GPUInfo]
+    """Every CUDA device torch sees, in index order; empty without CUDA."""
     gpu_driver: str | None
+    """The NVIDIA driver version from ``nvidia-smi``; None without GPUs or where nvidia-smi does not answer."""
     cuda_version: str | None
+    """The CUDA version torch was built with (``torch.version.cuda``); None without GPUs."""
 
 
 class Software(BaseModel):
     """Python, OS and the versions of the libraries in :data:`TRACKED_LIBRARIES` (absent ones omitted)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     python: str
+    """The Python version (``3.11.9``)."""
     platform: str
+    """The OS string of ``platform.platform()`` (kernel, architecture, libc)."""
     libraries: dict[str, str]
+    """Distribution name → installed version, for those of :data:`TRACKED_LIBRARIES` that are installed."""
 
 
 class GitState(BaseModel):
     """The git state of the working directory the run was started from (``None`` outside a repository)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     commit: str | None
+    """The full hash of ``HEAD``; None outside a git work tree or where git cannot be run."""
     dirty: bool | None
+    """True when tracked files have uncommitted changes (untracked files ignored); None as for ``commit``."""
 
 
 def _cpu_model() -> str | None:

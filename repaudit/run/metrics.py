@@ -26,12 +26,20 @@ class Metric(BaseModel):
     normalisation for acc_norm (``char_length``), ``subject_macro`` / ``micro`` for MMLU.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     name: str
+    """The metric's per-doc key (``acc``, ``acc_norm``, ``exact_match,strict-match``)."""
     variant: str
+    """How it was computed: the filter, acc_norm's normalisation, ``micro`` / ``subject_macro``, suffixed
+    ``+leaderboard_normalised`` for the normalised copy."""
     value: float
+    """The mean of the per-doc values (a fraction 0–1 for accuracies; the leaderboard-normalised copy rescales
+    it); a cluster macro average for ``subject_macro``."""
     stderr: float | None
+    """Standard error of ``value`` (``stdev(ddof=1)/sqrt(n)``; per-cluster errors combined for ``subject_macro``),
+    same unit as ``value``; None for fewer than 2 docs."""
     n: int
+    """Docs the aggregate is over."""
 
 
 def argmax_first(values: list[float]) -> int:

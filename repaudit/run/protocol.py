@@ -36,23 +36,29 @@ PROTOCOL_SCHEMA_VERSION = 1
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class Source(_Strict):
     """Where a protocol's values are stated: ``url``, the ``section`` read, and what it ``states``."""
 
     url: str
+    """The address of the paper, page or code that states the values."""
     section: str
+    """The part of it that was read (a section, table or file)."""
     states: str
+    """What it says, quoted or summarised."""
 
 
 class Setting(_Strict):
     """One fixed factor: its ``value``, the id of the :class:`Source` stating it, and a note."""
 
     value: Any
+    """The factor's value, checked against the factor's type when the protocol is read."""
     source: str
+    """The key in :attr:`Protocol.sources` of the source that states the value."""
     note: str | None = None
+    """A remark on the value or how repaudit applies it; None: none."""
 
 
 class TaskProtocol(_Strict):
@@ -63,9 +69,13 @@ class TaskProtocol(_Strict):
     glob patterns of the task names other harness versions use (``hendrycksTest-*``)."""
 
     repaudit_task: str | None = "__key__"
+    """The repaudit task run for it (see the class docstring); None: repaudit has no such task."""
     aliases: list[str] = []
+    """Glob patterns of the names other harness versions give the task."""
     settings: dict[str, Setting] = {}
+    """Factor name → its fixed value for this task (over the protocol's ``defaults``)."""
     unspecified: list[str] = []
+    """Factor names the sources leave unsaid for this task (besides the protocol's own ``unspecified``)."""
 
 
 class Protocol(_Strict):
@@ -76,13 +86,21 @@ class Protocol(_Strict):
     """
 
     schema_version: Literal[1]
+    """The protocol file's schema (1)."""
     name: str
+    """The protocol's short name, recorded in a run's fingerprint (``open_llm_leaderboard_v2``)."""
     title: str
+    """A readable title (who published it, where)."""
     reports: Literal["raw", "leaderboard_normalised"]
+    """How the protocol shows scores (see the class docstring)."""
     sources: dict[str, Source]
+    """Source id → where values are stated; every setting names one."""
     defaults: dict[str, Setting] = {}
+    """Factor name → value fixed for every task (a task's own settings win)."""
     unspecified: list[str] = []
+    """Factor names the sources leave unsaid for every task."""
     tasks: dict[str, TaskProtocol]
+    """The protocol's task name → its fixed factors."""
 
     @model_validator(mode="after")
     def _check(self) -> Protocol:

@@ -15,9 +15,9 @@ class ProtocolRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     name: str
-    """The protocol's name (its file's stem)."""
+    """The protocol's ``name`` (:attr:`repaudit.run.protocol.Protocol.name`)."""
     sha256: str
-    """sha256 of the protocol file."""
+    """sha256 of the validated protocol's canonical JSON (:meth:`repaudit.run.protocol.Protocol.sha256`)."""
     overrides: dict[str, list[Any]] = {}
     """Factor → [the protocol's value, the value used] where the user set another."""
     not_applied: dict[str, str] = {}

@@ -20,39 +20,57 @@ READABLE_RUN_SCHEMAS = (2, 3)
 
 
 class DocResult(BaseModel):
-    """One doc's outcome.
+    """One doc's outcome (each field's docstring says what it holds). ``doc_hash`` / ``prompt_hash`` /
+    ``target_hash`` are computed as in lm-eval's sample logs, so they can be matched against them."""
 
-    For multiple choice: ``loglikelihoods``, ``is_greedy`` and ``continuation_tokens`` per choice
-    (in nats / bool / tokens), ``prediction`` the argmax choice index. For generation:
-    ``generation`` the raw text, ``extracted`` the answer per filter, ``prediction`` the
-    strict-match answer. ``doc_hash`` / ``prompt_hash`` / ``target_hash`` are computed as in
-    lm-eval's sample logs, so they can be matched against them.
-    """
-
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     doc_id: Annotated[int, Field(ge=0)]
+    """The doc's position in the evaluated split after the task's processing (lm-eval's ``doc_id``)."""
     doc_hash: str
+    """sha256 of the raw row as ``json.dumps(row, indent=2, ensure_ascii=False)`` (lm-eval's ``doc_hash``)."""
     prompt_hash: str
+    """sha256 of the first request's context: the whole prompt, few-shot examples included."""
     target_hash: str
+    """sha256 of ``target``."""
     target: str
+    """Multiple choice: the gold index as text (``"2"``); loglikelihood: the scored continuation; generation:
+    the reference answer."""
     gold: int | None
+    """Index of the correct choice (0 for a loglikelihood task's single continuation); None for generation."""
     cluster: str | None
+    """The doc's cluster for clustered standard errors and per-cluster few-shot pools (MMLU: its subject);
+    None: the task has no clusters."""
     fewshot_ids: list[int]
+    """Ids in the few-shot pool (the few-shot split, or a task's fixed samples) of the examples put before this doc,
+    in prompt order; empty for 0-shot."""
     choices: list[str]
+    """The scored choice texts (partial scoring, as WinoGrande: the contexts); empty for generation."""
     loglikelihoods: list[float]
+    """Per choice: the continuation's summed log-probability in nats; empty for generation."""
     is_greedy: list[bool]
+    """Per choice: greedy decoding would produce the continuation token for token; empty for generation."""
     continuation_tokens: list[int]
+    """Per choice: the continuation's length in tokens; empty for generation."""
     prediction: int | str
+    """Multiple choice: the index of the highest log-likelihood (ties to the first); loglikelihood: 1 if the
+    continuation is greedy, else 0; generation: the first answer filter's extracted answer."""
     metrics: dict[str, float]
+    """Per-doc metric values by key (``acc``, ``exact_match,strict-match``): 0 or 1 for accuracies; the
+    aggregates in :attr:`RunRecord.metrics` are their means."""
     generation: str | None = None
+    """generate_until: the generated text, cut before the first stop sequence; None for log-likelihood tasks."""
     extracted: dict[str, str] | None = None
-    #: generate_until: tokens generated and why generation ended (``stop:<s>``, ``eos``, ``length``)
+    """generate_until: answer filter name → the answer it extracted; None for log-likelihood tasks."""
     generated_tokens: int | None = None
+    """generate_until: tokens generated (an EOS counted); None for log-likelihood tasks."""
     finish: str | None = None
-    #: sha256 of the JSON list of scored continuations (log-likelihood tasks): pairs docs across harnesses
+    """generate_until: why generation ended: ``stop:<sequence>``, ``eos`` or ``length`` (``max_gen_toks`` reached);
+    None for log-likelihood tasks."""
     choices_hash: str | None = None
-    #: acc_norm pmi: each choice's log-likelihood after an empty context (nats)
+    """Log-likelihood tasks: sha256 of the JSON list of scored continuations (pairs docs across harnesses); None
+    for generation."""
     unconditional_loglikelihoods: list[float] | None = None
+    """acc_norm ``pmi`` only: each choice's log-likelihood after an empty context (nats); None otherwise."""
 
 
 class Timings(BaseModel):
@@ -60,33 +78,50 @@ class Timings(BaseModel):
     ``tokens_computed`` is the number of positions the decoder ran for loglikelihood requests now,
     ``forward_s`` the seconds spent inside those forward passes (output layer and log-softmax included)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     model_load_s: float
+    """Seconds to load the backend and model (about 0 when an earlier run's loaded model was reused)."""
     eval_s: float
+    """Seconds the backend spent answering the requests (batches read from the store included)."""
     total_s: float
+    """Seconds from the start of the run to its record, everything included."""
     docs_per_s: float
+    """Docs evaluated per second of ``eval_s``; 0.0 when ``eval_s`` is 0."""
     computed_batches: int
+    """Batches the backend computed in this run."""
     cached_batches: int
+    """Batches read from the batch store instead of computed."""
     tokens_computed: int = 0
+    """Token positions run through the model for log-likelihood requests in this run (0 for generate_until)."""
     forward_s: float = 0.0
+    """Seconds inside those log-likelihood forward passes (output layer and log-softmax included)."""
 
 
 class RunRecord(BaseModel):
     """A complete run file (``repaudit run -o run.json``). Non-finite floats are written as the
     ``NaN``/``Infinity`` constants (as lm-eval does) so that a record reads back as written."""
 
-    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants", use_attribute_docstrings=True)
     kind: Literal["repaudit.run"] = "repaudit.run"
+    """Always ``repaudit.run``: marks the file as a repaudit run."""
     schema_version: Literal[2, 3] = RUN_SCHEMA_VERSION
+    """The run file's schema; 2-files are upgraded when read (their fingerprint to schema 3)."""
     repaudit_version: str
+    """The repaudit version that wrote the run."""
     created_at: str
+    """When the record was made: ISO 8601 in UTC, to the second."""
     fingerprint: Fingerprint
+    """Every setting the run used and the facts that identify what ran."""
     fingerprint_digest: str
+    """sha256 of the fingerprint's canonical JSON (:meth:`Fingerprint.digest`), as it was when written."""
     metrics: list[Metric]
+    """The aggregate scores, one per metric and variant."""
     docs: list[DocResult]
+    """Per-doc results, one per evaluated doc."""
     timings: Timings
-    #: silent-failure counts (:mod:`repaudit.run.diagnostics`); absent in files written before they existed
+    """Where the run's time went."""
     diagnostics: Diagnostics | None = None
+    """Silent-failure counts (:mod:`repaudit.run.diagnostics`); None in files written before they existed."""
 
 
 def write_atomic(path: Path, content: str | bytes) -> None:

