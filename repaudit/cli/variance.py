@@ -30,6 +30,7 @@ from repaudit.cli.common import (
     user_errors,
 )
 from repaudit.cli.options import factor_settings, with_factor_options
+from repaudit.cli.series import AcrossOption, FilesArgument, LastOption, StepFromOption
 from repaudit.errors import RepauditError
 from repaudit.escape import rich_text
 
@@ -55,7 +56,12 @@ def _variance_rich(r, console: Console) -> None:
 
 @with_factor_options()
 def variance_command(
-    task: Annotated[str, typer.Option(help="Task.")] = "arc_easy",
+    files: FilesArgument = None,
+    across: AcrossOption = None,
+    last: LastOption = 5,
+    step_from: StepFromOption = None,
+    task: Annotated[Optional[str], typer.Option(help="Task (default arc_easy). With --across: only rows of these "
+                                                     "tasks (comma-separated, * wildcards).")] = None,
     num_fewshot: Annotated[int, typer.Option(help="n-shot (> 0: the few-shot draw is what varies).")] = 3,
     fewshot_seeds: Annotated[int, typer.Option(help="Few-shot seeds per format (from --fewshot-seed on).")] = 5,
     fewshot_seed: Annotated[int, typer.Option(help="First few-shot seed.")] = 1234,
@@ -70,14 +76,17 @@ def variance_command(
     model: Annotated[str, typer.Option(help="'default', a local directory or a hub id.")] = "default",
     data_dir: Annotated[Optional[Path], typer.Option(help="Local data laid out as shared/data.")] = None,
     doc_ids: Annotated[Optional[str], typer.Option(help="Only these doc ids, e.g. '0,7,42'.")] = None,
-    n_boot: Annotated[int, typer.Option(help="Bootstrap replicates of the intervals over docs.")] = 2000,
+    n_boot: Annotated[int, typer.Option(help="Bootstrap replicates of the intervals over docs (with --across: per "
+                                             "run that has per-doc values).")] = 2000,
     cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
     fmt: FormatOption = Format.rich,
     output: OutputOption = None,
     plot: Annotated[Optional[Path], typer.Option(help="Draw every run's score per seed and format to PATH.png and "
-                                                      "PATH.pdf.")] = None,
-    plot_metric: Annotated[Optional[str], typer.Option(help="Metric of --plot and of the HTML plot "
-                                                                 "(default: the first).")] = None,
+                                                      "PATH.pdf (with --across: score over training step).")] = None,
+    plot_metric: Annotated[Optional[str], typer.Option(help="Metric of --plot and of the HTML plot (default: the "
+                                                            "first); with --across, TASK:METRIC panels, "
+                                                            "comma-separated (default: the six most monotone).")
+                           ] = None,
     dry_run: DryRunOption = False,
     executor: ExecutorOption = "local",
     ray_address: RayAddressOption = None,
@@ -92,9 +101,22 @@ def variance_command(
     Example: repaudit variance --task arc_easy --num-fewshot 3 --fewshot-seeds 5 --data-dir ../shared/data
 
     Example: repaudit variance --task mmlu --limit 300 --plot variance.png -o variance.md
+
+    With run files and --across, nothing runs: the files are measured as a series of checkpoints (Kendall tau-b
+    of score over training step), training seeds (mean, sd, t interval) or models (signal-to-noise), with the
+    settings that differ between them.
+
+    Example: repaudit variance tests/fixtures/pythia/160m/*.json --across checkpoint --task piqa,sciq --plot traj.png
     """
     from repaudit.audit.variance import variance, variance_grid
     from repaudit.report.variance import variance_latex, variance_markdown
+    if files or across is not None:
+        from repaudit.cli.series import series_mode
+
+        with user_errors():
+            series_mode(files or [], across, task, last, step_from, n_boot, fmt, output, plot, plot_metric, as_json)
+        return
+    task = task or "arc_easy"
     with user_errors():
         check_outputs(output, plot, fmt, as_json, html=not dry_run)
         fmts = [f.strip() for f in formats.split(",") if f.strip()]
