@@ -5,24 +5,27 @@ Scores are in each row's display unit (``pts`` = percentage points for proportio
 unit; :mod:`repaudit.importers.metric_kinds`). Every measure, with its source:
 
 * ``--across checkpoint`` (Madaan et al. 2024, "Quantifying Variance in Evaluation Benchmarks", arXiv
-  2406.10229, §3 *monotonicity*): per series (model), the runs ordered by training step; **Kendall tau-b**
+  2406.10229, *monotonicity*): per series (model), the runs ordered by training step; **Kendall tau-b**
   between step and score with its two-sided p-value (``scipy.stats.kendalltau``, variant b, which counts tied
   steps and tied scores). ``kendall_tau`` is oriented by the metric's direction — positive means *improving*
   with training: tau(step, score) where higher is better, tau(step, −score) where lower is better (perplexity);
   ``kendall_tau_raw`` is tau(step, score as reported); a metric of unknown direction is not oriented (both
   equal, and the row says so). Also the score's range (max − min) and the **noise over the last k
   checkpoints**: their sample standard deviation (ddof 1; Heineman et al. 2025, "Signal and Noise", arXiv
-  2508.13144, §2, whose code uses ddof 0 — smaller by √((k−1)/k)).
-* ``--across seed`` (Madaan et al. 2024, §3 *seed variance* and its confidence interval): mean, sample standard
+  2508.13144; their code, ``snr/metrics.py`` in allenai/signal-and-noise, uses ddof 0 — smaller by
+  √((k−1)/k)).
+* ``--across seed`` (Madaan et al. 2024, *seed variance* and its confidence interval): mean, sample standard
   deviation (ddof 1) and the t-based 95 % interval for the mean, mean ± t₀.₉₇₅,ₙ₋₁ · sd/√n
   (``scipy.stats.t.interval``); next to it the average within-run standard error — the bootstrap SE over
   docs (:func:`repaudit.audit.stats.bootstrap_mean`) where every run has per-doc values, else the reported
   stderr — so that seed noise can be set against sampling noise (``sd_over_se``).
-* ``--across model`` (Heineman et al. 2025, §2): signal = the relative dispersion of the models' final scores,
-  max_{j,k} |m_j − m_k| / m̄; noise = the relative standard deviation σ / m̄ₙ of the noise points — the last k
-  checkpoints of each model with a step series, or every run of a model without steps (seeds); σ pooled over
-  models as √(mean of their variances, ddof 1); **SNR** = signal / noise. A model's final score is its score at
-  its last step (the mean of its runs where no step is recorded).
+* ``--across model`` (Heineman et al. 2025; ``signal_to_noise_ratio`` in their ``snr/metrics.py``): signal =
+  the relative dispersion of the models' final scores, max_{j,k} |m_j − m_k| / m̄; noise = the relative
+  standard deviation σ / m̄ₙ of the noise points — the last k checkpoints of each model with a step series, or
+  every run of a model without steps (seeds); σ pooled over models as √(mean of their variances, ddof 1) —
+  their code takes one model's last checkpoints, or the pooled final checkpoints of all models (which adds the
+  spread between models to the noise); **SNR** = signal / noise. A model's final score is its score at its
+  last step (the mean of its runs where no step is recorded).
 
 Every row keeps its points (run, step, score, and the 95 % percentile bootstrap interval over docs where the
 run has per-doc values).
