@@ -143,6 +143,8 @@ def test_signal_to_noise_across_models():
         assert "steps 103000–143000 (5 checkpoints)" in row.noise_from and "70m" not in row.noise_from
     snrs = [r.snr for r in rep.model]
     assert snrs == sorted(snrs, reverse=True)
+    frame = api.series_rows(rep)
+    assert list(frame["snr"]) == snrs and {"task", "metric", "unit", "signal", "noise"} <= set(frame.columns)
     one = runner.invoke(app, ["variance", *map(str, _files("160m")[:3]), "--across", "model"])
     assert one.exit_code == 1 and "needs runs of two or more models" in one.stderr
 

@@ -254,7 +254,8 @@ def model_row(task: str, metric: str, kind: MetricKind, by_model: dict[str, list
         noise = math.sqrt(float(np.mean([np.var(x, ddof=1) for x in noise_sets])))
         nbar = float(np.mean(np.concatenate(noise_sets)))
         rel_noise = noise / nbar if nbar > 0 else None
-    note = ("no model has two runs to measure noise on (give several checkpoints or seeds of a model)"
+    note = ("one model left in this row: no spread between models to measure" if len(finals) < 2 else
+            "no model has two runs to measure noise on (give several checkpoints or seeds of a model)"
             if not noise_sets else "a mean score is not positive: relative dispersion is undefined"
             if rel_signal is None or rel_noise is None else "the noise is 0: the last scores are identical"
             if rel_noise == 0 else "")

@@ -91,7 +91,7 @@ def headline(r: SeriesReport, alpha: float = 0.05) -> str:
     if r.across == "seed":
         known = [x for x in r.seed if x.sd_over_se is not None]
         over = sum(1 for x in known if x.sd_over_se > 1)
-        return (f"{len(r.seed)} rows over {r.seed[0].n_runs if r.seed else 0} seeds: the seed standard deviation "
+        return (f"{len(r.seed)} rows over {len(r.runs)} runs as seeds: the seed standard deviation "
                 f"exceeds the average within-run standard error in {over} of the {len(known)} rows that have one.")
     ranked = [x for x in r.model if x.snr is not None]
     if not ranked:
