@@ -57,7 +57,7 @@ def _intraword(s: str, i: int) -> bool:
         a -= 1
     while b < len(s) - 1 and s[b + 1] == "_":
         b += 1
-    return 0 < a and b < len(s) - 1 and s[a - 1].isalnum() and s[b + 1].isalnum()
+    return a > 0 and b < len(s) - 1 and s[a - 1].isalnum() and s[b + 1].isalnum()
 
 
 def md(text: Any, block: bool = True) -> str:
