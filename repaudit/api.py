@@ -12,6 +12,9 @@ The functions return the same objects the CLI renders (terminal, Markdown, LaTeX
     api.flips(c)             # DataFrame: the docs whose 0/1 outcome changed, with margins in nats
     api.paired_docs(a, b)    # DataFrame: every shared (task, doc, metric) with both values
 
+    s = api.series(sorted(Path("evals/pythia-160m").glob("*.json")), across="checkpoint")
+    api.series_rows(s)       # DataFrame: task, metric, unit, kendall_tau, kendall_p, n_runs, ... per row
+
 Every file is read through the same boundary as the CLI: bad input raises
 :class:`repaudit.errors.RepauditError` with the one-line message the CLI prints after ``error:``.
 """
@@ -27,13 +30,16 @@ from repaudit.report.frames import factors_frame as factors
 from repaudit.report.frames import flips_frame as flips
 from repaudit.report.frames import paired_docs_frame as paired_docs
 from repaudit.report.frames import scores_frame as scores
+from repaudit.report.frames import series_frame as series_rows
 
 if TYPE_CHECKING:
     from repaudit.audit.attribution import AttributionReport
     from repaudit.audit.compare import Comparison
+    from repaudit.audit.series import SeriesReport
     from repaudit.importers.comparable import ComparableRun
 
-__all__ = ["load", "compare", "attribute", "docs", "paired_docs", "scores", "flips", "factors", "attribution"]
+__all__ = ["load", "compare", "attribute", "series", "docs", "paired_docs", "scores", "flips", "factors", "attribution",
+           "series_rows"]
 
 
 def load(path: str | Path, samples: list[str | Path] | None = None) -> ComparableRun:
@@ -84,3 +90,20 @@ def attribute(a: str | Path, b: str | Path, *, data_dir: str | Path | None = Non
     opt = (lambda p: Path(p) if p is not None else None)
     src = [load_replay_source(Path(r), opt(data_dir), model, opt(cache_dir)) for r in (a, b)]
     return run_attribution(*src, LocalExecutor(), metric=metric, n_boot=n_boot)
+
+
+def series(runs: list[ComparableRun | str | Path], *, across: str, last: int = 5, step_from: str | None = None,
+           n_boot: int = 2000, tasks: list[str] | None = None) -> SeriesReport:
+    """``repaudit variance FILE… --across``: every task × metric all ``runs`` report, measured across checkpoints
+    (``kendall_tau``, ``kendall_p``, range, last-``last`` sd), seeds (``mean``, ``sd``, ``ci95``) or models
+    (``snr``), with the confounders; scores in each row's unit. ``runs``: from :func:`load`, or paths (each read
+    as :func:`load` reads it). See :mod:`repaudit.audit.series`.
+
+    Raises:
+        RepauditError: fewer than two runs, no task × metric they all report, a checkpoint run without a step,
+            a model series of one model, or an option out of range.
+    """
+    from repaudit.audit.series import series as _series
+
+    loaded = [r if not isinstance(r, (str, Path)) else load(r) for r in runs]
+    return _series(loaded, across, last=last, step_from=step_from, n_boot=n_boot, tasks=tasks)

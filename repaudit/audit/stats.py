@@ -67,6 +67,15 @@ def paired_bootstrap(a: np.ndarray, b: np.ndarray, clusters: np.ndarray | None =
     if a.shape != b.shape or a.ndim != 1 or len(a) == 0:
         raise ValueError("a and b must be 1-D arrays of the same non-zero length")
     d = b - a
+    reps, n_clusters = _bootstrap_means(d, clusters, n_boot, seed)
+    lo, hi = np.quantile(reps, [alpha / 2, 1 - alpha / 2])
+    return PairedResult(delta=float(d.mean()), se=paired_se(d, None if clusters is None else np.asarray(clusters)),
+                        ci_low=float(lo), ci_high=float(hi), n=len(d), n_clusters=n_clusters)
+
+
+def _bootstrap_means(d: np.ndarray, clusters: np.ndarray | None, n_boot: int, seed: int
+                     ) -> tuple[np.ndarray, int | None]:
+    """``n_boot`` resampled means of ``d`` (docs, or whole clusters, drawn with replacement) and the cluster count."""
     n = len(d)
     rng = np.random.default_rng(seed)
     reps = np.empty(n_boot)
@@ -76,18 +85,48 @@ def paired_bootstrap(a: np.ndarray, b: np.ndarray, clusters: np.ndarray | None =
             k = min(chunk, n_boot - s)
             idx = rng.integers(0, n, size=(k, n))
             reps[s:s + k] = d[idx].mean(axis=1)
-        n_clusters = None
-    else:
-        _, inv = np.unique(clusters, return_inverse=True)
-        n_clusters = int(inv.max()) + 1
-        sums = np.bincount(inv, weights=d, minlength=n_clusters)
-        sizes = np.bincount(inv, minlength=n_clusters).astype(np.float64)
-        for s in range(n_boot):
-            pick = rng.integers(0, n_clusters, size=n_clusters)
-            reps[s] = sums[pick].sum() / sizes[pick].sum()
+        return reps, None
+    _, inv = np.unique(clusters, return_inverse=True)
+    n_clusters = int(inv.max()) + 1
+    sums = np.bincount(inv, weights=d, minlength=n_clusters)
+    sizes = np.bincount(inv, minlength=n_clusters).astype(np.float64)
+    for s in range(n_boot):
+        pick = rng.integers(0, n_clusters, size=n_clusters)
+        reps[s] = sums[pick].sum() / sizes[pick].sum()
+    return reps, n_clusters
+
+
+@dataclass(frozen=True)
+class BootstrapMean:
+    """The mean of one run's per-doc values with its bootstrap standard error (the standard deviation of the
+    resampled means, ddof 1) and percentile interval, in the values' unit."""
+
+    mean: float
+    se: float
+    ci_low: float
+    ci_high: float
+    n: int
+
+
+def bootstrap_mean(x: np.ndarray, clusters: np.ndarray | None = None, n_boot: int = 2000, alpha: float = 0.05,
+                   seed: int = 0) -> BootstrapMean:
+    """Bootstrap of one run's mean over its docs (whole clusters resampled where given; Efron & Tibshirani
+    1993, Miller 2024 §3), as :func:`paired_bootstrap` resamples a difference.
+
+    Args:
+        x: per-doc values, shape (n,), n ≥ 1.
+        clusters: optional cluster label per doc, shape (n,).
+
+    Raises:
+        ValueError: ``x`` is not 1-D or empty, or ``n_boot`` < 2.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 1 or len(x) == 0 or n_boot < 2:
+        raise ValueError("x must be a non-empty 1-D array and n_boot at least 2")
+    reps, _ = _bootstrap_means(x, clusters, n_boot, seed)
     lo, hi = np.quantile(reps, [alpha / 2, 1 - alpha / 2])
-    return PairedResult(delta=float(d.mean()), se=paired_se(d, None if clusters is None else np.asarray(clusters)),
-                        ci_low=float(lo), ci_high=float(hi), n=n, n_clusters=n_clusters)
+    return BootstrapMean(mean=float(x.mean()), se=float(np.std(reps, ddof=1)), ci_low=float(lo), ci_high=float(hi),
+                         n=len(x))
 
 
 def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> tuple[float, int, int]:

@@ -77,7 +77,8 @@ class Format(str, Enum):
 
 FormatOption = Annotated[Format, typer.Option("--format", help="Report format: rich (terminal), markdown, latex, "
                                                                "json, csv (compare: the score table; attribute: "
-                                                               "the Shapley values) or html (one self-contained "
+                                                               "the Shapley values; variance --across: its rows) "
+                                                               "or html (one self-contained "
                                                                "page; compare, gate, attribute: with a per-doc "
                                                                "browser).")]
 OutputOption = Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the report here; the suffix picks "
@@ -151,8 +152,8 @@ def report_format(fmt: Format, output: Optional[Path], as_json: bool, csv: bool 
     """
     chosen = _chosen_format(fmt, output, as_json)
     if chosen is Format.csv and not csv:
-        raise UsageError("CSV is written by compare (its score table) and attribute (its Shapley values); this "
-                            "command's report is rich, markdown, latex or json")
+        raise UsageError("CSV is written by compare (its score table), attribute (its Shapley values) and "
+                         "variance --across (its rows); this command's report is rich, markdown, latex or json")
     if chosen is Format.html and not html:
         raise UsageError("HTML is written by compare, gate, attribute, sweep and variance; this report is rich, "
                             "markdown, latex or json" + (" or csv" if csv else ""))

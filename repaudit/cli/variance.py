@@ -31,6 +31,7 @@ from repaudit.cli.common import (
     user_errors,
 )
 from repaudit.cli.options import factor_settings, with_factor_options
+from repaudit.cli.series import AcrossOption, FilesArgument, LastOption, StepFromOption
 from repaudit.errors import RepauditError
 from repaudit.escape import rich_text
 
@@ -54,9 +55,24 @@ def _variance_rich(r, console: Console) -> None:
     console.print(rich_text(variance_summary(r)), soft_wrap=True)
 
 
+TaskOption = Annotated[Optional[str], typer.Option(help="Task (default arc_easy). With --across: only rows of "
+                                                      "these tasks (comma-separated, * wildcards).")]
+NBootOption = Annotated[int, typer.Option(help="Bootstrap replicates of the intervals over docs (with --across: per "
+                                               "run that has per-doc values).")]
+PlotOption = Annotated[Optional[Path], typer.Option(help="Draw every run's score per seed and format to PATH.png and "
+                                                         "PATH.pdf (with --across: score over training step).")]
+PlotMetricOption = Annotated[Optional[str], typer.Option(help="Metric of --plot and of the HTML plot (default: the "
+                                                              "first); with --across, TASK:METRIC panels, "
+                                                              "comma-separated (default: the six most monotone).")]
+
+
 @with_factor_options()
 def variance_command(
-    task: Annotated[str, typer.Option(help="Task.")] = "arc_easy",
+    files: FilesArgument = None,
+    across: AcrossOption = None,
+    last: LastOption = 5,
+    step_from: StepFromOption = None,
+    task: TaskOption = None,
     num_fewshot: Annotated[int, typer.Option(help="n-shot (> 0: the few-shot draw is what varies).")] = 3,
     fewshot_seeds: Annotated[int, typer.Option(help="Few-shot seeds per format (from --fewshot-seed on).")] = 5,
     fewshot_seed: Annotated[int, typer.Option(help="First few-shot seed.")] = 1234,
@@ -71,15 +87,13 @@ def variance_command(
     model: Annotated[str, typer.Option(help="'default', a local directory or a hub id.")] = "default",
     data_dir: Annotated[Optional[Path], typer.Option(help="Local data laid out as shared/data.")] = None,
     doc_ids: Annotated[Optional[str], typer.Option(help="Only these doc ids, e.g. '0,7,42'.")] = None,
-    n_boot: Annotated[int, typer.Option(help="Bootstrap replicates of the intervals over docs.")] = 2000,
+    n_boot: NBootOption = 2000,
     cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
     fmt: FormatOption = Format.rich,
     output: OutputOption = None,
     mkdir: MkdirOption = False,
-    plot: Annotated[Optional[Path], typer.Option(help="Draw every run's score per seed and format to PATH.png and "
-                                                      "PATH.pdf.")] = None,
-    plot_metric: Annotated[Optional[str], typer.Option(help="Metric of --plot and of the HTML plot "
-                                                                 "(default: the first).")] = None,
+    plot: PlotOption = None,
+    plot_metric: PlotMetricOption = None,
     dry_run: DryRunOption = False,
     executor: ExecutorOption = "local",
     ray_address: RayAddressOption = None,
@@ -94,9 +108,21 @@ def variance_command(
     Example: repaudit variance --task arc_easy --num-fewshot 3 --fewshot-seeds 5 --data-dir ../shared/data
 
     Example: repaudit variance --task mmlu --limit 300 --plot variance.png -o variance.md
+
+    With run files and --across, nothing runs: the files are measured as a series of checkpoints (Kendall tau-b
+    over training step), training seeds (mean, sd, t interval) or models (signal-to-noise).
+
+    Example: repaudit variance tests/fixtures/pythia/160m/*.json --across checkpoint --task piqa,sciq --plot traj.png
     """
     from repaudit.audit.variance import variance, variance_grid
-    from repaudit.report.variance import variance_latex, variance_markdown
+    if files or across is not None:
+        from repaudit.cli.series import series_mode
+
+        with user_errors():
+            series_mode(files or [], across, task, last, step_from, n_boot, fmt, output, plot, plot_metric, as_json,
+                        mkdir)
+        return
+    task = task or "arc_easy"
     with user_errors():
         check_outputs(output, plot, fmt, as_json, html=not dry_run, mkdir=mkdir)
         fmts = [f.strip() for f in formats.split(",") if f.strip()]
@@ -116,15 +142,26 @@ def variance_command(
         ex = make_executor(executor, ray_address, workers)
         with grid_progress("variance") as tick:
             result = variance(base, ex, fmts, fewshot_seeds, order_seeds, n_boot=n_boot, progress=tick)
-        if plot_metric is not None and plot_metric not in result.runs[0].scores:
-            raise RepauditError(f"--plot-metric '{plot_metric}' is not measured: choose one of "
-                                f"{', '.join(result.runs[0].scores)}")
-        if plot is not None:
-            from repaudit.report.plots import variance_plot
+        _emit(result, fmt, output, as_json, plot, plot_metric)
 
-            err.print(rich_text("wrote " + ", ".join(str(p) for p in variance_plot(result, plot, plot_metric))))
-        from repaudit.report.html import render_variance_html
 
-        emit_report(report_format(fmt, output, as_json, html=True), output, lambda c: _variance_rich(result, c),
-                    lambda: variance_markdown(result), lambda: variance_latex(result),
-                    lambda: result.model_dump_json(indent=1), html=lambda: render_variance_html(result, plot_metric))
+def _emit(result, fmt: Format, output: Optional[Path], as_json: bool, plot: Optional[Path],
+          plot_metric: Optional[str]) -> None:
+    """Plot and render a variance report (``--plot``, ``--format``, ``-o``).
+
+    Raises:
+        RepauditError: ``--plot-metric`` names a metric the grid did not measure.
+    """
+    from repaudit.report.html import render_variance_html
+    from repaudit.report.variance import variance_latex, variance_markdown
+
+    if plot_metric is not None and plot_metric not in result.runs[0].scores:
+        raise RepauditError(f"--plot-metric '{plot_metric}' is not measured: choose one of "
+                            f"{', '.join(result.runs[0].scores)}")
+    if plot is not None:
+        from repaudit.report.plots import variance_plot
+
+        err.print(rich_text("wrote " + ", ".join(str(p) for p in variance_plot(result, plot, plot_metric))))
+    emit_report(report_format(fmt, output, as_json, html=True), output, lambda c: _variance_rich(result, c),
+                lambda: variance_markdown(result), lambda: variance_latex(result),
+                lambda: result.model_dump_json(indent=1), html=lambda: render_variance_html(result, plot_metric))

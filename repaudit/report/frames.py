@@ -17,6 +17,7 @@ import pandas as pd
 if TYPE_CHECKING:
     from repaudit.audit.attribution import AttributionReport
     from repaudit.audit.compare import Comparison
+    from repaudit.audit.series import SeriesReport
     from repaudit.importers.comparable import ComparableRun
 
 #: per-doc columns of :func:`docs_frame`, before one ``metric:<name>`` column per metric
@@ -111,6 +112,19 @@ def attribution_frame(r: AttributionReport) -> pd.DataFrame:
             for f, p, (lo, hi) in zip(r.factors, r.phi, r.phi_ci)]
     rows.append({"factor": "residual", "shapley_pts": 100 * r.residual, "ci_low_pts": None, "ci_high_pts": None})
     return pd.DataFrame(rows, columns=["factor", "shapley_pts", "ci_low_pts", "ci_high_pts"])
+
+
+def series_frame(r: SeriesReport) -> pd.DataFrame:
+    """The rows of a series report (``variance FILE… --across``), one per (series ×) task × metric: every field of
+    its row record, scores in ``unit``; ``ci95`` as ``ci95_low``/``ci95_high``; ``points`` and ``finals`` as JSON
+    text."""
+    out = []
+    for x in {"checkpoint": r.checkpoint, "seed": r.seed, "model": r.model}[r.across]:
+        d = {k: _cell(v) for k, v in x.model_dump().items() if k != "ci95"}
+        if r.across == "seed":
+            d["ci95_low"], d["ci95_high"] = x.ci95
+        out.append(d)
+    return pd.DataFrame(out, columns=_columns(out, ("task", "metric", "unit")))
 
 
 def to_csv(frame: pd.DataFrame) -> str:

@@ -269,3 +269,23 @@ def render_variance_html(r, plot_metric: str | None = None) -> str:
         f"{x.format} {x.metric}: seed sd {_v(x.seed_sd, x.metric)}, MDE {_v(x.mde, x.metric)} "
         + ("nats" if x.metric == "logp_gold_norm" else "pts") for x in r.noise if x.counterpart is None)
     return render_page(f"repaudit variance: {r.task}", [first, variance_summary(r)], [], out)
+
+
+def render_series_html(r, keys: list[tuple[str, str]]) -> str:
+    """``repaudit variance FILE… --across --format html``: the ranked table with the trajectory of ``keys`` (SVG;
+    none for a seed series), the confounders, names that contradict their files, repeated steps, what was left
+    out, and notes."""
+    from repaudit.report.plots import trajectory_svg
+    from repaudit.report.series import HEADS, NUMERIC, confounder_lines, headline, other_lines, rows, summary
+
+    head = HEADS[r.across]
+    table = _table("series", f"Series across {r.across}s", head, rows(r), NUMERIC & set(head), [summary(r)])
+    if keys:
+        table.svg = Markup(trajectory_svg(r, keys))
+    out = [table]
+    if lines := confounder_lines(r):
+        out.append(Section("confounders", "Confounders: settings that differ between runs", items=lines))
+    out += [Section(f"series-{i}", title, items=items) for i, (title, items) in enumerate(other_lines(r))]
+    return render_page(f"repaudit variance --across {r.across}", [headline(r)],
+                       [f"{s.name}: {s.series}, step {s.step if s.step is not None else 'not recorded'} ({s.source})"
+                        for s in r.runs], out)

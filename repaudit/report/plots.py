@@ -1,4 +1,5 @@
-"""Figures (matplotlib): the attribution waterfall, the sweep plot, the variance plot, the forest plot.
+"""Figures (matplotlib): the attribution waterfall, the sweep plot, the variance plot, the forest plot, the
+trajectory of a series of checkpoints.
 
 Each writes a PNG and a PDF next to each other (``path`` with its suffix replaced) and returns
 the two paths; its ``*_svg`` twin, and the comparison's forest plot, return SVG text for the HTML
@@ -10,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from repaudit.audit.attribution import AttributionReport
+from repaudit.audit.series import SeriesReport
 from repaudit.audit.sweep import SweepResult
 from repaudit.audit.variance import VarianceReport
 
@@ -186,6 +188,73 @@ def _variance_fig(r: VarianceReport, metric: str | None):
                  "(hollow) per format", fontsize=9)
     ax.legend(fontsize=7, loc="best")
     ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+def trajectory_keys(r: SeriesReport, wanted: list[tuple[str, str]] | None = None, k: int = 6) -> list[tuple[str, str]]:
+    """The (task, metric) panels of a trajectory: ``wanted`` as given, else the first ``k`` of the report's ranking."""
+    rows = [*r.checkpoint, *r.model]
+    return wanted or list(dict.fromkeys((x.task, x.metric) for x in rows))[:k]
+
+
+def trajectory_plot(r: SeriesReport, path: Path, keys: list[tuple[str, str]]) -> list[Path]:
+    """Score over training step, one panel per (task, metric) in ``keys`` and one line per series (model), with
+    the 95 % bootstrap band over docs where the runs have per-doc values. The step axis is logarithmic above 1
+    and linear below (matplotlib's symlog, so that step 0 is drawn); scores in each row's unit.
+
+    Returns:
+        The PNG and PDF paths written.
+    """
+    return _saved(_trajectory_fig(r, keys), path)
+
+
+def trajectory_svg(r: SeriesReport, keys: list[tuple[str, str]]) -> str:
+    """:func:`trajectory_plot` as SVG text for the HTML report."""
+    return _svg_text(_trajectory_fig(r, keys))
+
+
+def _trajectory_fig(r: SeriesReport, keys: list[tuple[str, str]]):
+    import math
+
+    plt = _pyplot()
+    rows = [*r.checkpoint, *r.model]
+    cols = min(3, len(keys))
+    lines = math.ceil(len(keys) / cols)
+    fig, axes = plt.subplots(lines, cols, squeeze=False, figsize=(4.2 * cols, 3.0 * lines))
+    colours = {name: f"C{i}" for i, name in enumerate(dict.fromkeys(s.series for s in r.runs))}
+    for ax, (task, metric) in zip(axes.flat, keys):
+        mine = [x for x in rows if (x.task, x.metric) == (task, metric)]
+        for series in colours:
+            pts = sorted((p for x in mine for p in x.points if p.series == series and p.step is not None),
+                         key=lambda p: p.step)
+            if not pts:
+                continue
+            steps = [p.step for p in pts]
+            ax.plot(steps, [p.score for p in pts], "o-", color=colours[series], markersize=2.5, linewidth=1,
+                    label=_plain(series))
+            band = [(p.step, p.ci_low, p.ci_high) for p in pts if p.ci_low is not None]
+            if band:
+                ax.fill_between([b[0] for b in band], [b[1] for b in band], [b[2] for b in band],
+                                color=colours[series], alpha=0.2, linewidth=0)
+        unit, direction = (mine[0].unit, mine[0].direction) if mine else ("", "unknown")
+        ax.set_xscale("symlog", linthresh=1)
+        ax.set_title(_label(f"{task} · {metric}", 50), fontsize=9)
+        better = {"higher": " (higher is better)", "lower": " (lower is better)"}.get(direction, "")
+        ax.set_ylabel(f"{_plain(metric)} ({_plain(unit)}){better}", fontsize=7)
+        ax.set_xlabel("training step (log scale; 0 at left)", fontsize=7)
+        if unit == "perplexity":
+            ax.set_yscale("log")
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(keys):]:
+        ax.set_visible(False)
+    legend = {}  # one entry per series, whichever panel drew it
+    for ax in axes.flat:
+        legend.update(zip(*reversed(ax.get_legend_handles_labels())))
+    labels, handles = list(legend), list(legend.values())
+    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)) or 1, fontsize=7, frameon=False,
+               bbox_to_anchor=(0.5, -0.02))
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
 
 

@@ -1,0 +1,127 @@
+"""``repaudit variance FILE… --across checkpoint|seed|model``: what a benchmark does across a series of existing
+runs (the other half of ``variance``, which measures evaluation-side noise by running a model)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from repaudit.cli.common import Format, check_outputs, emit_report, err, report_format
+from repaudit.errors import RepauditError, UsageError
+from repaudit.escape import rich_text
+
+
+class Across(str, Enum):
+    """What varies between the runs of a series."""
+
+    checkpoint = "checkpoint"
+    seed = "seed"
+    model = "model"
+
+
+FilesArgument = Annotated[Optional[list[Path]], typer.Argument(
+    metavar="FILE", show_default=False,
+    help="With --across: run files of a series (anything compare reads: lm-eval 0.3–0.4 results files or output "
+         "directories, lighteval, inspect_ai logs, repaudit runs). Nothing is run.")]
+AcrossOption = Annotated[Optional[Across], typer.Option(
+    help="Measure FILE… as a series: checkpoint (Kendall tau-b of score over training step, range, noise of the "
+         "last checkpoints), seed (mean, sd, t 95 % interval over training seeds) or model (signal-to-noise "
+         "across models).")]
+LastOption = Annotated[int, typer.Option(help="With --across: checkpoints in the noise window (their standard "
+                                              "deviation).")]
+StepFromOption = Annotated[Optional[str], typer.Option(
+    help="With --across: a regular expression with one group that reads the training step from a file name, "
+         "where the file records no revision=stepN (e.g. 'step(\\d+)').")]
+
+
+def _keys(plot_metric: Optional[str]) -> list[tuple[str, str]] | None:
+    """``--plot-metric TASK:METRIC,…`` as (task, metric) pairs.
+
+    Raises:
+        RepauditError: an entry without a ``:``.
+    """
+    if not plot_metric:
+        return None
+    out = []
+    for item in (x.strip() for x in plot_metric.split(",") if x.strip()):
+        task, sep, metric = item.rpartition(":")
+        if not sep or not task or not metric:
+            raise UsageError(f"--plot-metric '{item}': with --across, name panels as TASK:METRIC "
+                                "(e.g. piqa:acc,lambada_openai:ppl)")
+        out.append((task, metric))
+    return out
+
+
+def _rich(r, console: Console) -> None:
+    from repaudit.report.series import HEADS, NUMERIC, confounder_lines, headline, other_lines, rows, summary
+
+    console.print(rich_text(headline(r)), soft_wrap=True)
+    table = Table(title=rich_text(f"variance · series across {r.across}s"))
+    for col in HEADS[r.across]:
+        table.add_column(rich_text(col), justify="right" if col in NUMERIC else "left")
+    for row in rows(r):
+        table.add_row(*(rich_text(c) for c in row))
+    console.print(table)
+    console.print(rich_text(summary(r)), soft_wrap=True)
+    for title, items in [("Confounders: settings that differ between runs", confounder_lines(r)), *other_lines(r)]:
+        if items:
+            console.print(rich_text(title + ":"), style="bold")
+            for line in items:
+                console.print(rich_text("  - " + line), soft_wrap=True)
+
+
+def series_mode(files: list[Path], across: Optional[Across], tasks: Optional[str], last: int,
+                step_from: Optional[str], n_boot: int, fmt: Format, output: Optional[Path], plot: Optional[Path],
+                plot_metric: Optional[str], as_json: bool, mkdir: bool = False) -> None:
+    """Read ``files``, measure the series, plot and render (the CLI's part of ``variance FILE… --across``).
+
+    Raises:
+        RepauditError: files without ``--across``, a plot of a seed series or of panels the report has no row for,
+            and everything :func:`repaudit.audit.series.series` raises.
+    """
+    from repaudit.audit.series import series
+    from repaudit.importers.detect import load_run
+    from repaudit.report.frames import series_frame, to_csv
+    from repaudit.report.html import render_series_html
+    from repaudit.report.series import latex, markdown
+
+    if across is None:
+        raise UsageError(f"{len(files)} run file(s) given without --across: say what varies between them "
+                            "(--across checkpoint, seed or model); without files, variance runs the model")
+    check_outputs(output, plot, fmt, as_json, csv=True, html=True, mkdir=mkdir)
+    if plot is not None and across is Across.seed:
+        raise UsageError("--plot draws score over training step: it needs --across checkpoint or model")
+    runs = [load_run(f) for f in files]
+    patterns = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
+    report = series(runs, across.value, last=last, step_from=step_from, n_boot=n_boot, tasks=patterns)
+    keys = _panels(report, _keys(plot_metric))
+    if plot is not None and not report.checkpoint and all(s.step is None for s in report.runs):
+        raise RepauditError("--plot draws score over training step, and no run records one (--step-from reads it "
+                            "from file names)")
+    if plot is not None:
+        from repaudit.report.plots import trajectory_plot
+
+        err.print(rich_text("wrote " + ", ".join(str(p) for p in trajectory_plot(report, plot, keys))))
+    emit_report(report_format(fmt, output, as_json, csv=True, html=True), output, lambda c: _rich(report, c),
+                lambda: markdown(report), lambda: latex(report), lambda: report.model_dump_json(indent=1),
+                csv=lambda: to_csv(series_frame(report)), html=lambda: render_series_html(report, keys))
+
+
+def _panels(report, wanted: list[tuple[str, str]] | None) -> list[tuple[str, str]]:
+    """The trajectory's panels: ``--plot-metric`` (each must be a row of the report), else the top of the ranking;
+    none for a seed series."""
+    from repaudit.report.plots import trajectory_keys
+
+    if report.across == "seed":
+        return []
+    have = {(x.task, x.metric) for x in [*report.checkpoint, *report.model]}
+    missing = [f"{t}:{m}" for t, m in wanted or [] if (t, m) not in have]
+    if missing:
+        raise RepauditError(f"--plot-metric {', '.join(missing)}: no such row in this series (rows are task × metric "
+                            "pairs every run reports, e.g. " + ", ".join(f"{t}:{m}" for t, m in sorted(have)[:3]) + ")")
+    return trajectory_keys(report, wanted)
