@@ -114,3 +114,17 @@ def test_no_import_circle_even_through_function_level_imports():
         if v not in index:
             visit(v)
     assert not cycles, cycles
+
+
+def test_no_command_function_takes_more_than_8_parameters():
+    """Option groups (cli/groups.py) keep every command's signature short; typer still sees each option."""
+    wide, seen = [], 0
+    for p in sorted((ROOT / "repaudit" / "cli").glob("*.py")):
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.FunctionDef) and node.name.endswith("_command"):
+                seen += 1
+                a = node.args
+                n = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) + bool(a.vararg) + bool(a.kwarg)
+                if n > 8:
+                    wide.append(f"{p.name}:{node.name} ({n} parameters)")
+    assert seen >= 8 and not wide, wide

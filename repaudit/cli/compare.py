@@ -13,6 +13,7 @@ from rich.console import Console
 
 from repaudit.cli.attribution import attribute_runs
 from repaudit.cli.common import (
+    DocTextOption,
     ExecutorOption,
     Format,
     RayAddressOption,
@@ -24,7 +25,7 @@ from repaudit.cli.common import (
     task_map_of,
     user_errors,
 )
-from repaudit.cli.groups import DocTextOptions, PairOptions, ReportOptions, SourceOptions, grouped
+from repaudit.cli.groups import PairOptions, ReportOptions, SourceOptions, grouped
 
 
 @dataclass
@@ -40,7 +41,8 @@ class StatOptions:
 
 @dataclass
 class ExtraOptions:
-    """What compare adds beyond the report: generation token counts, every paired doc as CSV."""
+    """What compare adds beyond the report: generation token counts, every paired doc as CSV, the HTML's doc
+    text."""
 
     tokenizer: Annotated[Optional[str], typer.Option(
         help="The runs' tokenizer (a model folder, a hub id, or 'default'): counts the tokens of lm-eval "
@@ -48,6 +50,7 @@ class ExtraOptions:
     docs_csv: Annotated[Optional[Path], typer.Option(
         "--docs-csv", help="Also write every doc both runs scored, one row per task, doc and metric (A, B, Δ, "
                            "flipped, same doc/prompt hash), as CSV to this file.")] = None
+    doc_text: DocTextOption = True
 
 
 @dataclass
@@ -74,7 +77,6 @@ def compare_command(
     extra: ExtraOptions,
     attribution: AttributionOptions,
     source: SourceOptions,
-    html: DocTextOptions,
 ) -> None:
     """Which factors differ between two runs, which docs flipped, and whether the score moved beyond noise.
 
@@ -111,7 +113,7 @@ def compare_command(
                               attribution.plot, make_executor(attribution.executor, attribution.ray_address,
                                                               attribution.workers)) if att_on else None)
         _emit(comparison, att, report_format(r.fmt, r.output, r.as_json, csv=not att_on, html=not att_on), r.output,
-              stats.top, lambda: _html(comparison, (run_a, ra), (run_b, rb), task_map, source, html.doc_text))
+              stats.top, lambda: _html(comparison, (run_a, ra), (run_b, rb), task_map, source, extra.doc_text))
         if extra.docs_csv is not None:
             from repaudit.run.records import write_atomic
 

@@ -3,6 +3,7 @@ prompt format, and the smallest difference a comparison on it can detect."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -10,26 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from repaudit.cli.common import (
-    DryRunOption,
-    ExecutorOption,
-    Format,
-    FormatOption,
-    JsonOption,
-    MkdirOption,
-    OutputOption,
-    RayAddressOption,
-    WorkersOption,
-    base_config,
-    check_outputs,
-    emit_dry_run,
-    emit_report,
-    err,
-    grid_progress,
-    make_executor,
-    report_format,
-    user_errors,
-)
+from repaudit.cli.common import Format, emit_dry_run, emit_report, err, grid_progress, report_format, user_errors
+from repaudit.cli.groups import BaseOptions, GridOptions, ReportOptions, grouped
 from repaudit.cli.options import factor_settings, with_factor_options
 from repaudit.cli.series import AcrossOption, FilesArgument, LastOption, StepFromOption
 from repaudit.errors import RepauditError
@@ -66,46 +49,54 @@ PlotMetricOption = Annotated[Optional[str], typer.Option(help="Metric of --plot 
                                                               "comma-separated (default: the six most monotone).")]
 
 
-@with_factor_options()
-def variance_command(
-    files: FilesArgument = None,
-    across: AcrossOption = None,
-    last: LastOption = 5,
-    step_from: StepFromOption = None,
-    task: TaskOption = None,
-    num_fewshot: Annotated[int, typer.Option(help="n-shot (> 0: the few-shot draw is what varies).")] = 3,
-    fewshot_seeds: Annotated[int, typer.Option(help="Few-shot seeds per format (from --fewshot-seed on).")] = 5,
-    fewshot_seed: Annotated[int, typer.Option(help="First few-shot seed.")] = 1234,
+@dataclass
+class SeriesOptions:
+    """``--across``: measure run files as a series instead of running a grid."""
+
+    across: AcrossOption = None
+    last: LastOption = 5
+    step_from: StepFromOption = None
+
+
+@dataclass
+class NoiseOptions:
+    """What varies in the grid (few-shot draws, their order, prompt formats) and on which docs."""
+
+    num_fewshot: Annotated[int, typer.Option(help="n-shot (> 0: the few-shot draw is what varies).")] = 3
+    fewshot_seeds: Annotated[int, typer.Option(help="Few-shot seeds per format (from --fewshot-seed on).")] = 5
+    fewshot_seed: Annotated[int, typer.Option(help="First few-shot seed.")] = 1234
     order_seeds: Annotated[Optional[int], typer.Option(
-        help="Other orders of the first seed's examples (default: --fewshot-seeds − 1).")] = None,
+        help="Other orders of the first seed's examples (default: --fewshot-seeds − 1).")] = None
     formats: Annotated[str, typer.Option(help="Comma-separated prompt formats: lmeval, lettered, cloze.")
-                       ] = "cloze,lettered",
-    base_run: Annotated[Optional[Path], typer.Option("--base", help="Take the base configuration from this run: "
-                                                                    "anything compare reads (a repaudit run, an "
-                                                                    "lm-eval results file or output directory); "
-                                                                    "the base options are then ignored.")] = None,
-    model: Annotated[str, typer.Option(help="'default', a local directory or a hub id.")] = "default",
-    data_dir: Annotated[Optional[Path], typer.Option(help="Local data laid out as shared/data.")] = None,
-    doc_ids: Annotated[Optional[str], typer.Option(help="Only these doc ids, e.g. '0,7,42'.")] = None,
-    n_boot: NBootOption = 2000,
-    cache_dir: Annotated[Optional[Path], typer.Option(help="Model and batch cache.")] = None,
-    fmt: FormatOption = Format.rich,
-    output: OutputOption = None,
-    mkdir: MkdirOption = False,
-    plot: PlotOption = None,
-    plot_metric: PlotMetricOption = None,
-    dry_run: DryRunOption = False,
-    executor: ExecutorOption = "local",
-    ray_address: RayAddressOption = None,
-    workers: WorkersOption = None,
-    as_json: JsonOption = False,
-    **factors: Any,
-) -> None:
+                       ] = "cloze,lettered"
+    doc_ids: Annotated[Optional[str], typer.Option(help="Only these doc ids, e.g. '0,7,42'.")] = None
+    n_boot: NBootOption = 2000
+
+
+@dataclass
+class VarianceBaseOptions(BaseOptions):
+    """The base configuration (as for sweep); ``--task`` also filters the rows of ``--across``."""
+
+    task: TaskOption = None
+
+
+@dataclass
+class PlotOptions:
+    """The figure of the report."""
+
+    plot: PlotOption = None
+    plot_metric: PlotMetricOption = None
+
+
+@with_factor_options()
+@grouped
+def variance_command(series: SeriesOptions, noise: NoiseOptions, base: VarianceBaseOptions, figure: PlotOptions,
+                     report: ReportOptions, grid: GridOptions, files: FilesArgument = None, **factors: Any) -> None:
     """Measure a benchmark's noise: bootstrap intervals over docs, spread over few-shot seeds and orders and
     over prompt formats, continuous counterparts with their signal-to-noise, and the minimum detectable
     effect at 80 % power with the docs or seeds one point would need.
 
-    Example: repaudit variance --task arc_easy --num-fewshot 3 --fewshot-seeds 5 --data-dir ../shared/data
+    Example: repaudit variance --task arc_easy --num-fewshot 3 --fewshot-seeds 5
 
     Example: repaudit variance --task mmlu --limit 300 --plot variance.png -o variance.md
 
@@ -115,34 +106,35 @@ def variance_command(
     Example: repaudit variance tests/fixtures/pythia/160m/*.json --across checkpoint --task piqa,sciq --plot traj.png
     """
     from repaudit.audit.variance import variance, variance_grid
-    if files or across is not None:
+
+    r, n = report, noise
+    if files or series.across is not None:
         from repaudit.cli.series import series_mode
 
         with user_errors():
-            series_mode(files or [], across, task, last, step_from, n_boot, fmt, output, plot, plot_metric, as_json,
-                        mkdir)
+            series_mode(files or [], series.across, base.task, series.last, series.step_from, n.n_boot, r.fmt,
+                        r.output, figure.plot, figure.plot_metric, r.as_json, r.mkdir)
         return
-    task = task or "arc_easy"
+    base.task = base.task or "arc_easy"
     with user_errors():
-        check_outputs(output, plot, fmt, as_json, html=not dry_run, mkdir=mkdir)
-        fmts = [f.strip() for f in formats.split(",") if f.strip()]
+        r.check(figure.plot, html=not grid.dry_run)
+        fmts = [f.strip() for f in n.formats.split(",") if f.strip()]
         from repaudit.tasks.fewshot import parse_fewshot_ids
 
-        base = base_config(base_run, model, data_dir, cache_dir, task=task,
-                           doc_ids=parse_fewshot_ids(doc_ids, "--doc-ids") if doc_ids else None,
-                           num_fewshot=num_fewshot, fewshot_seed=fewshot_seed, **factor_settings(factors))
-        if dry_run:
+        cfg = base.config(doc_ids=parse_fewshot_ids(n.doc_ids, "--doc-ids") if n.doc_ids else None,
+                          num_fewshot=n.num_fewshot, fewshot_seed=n.fewshot_seed, **factor_settings(factors))
+        if grid.dry_run:
             from repaudit.audit.plan import plan_grid
 
-            order = fewshot_seeds - 1 if order_seeds is None else order_seeds
-            plan = plan_grid(f"variance --fewshot-seeds {fewshot_seeds} --formats {formats}",
-                             variance_grid(base, fmts, fewshot_seeds, order))
-            emit_dry_run(plan, report_format(fmt, output, as_json), output)
+            order = n.fewshot_seeds - 1 if n.order_seeds is None else n.order_seeds
+            plan = plan_grid(f"variance --fewshot-seeds {n.fewshot_seeds} --formats {n.formats}",
+                             variance_grid(cfg, fmts, n.fewshot_seeds, order))
+            emit_dry_run(plan, r.format(), r.output)
             return
-        ex = make_executor(executor, ray_address, workers)
         with grid_progress("variance") as tick:
-            result = variance(base, ex, fmts, fewshot_seeds, order_seeds, n_boot=n_boot, progress=tick)
-        _emit(result, fmt, output, as_json, plot, plot_metric)
+            result = variance(cfg, grid.open_executor(), fmts, n.fewshot_seeds, n.order_seeds, n_boot=n.n_boot,
+                              progress=tick)
+        _emit(result, r.fmt, r.output, r.as_json, figure.plot, figure.plot_metric)
 
 
 def _emit(result, fmt: Format, output: Optional[Path], as_json: bool, plot: Optional[Path],
