@@ -26,6 +26,7 @@ wall times it writes are those of an empty store, and the attribution and sweep 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -38,6 +39,8 @@ RUNS = HERE / "runs"
 COMMON = ["--task", "arc_easy", "--scoring-strategy", "shared_prefix"]
 RUN_A = [*COMMON]
 RUN_B = [*COMMON, "--prompt-format", "lettered", "--num-fewshot", "5"]
+#: what the reports call the runs (the file names a.json and b.json say nothing); the LaTeX labels derive from them
+NAMES = ["--name-a", "cloze 0-shot", "--name-b", "lettered 5-shot"]
 #: the children's environment; main() points its cache at an empty temporary store
 ENV = dict(os.environ)
 SWEEP = ["--factor", "prompt_format", "--values", "lettered,cloze", *COMMON[:2],
@@ -78,14 +81,14 @@ def generate() -> None:
     walls = {}
     walls["run A"] = repaudit("run", *RUN_A, "-o", "runs/a.json")
     walls["run B"] = repaudit("run", *RUN_B, "-o", "runs/b.json")
-    repaudit("compare", "runs/a.json", "runs/b.json", "--format", "markdown", "-o", "compare.md")
-    repaudit("compare", "runs/a.json", "runs/b.json", "--format", "latex", "-o", "compare.tex")
+    repaudit("compare", "runs/a.json", "runs/b.json", *NAMES, "--format", "markdown", "-o", "compare.md")
+    repaudit("compare", "runs/a.json", "runs/b.json", *NAMES, "--format", "latex", "-o", "compare.tex")
     walls["attribute"] = repaudit("attribute", "runs/a.json", "runs/b.json", "-o", "attribution.md",
                                   "--plot", "waterfall")
     repaudit("attribute", "runs/a.json", "runs/b.json", "-o", "attribution.tex")
     walls["sweep"] = repaudit("sweep", *SWEEP, "-o", "sweep.md", "--plot", "sweep")
     repaudit("sweep", *SWEEP, "-o", "sweep.tex")
-    repaudit("compare", "runs/a.json", "runs/b.json", "--no-doc-text", "-o", "report.html")
+    repaudit("compare", "runs/a.json", "runs/b.json", *NAMES, "--no-doc-text", "-o", "report.html")
     latex_note = pdflatex()
     shot_note = screenshot()
     write_readme(walls, latex_note, shot_note)
@@ -111,6 +114,7 @@ def screenshot() -> str:
 
 def write_readme(walls: dict[str, float], latex_note: str, shot_note: str) -> None:
     cmd = "repaudit "
+    names = " ".join(shlex.quote(x) for x in NAMES)
     parts = [
         "# Example: an appendix from real runs",
         "",
@@ -122,10 +126,10 @@ def write_readme(walls: dict[str, float], latex_note: str, shot_note: str) -> No
         "```bash",
         cmd + "run " + " ".join(RUN_A) + " -o runs/a.json",
         cmd + "run " + " ".join(RUN_B) + " -o runs/b.json",
-        cmd + "compare runs/a.json runs/b.json --format markdown -o compare.md",
+        cmd + f"compare runs/a.json runs/b.json {names} --format markdown -o compare.md",
         cmd + "attribute runs/a.json runs/b.json -o attribution.md --plot waterfall",
         cmd + "sweep " + " ".join(SWEEP) + " -o sweep.md --plot sweep",
-        cmd + "compare runs/a.json runs/b.json --no-doc-text -o report.html",
+        cmd + f"compare runs/a.json runs/b.json {names} --no-doc-text -o report.html",
         "```",
         "",
         "Wall times of this generation, from an empty cache (run A includes converting the packaged GGUF "
