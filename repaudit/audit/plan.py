@@ -72,8 +72,7 @@ def _calibrate(backend, requests, err: Console) -> float | None:
 
 
 def _config_cost(label: str, parts: list[RunConfig], pool, speeds: dict, err: Console) -> tuple[ConfigCost, bool]:
-    """One configuration's cost summed over its runs (``parts``: the whole, or its rounds), and whether a throughput
-    was measured now; ``speeds`` (tokens/s by speed key) is the grid's, so each backend is measured once."""
+    """One configuration's cost over its runs (whole or rounds), and whether it measured a throughput now."""
     from repaudit.backends.model_source import resolve_model
     from repaudit.backends.store import open_store
     from repaudit.run.docs import load_docs

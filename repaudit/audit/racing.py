@@ -170,8 +170,7 @@ def race(labels: list[str], doc_ids: list[int], targets: dict[str, tuple[float, 
 
 def _ruled_out(recs: list[Any], raceable: list[RaceScore], targets: dict[str, tuple[float, float]], t: int, n: int,
                const: float) -> dict[str, tuple] | None:
-    """Per score key and form (mean, interval low, interval high, docs) when every score's repeated interval over
-    the candidate's ``t`` docs so far misses what could match, so the candidate is dropped; else ``None``."""
+    """Per score key and form, (mean, low, high, docs) if every score's interval misses what could match; else None."""
     from repaudit.audit.sequential import half_widths
 
     seen: dict[str, tuple] = {}

@@ -272,8 +272,7 @@ def _forms(target_kind: str) -> tuple[str, ...]:
 
 def _all_views(todo: list[Candidate], recs: list[list], partial: dict[int, dict[str, tuple]], baseline: float | None,
                target: float, kinds: tuple[str, ...], metric: str | None) -> list[View]:
-    """Every candidate's views: a dropped one's from its rounds so far, the others' from all docs (rounds joined);
-    ``baseline`` None (no race) takes each record's own chance score."""
+    """Every candidate's views: dropped ones' from their rounds so far, the others' from all docs (rounds joined)."""
     views: list[View] = []
     for i, (c, rounds) in enumerate(zip(todo, recs)):
         if i in partial:

@@ -124,8 +124,7 @@ def factors_from_fingerprint(fp: Fingerprint) -> Factors:
 
 
 def _prompt_facts(fp: Fingerprint) -> dict[str, Any]:
-    """The ``prompt_format`` fields a fingerprint records beside the settings: the template and delimiters as used, a
-    task configuration's templates, the description, and the lettered prompts' options."""
+    """The ``prompt_format`` fields recorded beside the settings: template, delimiters, task config, description."""
     st = fp.settings
     out: dict[str, Any] = {"template_sha256": fp.prompt.template_sha256, "target_delimiter": fp.prompt.target_delimiter,
                            "fewshot_delimiter": fp.prompt.fewshot_delimiter}

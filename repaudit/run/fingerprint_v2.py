@@ -218,8 +218,7 @@ class FingerprintV2(_Strict):
 
 
 def _settings(v2: FingerprintV2) -> Any:
-    """A schema-2 fingerprint's settings as the schema-3 records of :mod:`repaudit.settings`, read as the schema-2
-    replay read them back (its defaults for the fields schema 2 left unset)."""
+    """A schema-2 fingerprint's settings as :mod:`repaudit.settings` records, read as the schema-2 replay read them."""
     from repaudit.run import fingerprint as v3
     from repaudit.settings import (
         DataSettings,

@@ -173,8 +173,7 @@ def _replayable_plan(path: Path, spec: EvalSpec, plan: EvalPlan | None,
 
 
 def _task_config(path: Path, spec: EvalSpec, file: Path, turns: list[list[str]], max_gen_toks: int) -> dict[str, Any]:
-    """The lm-eval-style task config that replays the run: the docs file, earlier turns as few-shot examples, and
-    choice()'s reading of the answer as a regex filter scored by exact match."""
+    """The lm-eval-style task config that replays the run: its docs, turns as few-shot examples, choice()'s regex."""
     return {
         "task": f"inspect_{spec.task}", "dataset_path": "json", "dataset_kwargs": {"data_files": {"test": str(file)}},
         "test_split": "test", "output_type": "generate_until", "doc_to_text": "{{prompt}}",

@@ -25,8 +25,7 @@ def _told(group: dict, key: str, default: Any) -> Any:
 
 
 def _generation(factors: dict[str, dict[str, Any]], until: list[str], eos: Any) -> dict[str, Any]:
-    """The RunConfig's generation settings of a generate_until task; unstated ones at lm-eval's default (greedy: no
-    sampling)."""
+    """A generate_until task's RunConfig settings; those its gen_kwargs did not state at lm-eval's default."""
     out = dict(until=[u for u in until if u != eos], stop_at_eos=eos in until,
                max_gen_toks=_told(factors.get("max_tokens", {}), "max_gen_toks", None),
                do_sample=str(_told(factors.get("sampling", {}), "do_sample", False)).lower() in ("true", "1"))
