@@ -345,6 +345,18 @@ def _check_metric(metric: str, src_a, src_b, records: dict) -> None:
         raise RepauditError(f"a re-executed configuration does not report {metric}: choose another --metric")
 
 
+def _recorded_score(src, doc_ids: list[int], metric: str, w: np.ndarray | None) -> float:
+    """A run's recorded score on the docs the estimate used: their mean, or weighted by ``w`` (``--precision``)."""
+    if w is None:
+        return float(np.mean([src.docs[i].metrics[metric] for i in doc_ids if i in src.docs]))
+    return float(np.array([src.docs[i].metrics[metric] for i in doc_ids]) @ w)
+
+
+def _score(values: np.ndarray, w: np.ndarray | None) -> float:
+    """A re-executed configuration's score: the mean of its per-doc values, or weighted by ``w`` (``--precision``)."""
+    return float(values.mean()) if w is None else float(values @ w)
+
+
 def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: int = 2000,
                     progress=None, n_perm: int | None = None, precision: float | None = None,
                     precision_seed: int = 0, round_docs: int | None = None) -> AttributionReport:
@@ -387,15 +399,9 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
     phi, phi_ci, stderr, inter, delta_ci = _estimate(g, outcomes, n_boot, contrib, seq)
     # recorded and re-executed scores on the docs this estimate used (all of them without --precision), weighted
     # as the estimate is (stratum sizes over docs used, with --precision), so that the sum of φ is their Δ
-    if seq is None:
-        ra = float(np.mean([src_a.docs[i].metrics[metric] for i in doc_ids if i in src_a.docs]))
-        rb = float(np.mean([src_b.docs[i].metrics[metric] for i in doc_ids if i in src_b.docs]))
-        va, vb = float(outcomes[frozenset()].mean()), float(outcomes[full].mean())
-    else:
-        w = contrib[1]
-        ra = float(np.array([src_a.docs[i].metrics[metric] for i in doc_ids]) @ w)
-        rb = float(np.array([src_b.docs[i].metrics[metric] for i in doc_ids]) @ w)
-        va, vb = float(outcomes[frozenset()] @ w), float(outcomes[full] @ w)
+    w = None if seq is None else contrib[1]
+    ra, rb = _recorded_score(src_a, doc_ids, metric, w), _recorded_score(src_b, doc_ids, metric, w)
+    va, vb = _score(outcomes[frozenset()], w), _score(outcomes[full], w)
     return AttributionReport(
         task=src_a.task, metric=metric, run_a=str(src_a.path), run_b=str(src_b.path), factors=g.factors,
         not_replayable=g.fixed, not_recorded=g.unknown, method=g.method,

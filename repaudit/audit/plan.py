@@ -83,6 +83,50 @@ def _calibrate(backend, requests, err: Console) -> float | None:
     return backend.tokens_computed / s if backend.tokens_computed and s > 0 else None
 
 
+def _config_cost(label: str, parts: list[RunConfig], pool, speeds: dict, err: Console) -> tuple[ConfigCost, bool]:
+    """One configuration's cost over its runs (whole or rounds), and whether it measured a throughput now."""
+    from repaudit.backends.model_source import resolve_model
+    from repaudit.backends.store import open_store
+    from repaudit.run.docs import load_docs
+    from repaudit.run.runner import check_config, default_cache_dir, generation_settings, render_requests
+    from repaudit.tasks.base import OutputType
+
+    docs = requests_n = n = stored = tokens = 0
+    plannable, measured = True, False
+    for cfg in parts:
+        task = check_config(cfg)
+        cache_dir = cfg.cache_dir or default_cache_dir()
+        resolved = resolve_model(cfg.model, cfg.revision, cache_dir)
+        docset = load_docs(task, cfg, err)
+        backend = pool.get(resolved, cfg)  # configured for cfg, BOS included
+        rendered = render_requests(task, cfg, docset, backend,
+                                   generation_settings(task, cfg, backend.info.eos_token))
+        requests = [r for rd in rendered for r in rd.all_requests]
+        docs, requests_n = docs + len(docset.docs), requests_n + len(requests)
+        if not hasattr(backend, "plan_cost") or task.output_type is OutputType.generate_until:
+            plannable = False
+            continue
+        store = open_store(cache_dir) if cfg.use_batch_cache else None
+        try:
+            b, s, t = backend.plan_cost(requests, store)
+            n, stored, tokens = n + b, stored + s, tokens + t
+            key = backend.speed_key()
+            if key not in speeds:
+                speeds[key] = store.tokens_per_s(key) if store is not None else None
+                if speeds[key] is None and t:
+                    speeds[key] = _calibrate(backend, requests, err)
+                    measured = True
+        finally:
+            if store is not None:
+                store.close()
+    if not plannable:
+        return ConfigCost(label=label, docs=docs, requests=requests_n, batches=None, batches_stored=None,
+                          tokens_to_compute=None, estimate_s=None), measured
+    rate = speeds[key]
+    return ConfigCost(label=label, docs=docs, requests=requests_n, batches=n, batches_stored=stored,
+                      tokens_to_compute=tokens, estimate_s=None if rate is None else tokens / rate), measured
+
+
 def plan_grid(command: str, configs: list[tuple[str, RunConfig]], err: Console | None = None,
               rounds: list[list[int]] | None = None) -> DryRun:
     """Plan ``configs`` (label, configuration) without running them.
@@ -94,53 +138,17 @@ def plan_grid(command: str, configs: list[tuple[str, RunConfig]], err: Console |
     Raises:
         RepauditError: a configuration that would fail (checked as a run checks it).
     """
-    from repaudit.backends.model_source import resolve_model
-    from repaudit.backends.store import open_store
-    from repaudit.run.docs import load_docs
     from repaudit.run.pool import BackendPool
-    from repaudit.run.runner import check_config, default_cache_dir, generation_settings, render_requests
-    from repaudit.tasks.base import OutputType
 
     err = err or Console(stderr=True, quiet=True)
     pool = BackendPool()
     costs, speeds, source = [], {}, "measured by earlier runs in this batch store"
     for label, whole in configs:
         parts = [whole] if rounds is None else [whole.model_copy(update={"doc_ids": c}) for c in rounds]
-        docs = requests_n = n = stored = tokens = 0
-        plannable = True
-        for cfg in parts:
-            task = check_config(cfg)
-            cache_dir = cfg.cache_dir or default_cache_dir()
-            resolved = resolve_model(cfg.model, cfg.revision, cache_dir)
-            docset = load_docs(task, cfg, err)
-            backend = pool.get(resolved, cfg)  # configured for cfg, BOS included
-            rendered = render_requests(task, cfg, docset, backend,
-                                       generation_settings(task, cfg, backend.info.eos_token))
-            requests = [r for rd in rendered for r in rd.all_requests]
-            docs, requests_n = docs + len(docset.docs), requests_n + len(requests)
-            if not hasattr(backend, "plan_cost") or task.output_type is OutputType.generate_until:
-                plannable = False
-                continue
-            store = open_store(cache_dir) if cfg.use_batch_cache else None
-            try:
-                b, s, t = backend.plan_cost(requests, store)
-                n, stored, tokens = n + b, stored + s, tokens + t
-                key = backend.speed_key()
-                if key not in speeds:
-                    speeds[key] = store.tokens_per_s(key) if store is not None else None
-                    if speeds[key] is None and t:
-                        speeds[key] = _calibrate(backend, requests, err)
-                        source = f"measured now on {_CALIBRATION_REQUESTS} requests (nothing stored yet)"
-            finally:
-                if store is not None:
-                    store.close()
-        if not plannable:
-            costs.append(ConfigCost(label=label, docs=docs, requests=requests_n, batches=None,
-                                    batches_stored=None, tokens_to_compute=None, estimate_s=None))
-            continue
-        rate = speeds[key]
-        costs.append(ConfigCost(label=label, docs=docs, requests=requests_n, batches=n, batches_stored=stored,
-                                tokens_to_compute=tokens, estimate_s=None if rate is None else tokens / rate))
+        cost, measured = _config_cost(label, parts, pool, speeds, err)
+        costs.append(cost)
+        if measured:
+            source = f"measured now on {_CALIBRATION_REQUESTS} requests (nothing stored yet)"
     rates = [r for r in speeds.values() if r]
     note = "" if rounds is None else (f"With --precision each configuration runs in {len(rounds)} rounds (counted "
                                       "above, batches of finished rounds are in the store); it may stop before "

@@ -137,7 +137,7 @@ def race(labels: list[str], doc_ids: list[int], targets: dict[str, tuple[float, 
     Raises:
         RepauditError: no docs (:func:`repaudit.audit.sequential.plan_rounds`).
     """
-    from repaudit.audit.sequential import boundary_constant, half_widths, plan_rounds
+    from repaudit.audit.sequential import boundary_constant, plan_rounds
 
     chunks = plan_rounds(doc_ids, seed, round_docs)
     n = len(doc_ids)
@@ -145,8 +145,7 @@ def race(labels: list[str], doc_ids: list[int], targets: dict[str, tuple[float, 
     const = boundary_constant(looks, n, alpha)
     recs: dict[int, list[Any]] = {i: [] for i in range(len(labels))}
     alive = list(range(len(labels)))
-    dropped: list[int] = []
-    partial: dict[int, dict[str, tuple]] = {}
+    partial: dict[int, dict[str, tuple]] = {}  # the dropped candidates, in the order they were dropped
     rounds_run = 0
     for r, chunk in enumerate(chunks):
         if not alive:
@@ -160,31 +159,35 @@ def race(labels: list[str], doc_ids: list[int], targets: dict[str, tuple[float, 
         still = []
         for i in alive:
             raceable = scores(recs[i][0])
-            if not raceable:
+            seen = _ruled_out(recs[i], raceable, targets, t, n, const) if raceable else None
+            if seen is None:
                 still.append(i)
-                continue
-            seen: dict[str, tuple] = {}
-            out = True
-            for s in raceable:
-                y = np.array([d.metrics[s.name] for rec in recs[i] for d in rec.docs if s.name in d.metrics])
-                if len(y) != t or y.min() < 0.0 or y.max() > 1.0:
-                    out = False  # a score that is not a [0, 1] mean over every doc cannot rule the candidate out
-                    break
-                hw = float(half_widths(y[None, :], n, const, 1.0)[0])
-                lo, hi = float(y.mean()) - hw, float(y.mean()) + hw
-                for form, (m_lo, m_hi) in targets.items():
-                    seen[f"{s.key}|{form}"] = (float(y.mean()), max(lo, 0.0), min(hi, 1.0), t)
-                    if not (hi < m_lo or lo > m_hi):
-                        out = False
-            if out:
-                dropped.append(i)
-                partial[i] = seen
             else:
-                still.append(i)
+                partial[i] = seen
         alive = still
     used = {labels[i]: sum(len(rec.docs) for rec in recs[i]) for i in range(len(labels))}
     return recs, RaceReport(
         seed=seed, round_docs=len(chunks[0]), rounds_planned=len(chunks), rounds_run=rounds_run,
         docs_available=n, tolerance=tolerance, alpha=alpha, constant=const, random_baseline=random_baseline,
-        docs_evaluated=used, dropped=[labels[i] for i in dropped], doc_evaluations=sum(used.values()),
+        docs_evaluated=used, dropped=[labels[i] for i in partial], doc_evaluations=sum(used.values()),
         full_doc_evaluations=n * len(labels)), partial
+
+
+def _ruled_out(recs: list[Any], raceable: list[RaceScore], targets: dict[str, tuple[float, float]], t: int, n: int,
+               const: float) -> dict[str, tuple] | None:
+    """Per score key and form, (mean, low, high, docs) if every score's interval misses what could match; else None."""
+    from repaudit.audit.sequential import half_widths
+
+    seen: dict[str, tuple] = {}
+    out = True
+    for s in raceable:
+        y = np.array([d.metrics[s.name] for rec in recs for d in rec.docs if s.name in d.metrics])
+        if len(y) != t or y.min() < 0.0 or y.max() > 1.0:
+            return None  # a score that is not a [0, 1] mean over every doc cannot rule the candidate out
+        hw = float(half_widths(y[None, :], n, const, 1.0)[0])
+        lo, hi = float(y.mean()) - hw, float(y.mean()) + hw
+        for form, (m_lo, m_hi) in targets.items():
+            seen[f"{s.key}|{form}"] = (float(y.mean()), max(lo, 0.0), min(hi, 1.0), t)
+            if not (hi < m_lo or lo > m_hi):
+                out = False
+    return seen if out else None

@@ -291,6 +291,32 @@ def _race_targets(target: float, kinds: tuple[str, ...], baseline: float, n: int
     return out
 
 
+def _forms(target_kind: str) -> tuple[str, ...]:
+    """The score forms a ``--target-kind`` compares the target with.
+
+    Raises:
+        RepauditError: not raw, normalised or auto.
+    """
+    if target_kind not in ("raw", "normalised", "auto"):
+        raise RepauditError(f"--target-kind must be raw, normalised or auto, got '{target_kind}'")
+    return {"raw": ("raw",), "normalised": ("leaderboard_normalised",),
+            "auto": ("raw", "leaderboard_normalised")}[target_kind]
+
+
+def _all_views(todo: list[Candidate], recs: list[list], partial: dict[int, dict[str, tuple]], baseline: float | None,
+               target: float, kinds: tuple[str, ...], metric: str | None) -> list[View]:
+    """Every candidate's views: dropped ones' from their rounds so far, the others' from all docs (rounds joined)."""
+    views: list[View] = []
+    for i, (c, rounds) in enumerate(zip(todo, recs)):
+        if i in partial:
+            views += _dropped_views(c, partial[i], baseline, target)
+        else:
+            rec = _joined(rounds)
+            b = rec.fingerprint.metric.random_baseline if baseline is None else baseline
+            views += _views(c, rec.metrics, b, target, kinds, metric)
+    return views
+
+
 def reproduce(base: RunConfig, target: float, executor, target_kind: str = "auto", metric: str | None = None,
               budget: int = 40, moves: tuple[str, ...] = DEFAULT_MOVES, progress=None, race: bool = False,
               tolerance: float = 0.0, race_seed: int = 0, round_docs: int | None = None) -> ReproduceResult:
@@ -312,12 +338,9 @@ def reproduce(base: RunConfig, target: float, executor, target_kind: str = "auto
     from repaudit.audit.executor import as_executor
     from repaudit.run.runner import check_config
 
-    if target_kind not in ("raw", "normalised", "auto"):
-        raise RepauditError(f"--target-kind must be raw, normalised or auto, got '{target_kind}'")
+    kinds = _forms(target_kind)
     if not 1 <= budget <= 10_000:
         raise RepauditError(f"--budget must be between 1 and 10000, got {budget}")
-    kinds = {"raw": ("raw",), "normalised": ("leaderboard_normalised",),
-             "auto": ("raw", "leaderboard_normalised")}[target_kind]
     t0 = time.perf_counter()
     found = candidates(base, moves)
     todo = found[:budget]
@@ -332,14 +355,7 @@ def reproduce(base: RunConfig, target: float, executor, target_kind: str = "auto
     else:
         recs = [[r] for r in ex.map([c.config for c in todo], progress)]
         partial, baseline = {}, None
-    views: list[View] = []
-    for i, (c, rounds) in enumerate(zip(todo, recs)):
-        if i in partial:
-            views += _dropped_views(c, partial[i], baseline, target)
-        else:
-            rec = _joined(rounds)
-            b = rec.fingerprint.metric.random_baseline if baseline is None else baseline
-            views += _views(c, rec.metrics, b, target, kinds, metric)
+    views = _all_views(todo, recs, partial, baseline, target, kinds, metric)
     if metric is not None and not views:
         names = sorted({metric_key(m.name, m.variant) for r in recs for m in r[0].metrics
                         if not m.variant.endswith(NORMALISED_SUFFIX)})

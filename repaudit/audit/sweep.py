@@ -167,6 +167,39 @@ def sweep_grid(base: RunConfig, factor: str, values: list[Any], noise_seeds: int
     return out
 
 
+def _value_configs(base: RunConfig, field: str, values: list[Any], noise_seeds: int) -> list[RunConfig]:
+    """The configuration of each value, the arguments and every configuration checked before the first one runs."""
+    from repaudit.run.runner import check_config
+
+    if not values:
+        raise RepauditError("--values is empty: give at least one value")
+    if not 1 <= noise_seeds <= 100:
+        raise RepauditError(f"--noise-seeds must be between 1 and 100, got {noise_seeds}")
+    for value in values:
+        check_config(base.model_copy(update={field: value}))
+    return [base.model_copy(update={field: value}) for value in values]
+
+
+def _checked_metric(metric: str | None, base_rec: RunRecord, task: str) -> str:
+    """``metric``, or the first metric the base reports when none is asked for.
+
+    Raises:
+        RepauditError: the task does not report ``metric``.
+    """
+    metric = metric or next(iter(base_rec.docs[0].metrics))
+    if metric not in base_rec.docs[0].metrics:
+        raise RepauditError(f"metric '{metric}' is not reported by {task}: "
+                            f"choose one of {', '.join(base_rec.docs[0].metrics)}")
+    return metric
+
+
+def _merged(so_far: list[RunRecord] | None, recs: list[RunRecord]) -> list[RunRecord]:
+    """Each configuration's record so far with this round's docs appended (the first round's records as they are)."""
+    if so_far is None:
+        return recs
+    return [a.model_copy(update={"docs": a.docs + b.docs}) for a, b in zip(so_far, recs)]
+
+
 def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds: int = 3,
           metric: str | None = None, progress=None, precision: float | None = None, precision_seed: int = 0,
           round_docs: int | None = None) -> SweepResult:
@@ -184,28 +217,17 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
     Raises:
         RepauditError: unknown factor, no values, or a metric the task does not report.
     """
-    field = _factor(factor).fields[0]
-    if not values:
-        raise RepauditError("--values is empty: give at least one value")
     from repaudit.audit.executor import as_executor
 
-    if not 1 <= noise_seeds <= 100:
-        raise RepauditError(f"--noise-seeds must be between 1 and 100, got {noise_seeds}")
+    field = _factor(factor).fields[0]
+    value_cfgs = _value_configs(base, field, values, noise_seeds)
     executor = as_executor(executor)
-    from repaudit.run.runner import check_config
-
-    for value in values:  # every configuration is checked before the first one runs
-        check_config(base.model_copy(update={field: value}))
-    value_cfgs = [base.model_copy(update={field: value}) for value in values]
     st: dict[str, Any] = {"recs": None, "floor": None, "metric": metric, "round": 0, "computed": 0, "cached": 0}
 
     def run_round(chunk: list[int] | None) -> np.ndarray:
         base_rec = executor.map([_restrict(base, chunk)])[0]
         if st["floor"] is None:  # the base's n-shot decides the floor, in the first round
-            st["metric"] = st["metric"] or next(iter(base_rec.docs[0].metrics))
-            if st["metric"] not in base_rec.docs[0].metrics:
-                raise RepauditError(f"metric '{st['metric']}' is not reported by {base.task}: "
-                                    f"choose one of {', '.join(base_rec.docs[0].metrics)}")
+            st["metric"] = _checked_metric(st["metric"], base_rec, base.task)
             shots = base_rec.fingerprint.settings.fewshot.num_fewshot
             st["floor"], st["method"] = floor_configs(base, shots, noise_seeds)
         per = 1 + len(st["floor"]) + len(values)
@@ -217,10 +239,7 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
         for r in recs[1 + len(st["floor"]):]:
             st["computed"] += r.timings.computed_batches
             st["cached"] += r.timings.cached_batches
-        if st["recs"] is None:
-            st["recs"] = recs
-        else:
-            st["recs"] = [a.model_copy(update={"docs": a.docs + b.docs}) for a, b in zip(st["recs"], recs)]
+        st["recs"] = _merged(st["recs"], recs)
         st["round"] += 1
         xb = _metric_values(recs[0], st["metric"])
         return np.stack([_metric_values(r, st["metric"]) - xb for r in recs[1 + len(st["floor"]):]])
@@ -234,13 +253,19 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
         available = sweep_doc_ids(base)
         st["total"] = len(plan_rounds(available, precision_seed, round_docs))
         _, seq = run_rounds(available, precision, precision_seed, round_docs, run_round)
+    return _result(base, factor, getattr(base, field), values, st, seq)
+
+
+def _result(base: RunConfig, factor: str, base_value: Any, values: list[Any], st: dict[str, Any],
+            seq: SequentialReport | None) -> SweepResult:
+    """The sweep's result from every round's records (``st``): the noise floor's spread, then each value's point."""
     metric = st["metric"]
     base_rec, floor_recs = st["recs"][0], st["recs"][1:1 + len(st["floor"])]
     xb = _metric_values(base_rec, metric)
     floor_scores = [float(xb.mean())] + [float(_metric_values(r, metric).mean()) for r in floor_recs]
     floor_sd = float(np.std(floor_scores, ddof=1)) if len(floor_scores) > 1 else 0.0
     points = _points(factor, values, base_rec, st["recs"][1 + len(st["floor"]):], metric, floor_sd, seq)
-    return SweepResult(task=base.task, metric=metric, factor=factor, base_value=getattr(base, field),
+    return SweepResult(task=base.task, metric=metric, factor=factor, base_value=base_value,
                        base_score=float(xb.mean()), noise_floor_sd=floor_sd, noise_floor_method=st["method"],
                        noise_floor_scores=floor_scores, points=points, sequential=seq,
                        computed_batches=st["computed"], cached_batches=st["cached"])

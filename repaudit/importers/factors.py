@@ -93,16 +93,7 @@ def factors_from_fingerprint(fp: Fingerprint) -> Factors:
     f["batch_size"]["batch_sizes_used"] = fp.backend.batch_sizes_used
     # the resolved fact (did the ids sent start with BOS), not the request; older files: not recorded
     f["bos"] = {"bos_first": fp.backend.bos_first if fp.backend.bos_first is not None else UNKNOWN}
-    f["prompt_format"].update(template_sha256=fp.prompt.template_sha256, target_delimiter=fp.prompt.target_delimiter,
-                              fewshot_delimiter=fp.prompt.fewshot_delimiter)
-    if fp.task_config is not None:  # built from an lm-eval configuration: its templates, as lm-eval files show them
-        f["prompt_format"].update({k: fp.task_config.get(k, "" if k == "description" else None)
-                                   for k in ("doc_to_text", "doc_to_choice", "doc_to_target", "description")})
-    if fp.prompt.description_sha256 is not None:  # the text used; one that varies by doc (MMLU subject) by hash
-        f["prompt_format"]["description"] = (fp.prompt.description if fp.prompt.description is not None
-                                             else f"per doc (sha256 {fp.prompt.description_sha256[:12]})")
-    if st.prompt.prompt_format == "lettered":  # lettered prompts only
-        f["prompt_format"].update(label_style=st.prompt.label_style, choice_separator=st.prompt.choice_separator)
+    f["prompt_format"].update(_prompt_facts(fp))
     # 0-shot: there are no examples, whatever the number of docs (the hash of n empty lists would differ with --limit)
     zero = st.fewshot.num_fewshot == 0
     f["fewshot"].update(sampler=fp.fewshot.sampler, ids_sha256="none" if zero else fp.fewshot.ids_sha256)
@@ -118,14 +109,7 @@ def factors_from_fingerprint(fp: Fingerprint) -> Factors:
     vllm = st.serving.backend == "vllm"
     f["serving"] = {k: engine.get(k, UNKNOWN if vllm else unset) for k, unset in SERVING_UNSET.items()}
     f["serving"]["attention_backend"] = engine.get("attention_backend", engine.get("attn_implementation"))
-    m = fp.metric
-    f["metric_variant"] = {"metrics": m.metrics, "acc_norm": st.scoring.acc_norm if "acc_norm" in m.metrics else None,
-                           "filters": m.filters, "score": st.scoring.score_normalisation}
-    if g is not None:  # generate_until: matching rule and lm-eval's exact_match options
-        f["metric_variant"].update(answer_match=st.scoring.answer_match,
-                                   exact_match_options=m.options.get("exact_match"))
-    if st.scoring.score_normalisation != "raw":
-        f["metric_variant"]["random_baseline"] = m.random_baseline
+    f["metric_variant"] = _metric_variant(fp)
     f["model"] = {"name": fp.model.name, "revision": fp.model.revision,
                   "sha": fp.model.revision if fp.model.source == "hub" else UNKNOWN,
                   "weights_sha256": fp.model.weights_sha256, "num_parameters": fp.model.num_parameters,
@@ -137,6 +121,34 @@ def factors_from_fingerprint(fp: Fingerprint) -> Factors:
                      n_docs=fp.data.n_docs)
     f["library_versions"] = dict(fp.software.libraries) | {"python": fp.software.python}
     return f
+
+
+def _prompt_facts(fp: Fingerprint) -> dict[str, Any]:
+    """The ``prompt_format`` fields recorded beside the settings: template, delimiters, task config, description."""
+    st = fp.settings
+    out: dict[str, Any] = {"template_sha256": fp.prompt.template_sha256, "target_delimiter": fp.prompt.target_delimiter,
+                           "fewshot_delimiter": fp.prompt.fewshot_delimiter}
+    if fp.task_config is not None:  # built from an lm-eval configuration: its templates, as lm-eval files show them
+        out.update({k: fp.task_config.get(k, "" if k == "description" else None)
+                    for k in ("doc_to_text", "doc_to_choice", "doc_to_target", "description")})
+    if fp.prompt.description_sha256 is not None:  # the text used; one that varies by doc (MMLU subject) by hash
+        out["description"] = (fp.prompt.description if fp.prompt.description is not None
+                              else f"per doc (sha256 {fp.prompt.description_sha256[:12]})")
+    if st.prompt.prompt_format == "lettered":  # lettered prompts only
+        out.update(label_style=st.prompt.label_style, choice_separator=st.prompt.choice_separator)
+    return out
+
+
+def _metric_variant(fp: Fingerprint) -> dict[str, Any]:
+    """The ``metric_variant`` group: the metrics and filters as recorded, and only the options that applied."""
+    st, m = fp.settings, fp.metric
+    out = {"metrics": m.metrics, "acc_norm": st.scoring.acc_norm if "acc_norm" in m.metrics else None,
+           "filters": m.filters, "score": st.scoring.score_normalisation}
+    if st.generation is not None:  # generate_until: matching rule and lm-eval's exact_match options
+        out.update(answer_match=st.scoring.answer_match, exact_match_options=m.options.get("exact_match"))
+    if st.scoring.score_normalisation != "raw":
+        out["random_baseline"] = m.random_baseline
+    return out
 
 
 def recorded(factors: Factors, group: str, name: str, path: Any, none_too: bool = False) -> Any:

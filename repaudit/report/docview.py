@@ -100,14 +100,8 @@ def browser_data(c: Comparison, a: ComparableRun, b: ComparableRun, task_map: di
     generations, and targets and predictions that are not choice indices): a report to share without the data.
     """
     sets = pair_tasks(a, b, task_map)
-    flips = {(f.task, f.metric, f.doc_id): FLIP_CODES["churn" if f.near_tie else
-                                                     "harmful" if f.direction == "right_to_wrong" else "beneficial"]
-             for f in c.flips}
     outcome = _outcome_metrics(c)
-    others: dict[str, list[str]] = {}
-    for r in c.scores:
-        if r.flip_ids is not None and outcome.get(r.task) != r.metric:
-            others.setdefault(r.task, []).append(r.metric)
+    flips, others = _flip_classes(c, outcome)
     tasks, clusters, docs = [], {}, []
     strings = _Strings()
     for task in sets.shared():
@@ -126,15 +120,12 @@ def browser_data(c: Comparison, a: ComparableRun, b: ComparableRun, task_map: di
             pb = y.prompt if y.prompt is not None else (prompts_b or {}).get(i)
             cluster = x.cluster or y.cluster
             k = clusters.setdefault(cluster, len(clusters)) if cluster else -1
-            ga, gb = _gold(x), _gold(y)
-            same_lls = x.loglikelihoods and y.loglikelihoods and len(x.loglikelihoods) == len(y.loglikelihoods)
-            dl = (y.loglikelihoods[ga] - x.loglikelihoods[ga]) if same_lls and ga is not None and ga == gb else None
             row = {"t": t, "i": i, "k": k, "m": metric,
                    "a": _finite(x.metrics.get(metric)) if metric else None,
                    "b": _finite(y.metrics.get(metric)) if metric else None,
                    "f": flips.get((task, metric, i), ""),
                    "ma": _finite(top2_margin(x.loglikelihoods)), "mb": _finite(top2_margin(y.loglikelihoods)),
-                   "dl": _finite(dl), "sd": _same(x.doc_hash, y.doc_hash),
+                   "dl": _finite(_target_delta(x, y)), "sd": _same(x.doc_hash, y.doc_hash),
                    "sp": _same(x.prompt_hash, y.prompt_hash), "st": _same(x.target, y.target),
                    "pa": strings.split(pa, prev_a), "pb": None if pb == pa else strings.split(pb, prev_b),
                    "ch": x.choices or y.choices, "g": _text(x.target if x.target is not None else y.target),
@@ -146,8 +137,7 @@ def browser_data(c: Comparison, a: ComparableRun, b: ComparableRun, task_map: di
             if y.choices and x.choices and y.choices != x.choices:
                 row["chb"] = y.choices
             if not text:
-                row.update(pa=None, pb=None, ch=None, chb=None, ga=None, gb=None,
-                           **{k2: row[k2] if _index(row[k2]) else None for k2 in ("g", "ra", "rb")})
+                _drop_text(row)
             docs.append({k2: v for k2, v in row.items() if v is not None or k2 in ("a", "b", "sd", "sp", "st")})
             prev_a, prev_b = pa or prev_a, pb or prev_b
     return {"tasks": tasks, "clusters": list(clusters), "strings": strings.items, "docs": docs}
@@ -155,6 +145,32 @@ def browser_data(c: Comparison, a: ComparableRun, b: ComparableRun, task_map: di
 
 def _index(v: str | None) -> bool:
     return v is not None and v.isdigit()
+
+
+def _flip_classes(c: Comparison, outcome: dict[str, str]
+                  ) -> tuple[dict[tuple[str, str, int], str], dict[str, list[str]]]:
+    """The browser's flip code per (task, metric, doc id), and per task its 0/1 metrics other than ``outcome``'s."""
+    flips = {(f.task, f.metric, f.doc_id): FLIP_CODES["churn" if f.near_tie else
+                                                     "harmful" if f.direction == "right_to_wrong" else "beneficial"]
+             for f in c.flips}
+    others: dict[str, list[str]] = {}
+    for r in c.scores:
+        if r.flip_ids is not None and outcome.get(r.task) != r.metric:
+            others.setdefault(r.task, []).append(r.metric)
+    return flips, others
+
+
+def _target_delta(x: DocOutcome, y: DocOutcome) -> float | None:
+    """Δ log-likelihood of the target (B − A, nats), only where both runs scored as many choices and agree on it."""
+    ga, gb = _gold(x), _gold(y)
+    same_lls = x.loglikelihoods and y.loglikelihoods and len(x.loglikelihoods) == len(y.loglikelihoods)
+    return (y.loglikelihoods[ga] - x.loglikelihoods[ga]) if same_lls and ga is not None and ga == gb else None
+
+
+def _drop_text(row: dict[str, Any]) -> None:
+    """Leave the benchmark's text out of ``row``: targets and predictions stay only where they are choice indices."""
+    row.update(pa=None, pb=None, ch=None, chb=None, ga=None, gb=None,
+               **{k: row[k] if _index(row[k]) else None for k in ("g", "ra", "rb")})
 
 
 def _outcome_metrics(c: Comparison) -> dict[str, str]:

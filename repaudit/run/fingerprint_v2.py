@@ -291,9 +291,8 @@ class FingerprintV2(_Strict):
         return sha256_json(self.canonical())
 
 
-def upgrade(v2: FingerprintV2) -> Any:
-    """The schema-3 fingerprint of a schema-2 one: its settings into the records of :mod:`repaudit.settings` (as
-    the schema-2 replay read them back), its facts apart; it digests as the schema-2 record did."""
+def _settings(v2: FingerprintV2) -> Any:
+    """A schema-2 fingerprint's settings as :mod:`repaudit.settings` records, read as the schema-2 replay read them."""
     from repaudit.run import fingerprint as v3
     from repaudit.settings import (
         DataSettings,
@@ -315,7 +314,7 @@ def upgrade(v2: FingerprintV2) -> Any:
                                         max_gen_toks=g.max_gen_toks, do_sample=g.do_sample, temperature=g.temperature,
                                         top_p=g.top_p, top_k=g.top_k, sampling_seed=g.seed,
                                         generation_strategy=g.strategy or "exact")
-    settings = v3.RunSettings(
+    return v3.RunSettings(
         data=DataSettings(split=v2.data.split, limit=v2.data.limit),
         seeds=SeedSettings(seed=v2.seeds.python, numpy_seed=v2.seeds.numpy, torch_seed=v2.seeds.torch,
                            fewshot_seed=v2.seeds.fewshot),
@@ -335,9 +334,16 @@ def upgrade(v2: FingerprintV2) -> Any:
                                 ignore_punctuation=em.get("ignore_punctuation"),
                                 regexes_to_ignore=em.get("regexes_to_ignore"),
                                 score_normalisation=m.score_normalisation))
-    d = v2.data
+
+
+def upgrade(v2: FingerprintV2) -> Any:
+    """The schema-3 fingerprint of a schema-2 one: its settings into the records of :mod:`repaudit.settings` (as
+    the schema-2 replay read them back), its facts apart; it digests as the schema-2 record did."""
+    from repaudit.run import fingerprint as v3
+
+    b, p, f, g, m, d = v2.backend, v2.prompt, v2.fewshot, v2.generation, v2.metric, v2.data
     fp = v3.Fingerprint(
-        settings=settings,
+        settings=_settings(v2),
         data=v3.DataIdentity(task=d.task, task_version=d.task_version, output_type=d.output_type, source=d.source,
                              origin=d.origin, location=d.location, revision=d.revision, file_sha256=d.file_sha256,
                              content_sha256=d.content_sha256, n_docs_split=d.n_docs_split, n_docs=d.n_docs,

@@ -12,7 +12,7 @@ from typing import Any
 from repaudit.hashing import sha256_text
 from repaudit.importers.comparable import DocOutcome
 from repaudit.importers.factors import UNKNOWN, Factors, empty_factors
-from repaudit.importers.inspectai.schema import EvalLog, EvalSample
+from repaudit.importers.inspectai.schema import EvalLog, EvalSample, EvalSpec, GenerateConfig
 
 #: metrics that describe another metric's spread, not a score
 SPREAD_METRICS = ("stderr", "std", "var")
@@ -60,22 +60,12 @@ def task_factors(header: EvalLog, docs: dict[int, DocOutcome], by_id: dict[str, 
     f["prompt_format"] = {"plan": [f"{s.solver}(" + ", ".join(f"{k}={_short(v)!r}" for k, v in (s.params or {}).items()
                                                               if not s.solver.endswith("system_message")) + ")"
                                    for s in steps] or UNKNOWN}
-    # solved examples, where a task gives them, are earlier assistant turns of each sample's input
-    inputs = [s.input for eps in by_id.values() for s in eps.values()]
-    turns = {sum(1 for m in x if m.role == "assistant") if isinstance(x, list) else 0 for x in inputs}
-    f["fewshot"] = {"num_fewshot": turns.pop() if len(turns) == 1 else UNKNOWN if not turns else "varies by sample",
-                    "as_multiturn": any(isinstance(x, list) for x in inputs) if inputs else UNKNOWN}
+    f["fewshot"] = _fewshot(by_id)
     f["chat_template"] = {"applied": True if provider == "hf" else UNKNOWN, "system_prompt": system}
     f["stop"] = {"until": list(gen.stop_seqs) if gen and gen.stop_seqs else None, "eos_token": UNKNOWN}
     f["max_tokens"] = {"max_gen_toks": gen.max_tokens if gen and gen.max_tokens is not None else UNKNOWN,
                        "max_length": UNKNOWN}
-    temp = gen.temperature if gen else None
-    do_sample = margs.pop("do_sample", None)
-    f["sampling"] = {"do_sample": do_sample if isinstance(do_sample, bool) else (
-        UNKNOWN if temp is None else temp > 0), "temperature": UNKNOWN if temp is None else temp,
-        "top_p": UNKNOWN if gen is None or gen.top_p is None else gen.top_p,
-        "top_k": UNKNOWN if gen is None or gen.top_k is None else gen.top_k,
-        "num_choices": 1 if gen is None or gen.num_choices is None else gen.num_choices}
+    f["sampling"] = _sampling(gen, margs.pop("do_sample", None))
     scorers = [s.scorer or s.name for s in (header.results.scores if header.results else [])]
     cfg = spec.config
     f["metric_variant"] = {"scorers": scorers or UNKNOWN,
@@ -86,15 +76,39 @@ def task_factors(header: EvalLog, docs: dict[int, DocOutcome], by_id: dict[str, 
     f["model"] = {"name": path if provider == "hf" and path else (spec.model or UNKNOWN),
                   "provider": spec.model or UNKNOWN, "base_url": spec.model_base_url,
                   "args": {k: _short(v) for k, v in sorted(margs.items())}}
-    ds = spec.dataset
-    task_args = {k: (Path(v).name if _pathlike(v) else _short(v)) for k, v in sorted((spec.task_args or {}).items())}
-    f["data"] = {"task": spec.task, "task_version": UNKNOWN if spec.task_version is None else spec.task_version,
-                 "dataset": (ds.name if ds and ds.name else UNKNOWN), "task_args": task_args,
-                 "limit": cfg.limit if cfg else UNKNOWN, "shuffled": ds.shuffled if ds else UNKNOWN,
-                 "sample_shuffle": cfg.sample_shuffle if cfg else UNKNOWN,
-                 "epochs": (cfg.epochs if cfg and cfg.epochs else 1), "n_docs": len(docs)}
+    f["data"] = _data(spec, docs)
     rev = spec.revision
     f["library_versions"] = dict(sorted((spec.packages or {}).items()))
     if rev is not None and rev.commit:
         f["library_versions"]["task_revision"] = rev.commit + ("+dirty" if rev.dirty else "")
     return f
+
+
+def _fewshot(by_id: dict[str, dict[int, EvalSample]]) -> dict[str, Any]:
+    """The ``fewshot`` group, read from the samples: inspect records no few-shot setting of its own."""
+    # solved examples, where a task gives them, are earlier assistant turns of each sample's input
+    inputs = [s.input for eps in by_id.values() for s in eps.values()]
+    turns = {sum(1 for m in x if m.role == "assistant") if isinstance(x, list) else 0 for x in inputs}
+    return {"num_fewshot": turns.pop() if len(turns) == 1 else UNKNOWN if not turns else "varies by sample",
+            "as_multiturn": any(isinstance(x, list) for x in inputs) if inputs else UNKNOWN}
+
+
+def _sampling(gen: GenerateConfig | None, do_sample: Any) -> dict[str, Any]:
+    """The ``sampling`` group: the ``do_sample`` model argument where it is a bool, else told by the temperature."""
+    temp = gen.temperature if gen else None
+    return {"do_sample": do_sample if isinstance(do_sample, bool) else (
+        UNKNOWN if temp is None else temp > 0), "temperature": UNKNOWN if temp is None else temp,
+        "top_p": UNKNOWN if gen is None or gen.top_p is None else gen.top_p,
+        "top_k": UNKNOWN if gen is None or gen.top_k is None else gen.top_k,
+        "num_choices": 1 if gen is None or gen.num_choices is None else gen.num_choices}
+
+
+def _data(spec: EvalSpec, docs: dict[int, DocOutcome]) -> dict[str, Any]:
+    """The ``data`` group; task arguments that look like paths by their file name only (paths are volatile)."""
+    ds, cfg = spec.dataset, spec.config
+    task_args = {k: (Path(v).name if _pathlike(v) else _short(v)) for k, v in sorted((spec.task_args or {}).items())}
+    return {"task": spec.task, "task_version": UNKNOWN if spec.task_version is None else spec.task_version,
+            "dataset": (ds.name if ds and ds.name else UNKNOWN), "task_args": task_args,
+            "limit": cfg.limit if cfg else UNKNOWN, "shuffled": ds.shuffled if ds else UNKNOWN,
+            "sample_shuffle": cfg.sample_shuffle if cfg else UNKNOWN,
+            "epochs": (cfg.epochs if cfg and cfg.epochs else 1), "n_docs": len(docs)}

@@ -167,6 +167,35 @@ def read_log(path: Path, raw: Any = None) -> tuple[EvalLog, list[tuple[EvalSampl
     return header, samples, reductions, notes
 
 
+def _by_sample(path: Path, samples: list[tuple[EvalSample, str]]
+               ) -> tuple[dict[str, dict[int, EvalSample]], dict[str, Any], dict[str, int]]:
+    """Samples by id (as a string) and epoch, each id as the log records it, and how many samples each shape held.
+
+    Raises:
+        InputError: the same (sample, epoch) twice.
+    """
+    by_id: dict[str, dict[int, EvalSample]] = {}
+    shapes: dict[str, int] = {}
+    ids: dict[str, Any] = {}
+    for s, shape in samples:
+        k = str(s.id)
+        if s.epoch in by_id.get(k, {}):
+            raise InputError(path, None, f"holds sample '{k[:80]}' epoch {s.epoch} twice")
+        by_id.setdefault(k, {})[s.epoch] = s
+        ids[k] = s.id
+        shapes[shape] = shapes.get(shape, 0) + 1
+    return by_id, ids, shapes
+
+
+def _doc_means(docs: dict[int, DocOutcome]) -> dict[str, tuple[float, float | None]]:
+    """Metric key → (mean, standard error) over the docs, the scores of a log that records no results."""
+    out: dict[str, tuple[float, float | None]] = {}
+    for key in sorted({m for d in docs.values() for m in d.metrics}):
+        vals = [d.metrics[key] for d in docs.values() if key in d.metrics]
+        out[key] = (statistics.fmean(vals), statistics.stdev(vals) / math.sqrt(len(vals)) if len(vals) > 1 else None)
+    return out
+
+
 def load_inspect(path: Path, raw: Any = None) -> tuple[ComparableRun, tuple[EvalLog, list]]:
     """Import an inspect_ai log (``.eval`` or ``.json``; ``raw`` is a ``.json`` log already parsed with the
     boundary's limits, if the caller has it); see the module docstring. Returns the run and the log's header with
@@ -186,16 +215,7 @@ def load_inspect(path: Path, raw: Any = None) -> tuple[ComparableRun, tuple[Eval
         run.notes.append(f"{task}: the log's status is '{header.status}'"
                          + (f" ({str(err).splitlines()[0][:160]})" if err else "")
                          + ": its samples are read as far as they go")
-    by_id: dict[str, dict[int, EvalSample]] = {}
-    shapes: dict[str, int] = {}
-    ids: dict[str, Any] = {}
-    for s, shape in samples:
-        k = str(s.id)
-        if s.epoch in by_id.get(k, {}):
-            raise InputError(path, None, f"holds sample '{k[:80]}' epoch {s.epoch} twice")
-        by_id.setdefault(k, {})[s.epoch] = s
-        ids[k] = s.id
-        shapes[shape] = shapes.get(shape, 0) + 1
+    by_id, ids, shapes = _by_sample(path, samples)
     if len(shapes) > 1 or "folder" in shapes:
         run.notes.append(f"{task}: sample shapes read: " + ", ".join(f"{n} {s}" for s, n in sorted(shapes.items())))
     reported, score_names = _reported(header)
@@ -217,10 +237,7 @@ def load_inspect(path: Path, raw: Any = None) -> tuple[ComparableRun, tuple[Eval
                          "cannot convert (lists, dicts, text): those docs carry no value for them")
     run.notes += _epoch_notes(task, spec.config.epochs if spec.config else None, epoch_values, reductions)
     if header.results is None and docs:
-        for key in sorted({m for d in docs.values() for m in d.metrics}):
-            vals = [d.metrics[key] for d in docs.values() if key in d.metrics]
-            reported[key] = (statistics.fmean(vals), statistics.stdev(vals) / math.sqrt(len(vals))
-                             if len(vals) > 1 else None)
+        reported.update(_doc_means(docs))
         run.notes.append(f"{task}: the log records no results; scores are the means over the {len(docs)} samples "
                          "it holds, with their standard errors")
     if not docs:

@@ -32,6 +32,7 @@ from typing import Any
 
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_text
+from repaudit.importers.inspectai.schema import EvalPlan, EvalSpec
 from repaudit.run.config import RunConfig
 from repaudit.tasks.filters import INVALID
 
@@ -155,6 +156,49 @@ def _write_rows(rows: list[dict[str, Any]], cache: Path) -> Path:
     return file
 
 
+def _replayable_plan(path: Path, spec: EvalSpec, plan: EvalPlan | None,
+                     factors: dict[str, dict[str, Any]]) -> tuple[str | None, list[str], str]:
+    """The plan's templates (:func:`_plan`), once provider, scorer, solvers and greedy generation are replayable."""
+    if not (spec.model or "").startswith("hf/"):
+        raise RepauditError(f"'{path}' ran on inspect's '{spec.model}' provider; only hf/ runs are re-executed here")
+    scorers = [s.name for s in spec.scorers or []]
+    if scorers != ["choice"]:
+        raise RepauditError(f"'{path}': scorer(s) {', '.join(scorers) or 'none'}; only choice() is replayed")
+    system, prompts, mc = _plan(Path(path), (plan.steps or []) if plan else [])
+    sampled = factors["sampling"].get("do_sample")
+    if sampled is not False:
+        why = "sampled its generations" if sampled is True else "does not record greedy generation (do_sample)"
+        raise RepauditError(f"'{path}' {why}: sampled draws cannot be replayed doc by doc")
+    return system, prompts, mc
+
+
+def _task_config(path: Path, spec: EvalSpec, file: Path, turns: list[list[str]], max_gen_toks: int) -> dict[str, Any]:
+    """The lm-eval-style task config that replays the run: its docs, turns as few-shot examples, choice()'s regex."""
+    return {
+        "task": f"inspect_{spec.task}", "dataset_path": "json", "dataset_kwargs": {"data_files": {"test": str(file)}},
+        "test_split": "test", "output_type": "generate_until", "doc_to_text": "{{prompt}}",
+        "doc_to_target": "{{target}}", "target_delimiter": "", "fewshot_delimiter": "\n\n",
+        "fewshot_config": {"sampler": "first_n", "samples": [{"prompt": u, "target": a} for u, a in turns]},
+        "num_fewshot": len(turns), "generation_kwargs": {"until": [], "max_gen_toks": max_gen_toks},
+        "filter_list": [{"name": "choice", "filter": [{"function": "uppercase"},
+                                                      {"function": "regex", "regex_pattern": ANSWER_PATTERN},
+                                                      {"function": "take_first"}]}],
+        "metric_list": [{"metric": "exact_match", "aggregation": "mean", "higher_is_better": True,
+                         "ignore_case": True}],
+        "metadata": {"version": 0, "inspect_task": spec.task, "inspect_log": Path(path).name}}
+
+
+def _recorded_outcomes(path: Path, docs: dict[int, Any]) -> dict[int, Any]:
+    """The log's per-doc outcomes with choice()'s accuracy under the replay's metric name (:data:`METRIC`)."""
+    metric = next((k for k in ("accuracy", "accuracy,choice") if all(k in d.metrics for d in docs.values())), None)
+    if metric is None:
+        raise RepauditError(f"'{path}' does not record choice()'s accuracy for every sample")
+    # the docs are the log's own samples, so content needs no check by hash: the replay's doc_hash is of its rows
+    # an answer choice() could not read is empty in the log and the regex filter's "[invalid]" here
+    return {i: dataclasses.replace(d, doc_hash=None, metrics={METRIC: d.metrics[metric]},
+                                   prediction=d.prediction or INVALID) for i, d in docs.items()}
+
+
 def config_from_inspect(path: Path, factors: dict[str, dict[str, Any]], docs: dict[int, Any], model: str | None,
                         cache_dir: Path | None, log: tuple | None = None) -> tuple[RunConfig, dict[int, Any]]:
     """The RunConfig that replays an inspect_ai multiple-choice run (see the module docstring), and the recorded
@@ -177,16 +221,7 @@ def config_from_inspect(path: Path, factors: dict[str, dict[str, Any]], docs: di
 
     header, loaded = log if log is not None else read_log(Path(path))[:2]
     spec = header.eval
-    if not (spec.model or "").startswith("hf/"):
-        raise RepauditError(f"'{path}' ran on inspect's '{spec.model}' provider; only hf/ runs are re-executed here")
-    scorers = [s.name for s in spec.scorers or []]
-    if scorers != ["choice"]:
-        raise RepauditError(f"'{path}': scorer(s) {', '.join(scorers) or 'none'}; only choice() is replayed")
-    system, prompts, mc = _plan(Path(path), (header.plan.steps or []) if header.plan else [])
-    sampled = factors["sampling"].get("do_sample")
-    if sampled is not False:
-        why = "sampled its generations" if sampled is True else "does not record greedy generation (do_sample)"
-        raise RepauditError(f"'{path}' {why}: sampled draws cannot be replayed doc by doc")
+    system, prompts, mc = _replayable_plan(path, spec, header.plan, factors)
     by_key = {str(s.id): s for s, _ in loaded if s.epoch == 1}
     order = doc_order(header, list(by_key), {k: s.id for k, s in by_key.items()})
     samples = [by_key[k] for k in order]
@@ -203,30 +238,11 @@ def config_from_inspect(path: Path, factors: dict[str, dict[str, Any]], docs: di
                             f"a folder here (paths resolve against {Path.cwd()}): pass --model DIR, or --model default "
                             "for the packaged SmolLM2-135M-Instruct")
     file = _write_rows(rows, Path(cache_dir or default_cache_dir()))
-    task_config = {
-        "task": f"inspect_{spec.task}", "dataset_path": "json", "dataset_kwargs": {"data_files": {"test": str(file)}},
-        "test_split": "test", "output_type": "generate_until", "doc_to_text": "{{prompt}}",
-        "doc_to_target": "{{target}}", "target_delimiter": "", "fewshot_delimiter": "\n\n",
-        "fewshot_config": {"sampler": "first_n", "samples": [{"prompt": u, "target": a} for u, a in turns]},
-        "num_fewshot": len(turns), "generation_kwargs": {"until": [], "max_gen_toks": int(need("max_tokens",
-                                                                                                 "max_gen_toks"))},
-        "filter_list": [{"name": "choice", "filter": [{"function": "uppercase"},
-                                                      {"function": "regex", "regex_pattern": ANSWER_PATTERN},
-                                                      {"function": "take_first"}]}],
-        "metric_list": [{"metric": "exact_match", "aggregation": "mean", "higher_is_better": True,
-                         "ignore_case": True}],
-        "metadata": {"version": 0, "inspect_task": spec.task, "inspect_log": Path(path).name}}
+    task_config = _task_config(path, spec, file, turns, int(need("max_tokens", "max_gen_toks")))
     cfg = RunConfig(task=task_config["task"], task_config=task_config,
                     model=model or str(margs.get("model_path") or need("model", "name")), cache_dir=cache_dir,
                     dtype=str(need("dtype", "dtype")).removeprefix("torch."), batch_size=int(need("batch_size",
                                                                                                   "batch_size")),
                     device="cpu", backend="hf", chat_template=True, fewshot_as_multiturn=bool(turns),
                     num_fewshot=len(turns), system_prompt=system or None, do_sample=False, stop_at_eos=True)
-    metric = next((k for k in ("accuracy", "accuracy,choice") if all(k in d.metrics for d in docs.values())), None)
-    if metric is None:
-        raise RepauditError(f"'{path}' does not record choice()'s accuracy for every sample")
-    # the docs are the log's own samples, so content needs no check by hash: the replay's doc_hash is of its rows
-    # an answer choice() could not read is empty in the log and the regex filter's "[invalid]" here
-    recorded = {i: dataclasses.replace(d, doc_hash=None, metrics={METRIC: d.metrics[metric]},
-                                       prediction=d.prediction or INVALID) for i, d in docs.items()}
-    return cfg, recorded
+    return cfg, _recorded_outcomes(path, docs)

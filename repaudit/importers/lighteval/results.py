@@ -50,7 +50,14 @@ from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json, sha256_text
 from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome, check_per_doc_means
 from repaudit.importers.factors import UNKNOWN, Factors, empty_factors
-from repaudit.importers.lighteval.schema import DetailRow, LightevalResults, ModelConfig, TaskConfig
+from repaudit.importers.lighteval.schema import (
+    ConfigGeneral,
+    DetailRow,
+    GenerationParameters,
+    LightevalResults,
+    ModelConfig,
+    TaskConfig,
+)
 
 _TS = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d+)")
 #: lighteval's seed for shuffling eval docs and drawing few-shot examples (``LightevalTask.get_docs``)
@@ -122,6 +129,11 @@ def _is_logprob_task(tc: TaskConfig | None) -> bool:
     return bool(cats) and cats <= {"LOGPROBS", "MetricCategory.MULTICHOICE", "MULTICHOICE", "MetricCategory.LOGPROBS"}
 
 
+def _chat_applied(mc: ModelConfig) -> bool | None:
+    """Whether the run applied a chat template: ``override_chat_template`` where set, else ``use_chat_template``."""
+    return mc.override_chat_template if mc.override_chat_template is not None else mc.use_chat_template
+
+
 def task_factors(res: LightevalResults, key: str, docs: dict[int, DocOutcome] | None) -> Factors:
     """Factors of one task of a lighteval results file (see the module docstring)."""
     cg = res.config_general
@@ -131,8 +143,6 @@ def task_factors(res: LightevalResults, key: str, docs: dict[int, DocOutcome] | 
     _, _, shots = split_task_key(key)
     if shots is None and tc is not None:
         shots = tc.num_fewshots
-    n_shot = _or_unknown(shots)
-    zero = shots == 0
     generative = tc is not None and not _is_logprob_task(tc)
     f = empty_factors()
     # Random(42) shuffles the eval docs (which docs --max-samples keeps) and draws the few-shot examples
@@ -150,13 +160,8 @@ def task_factors(res: LightevalResults, key: str, docs: dict[int, DocOutcome] | 
     f["bos"] = {"bos_first": False if mc is not None and mc.add_special_tokens is False else UNKNOWN}
     f["prompt_format"] = {"prompt_function": _or_unknown(tc.prompt_function if tc else None),
                           "target_delimiter": " ", "fewshot_delimiter": "\n\n"}
+    f["fewshot"] = _fewshot(tc, shots, docs)
     if tc is not None:
-        eval_split = (tc.evaluation_splits or [None])[0]
-        pool = tc.few_shots_split or eval_split  # fewshot_docs(): no few-shot split → the eval split itself
-        ids = sorted({i for d in (docs or {}).values() for i in d.fewshot_ids or []})
-        f["fewshot"] = {"num_fewshot": n_shot, "split": None if zero else _or_unknown(pool),
-                        "sampler": "none" if zero else _or_unknown(tc.few_shots_select),
-                        "ids_sha256": "none" if zero else (sha256_json(ids) if docs else UNKNOWN), "order_seed": None}
         f["stop"] = {"until": list(tc.stop_sequence or []) if generative else None,
                      "eos_token": UNKNOWN if generative else None}
         f["max_tokens"] = {"max_gen_toks": _or_unknown(tc.generation_size) if generative else None,
@@ -165,32 +170,55 @@ def task_factors(res: LightevalResults, key: str, docs: dict[int, DocOutcome] | 
         names = [str(m.metric_name) for m in entries if m.metric_name]
         norms = sorted({m.sample_level_fn for m in entries if m.sample_level_fn})
         f["metric_variant"] = {"metrics": names, "sample_level_fn": norms or UNKNOWN, "filters": ["none"]}
-        version = (res.versions or {}).get(key, tc.version)
-        f["data"] = {"task": canonical_task(key), "task_version": _or_unknown(version),
-                     "subset": _or_unknown(tc.hf_subset),
-                     "split": _or_unknown(eval_split), "content_sha256": UNKNOWN,
-                     "limit": cg.max_samples, "n_docs": len(docs) if docs else UNKNOWN}
-    else:
-        f["fewshot"] = {"num_fewshot": n_shot, "ids_sha256": "none" if zero else UNKNOWN, "order_seed": None}
-        f["data"] = {"task": canonical_task(key), "limit": cg.max_samples,
-                     "n_docs": len(docs) if docs else UNKNOWN}
-    if generative:
-        temp = gp.temperature if gp else None
-        f["sampling"] = {"do_sample": UNKNOWN if temp is None else temp > 0, "temperature": _or_unknown(temp),
-                         "top_p": _or_unknown(gp.top_p if gp else None), "top_k": _or_unknown(gp.top_k if gp else None)}
-    else:
-        f["sampling"] = {"do_sample": None}
+    f["data"] = _data(res, key, tc, docs)
+    f["sampling"] = _sampling(gp) if generative else {"do_sample": None}
     if mc is not None:
-        chat = mc.override_chat_template if mc.override_chat_template is not None else mc.use_chat_template
+        chat = _chat_applied(mc)
         f["chat_template"] = {"applied": UNKNOWN if chat is None else chat, "system_prompt": mc.system_prompt}
-    f["model"] = {"name": _or_unknown((mc.model_name if mc else None) or cg.model_name),
-                  "revision": _or_unknown(mc.revision if mc else None), "sha": _or_unknown(cg.model_sha or None),
-                  "weights_sha256": UNKNOWN, "num_parameters": UNKNOWN,
-                  "args": _model_args(mc) if mc else UNKNOWN,
-                  "trust_remote_code": _or_unknown(mc.trust_remote_code if mc else None)}
+    f["model"] = _model(cg, mc)
     sha = cg.lighteval_sha
     f["library_versions"] = {"lighteval_sha": sha} if sha and sha != "?" else {}
     return f
+
+
+def _fewshot(tc: TaskConfig | None, shots: int | None, docs: dict[int, DocOutcome] | None) -> dict[str, Any]:
+    """The ``fewshot`` group: pool and sampler need the task's config, the examples drawn need the details."""
+    n_shot = _or_unknown(shots)
+    zero = shots == 0
+    if tc is None:
+        return {"num_fewshot": n_shot, "ids_sha256": "none" if zero else UNKNOWN, "order_seed": None}
+    pool = tc.few_shots_split or (tc.evaluation_splits or [None])[0]  # fewshot_docs(): none → the eval split itself
+    ids = sorted({i for d in (docs or {}).values() for i in d.fewshot_ids or []})
+    return {"num_fewshot": n_shot, "split": None if zero else _or_unknown(pool),
+            "sampler": "none" if zero else _or_unknown(tc.few_shots_select),
+            "ids_sha256": "none" if zero else (sha256_json(ids) if docs else UNKNOWN), "order_seed": None}
+
+
+def _data(res: LightevalResults, key: str, tc: TaskConfig | None, docs: dict[int, DocOutcome] | None) -> dict[str, Any]:
+    """The ``data`` group; version, subset and split only where the results file keeps the task's config."""
+    limit, n_docs = res.config_general.max_samples, len(docs) if docs else UNKNOWN
+    if tc is None:
+        return {"task": canonical_task(key), "limit": limit, "n_docs": n_docs}
+    version = (res.versions or {}).get(key, tc.version)
+    return {"task": canonical_task(key), "task_version": _or_unknown(version), "subset": _or_unknown(tc.hf_subset),
+            "split": _or_unknown((tc.evaluation_splits or [None])[0]), "content_sha256": UNKNOWN,
+            "limit": limit, "n_docs": n_docs}
+
+
+def _sampling(gp: GenerationParameters | None) -> dict[str, Any]:
+    """The ``sampling`` group of a generative task (``generation_parameters``; missing ones not recorded)."""
+    temp = gp.temperature if gp else None
+    return {"do_sample": UNKNOWN if temp is None else temp > 0, "temperature": _or_unknown(temp),
+            "top_p": _or_unknown(gp.top_p if gp else None), "top_k": _or_unknown(gp.top_k if gp else None)}
+
+
+def _model(cg: ConfigGeneral, mc: ModelConfig | None) -> dict[str, Any]:
+    """The ``model`` group: ``model_config`` where the file has one (≥0.8), else ``config_general``'s fields."""
+    return {"name": _or_unknown((mc.model_name if mc else None) or cg.model_name),
+            "revision": _or_unknown(mc.revision if mc else None), "sha": _or_unknown(cg.model_sha or None),
+            "weights_sha256": UNKNOWN, "num_parameters": UNKNOWN,
+            "args": _model_args(mc) if mc else UNKNOWN,
+            "trust_remote_code": _or_unknown(mc.trust_remote_code if mc else None)}
 
 
 def plain_prompt(doc: Any, system_prompt: str | None) -> str:
@@ -210,16 +238,8 @@ def plain_prompt(doc: Any, system_prompt: str | None) -> str:
     return "\n\n".join(parts)
 
 
-def read_details(path: Path, res: LightevalResults, key: str
-                 ) -> tuple[dict[int, DocOutcome], list[int], list[int] | None] | None:
-    """Per-doc outcomes of one details parquet file, the docs found among their own few-shot
-    examples (same query and choices), and the docs whose input lighteval truncated
-    (``truncated_tokens_count``; ``None`` if not recorded); ``None`` when doc ids are not row indices.
-
-    Raises:
-        InputError: unreadable, too large, not parquet, a row that is not a lighteval detail (its
-            row and JSON path named), or the same doc id twice.
-    """
+def _read_table(path: Path) -> Any:
+    """The details file as an Arrow table, its size and ``doc`` column checked before any row is validated."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -234,9 +254,22 @@ def read_details(path: Path, res: LightevalResults, key: str
     if missing:
         raise InputError(path, None, f"is not a lighteval details file: no column {', '.join(sorted(missing))} "
                                      f"(columns: {', '.join(table.column_names[:8])})")
+    return table
+
+
+def read_details(path: Path, res: LightevalResults, key: str
+                 ) -> tuple[dict[int, DocOutcome], list[int], list[int] | None] | None:
+    """Per-doc outcomes of one details parquet file, the docs found among their own few-shot
+    examples (same query and choices), and the docs whose input lighteval truncated
+    (``truncated_tokens_count``; ``None`` if not recorded); ``None`` when doc ids are not row indices.
+
+    Raises:
+        InputError: unreadable, too large, not parquet, a row that is not a lighteval detail (its
+            row and JSON path named), or the same doc id twice.
+    """
+    table = _read_table(path)
     mc = res.config_general.model_config_
-    chat = None if mc is None else (mc.override_chat_template if mc.override_chat_template is not None
-                                    else mc.use_chat_template)
+    chat = None if mc is None else _chat_applied(mc)
     tc = (res.config_tasks or {}).get(key)
     logprob = _is_logprob_task(tc) if tc is not None else None
     docs: dict[int, DocOutcome] = {}
@@ -253,23 +286,6 @@ def read_details(path: Path, res: LightevalResults, key: str
         if doc_id in docs:
             raise InputError(path, "$.doc.id", f"duplicate doc id {doc_id}", where)
         resp = row.model_response
-        lls = resp.logprobs if resp and resp.logprobs else None
-        if lls is not None and any(math.isnan(x) for x in lls):
-            lls = None
-        is_lp = logprob if logprob is not None else lls is not None
-        gold = _gold(d.gold_index)
-        pred: Any = None
-        if is_lp and lls:
-            pred = max(range(len(lls)), key=lambda j: (lls[j], -j))
-        elif resp is not None:
-            texts = resp.text_post_processed or resp.text or []
-            pred = texts[0] if texts else None
-        if is_lp:
-            target = None if gold is None else str(gold)
-        else:
-            target = d.choices[gold] if d.choices and gold is not None and 0 <= gold < len(d.choices) else None
-        metrics = {str(k): float(v) for k, v in (row.metric or {}).items() if isinstance(v, (int, float))}
-        gen = _generation_facts(d, resp) if not is_lp else {}
         # the doc itself among its own examples: lighteval 0.13's `x != formatted_doc` compares Doc objects
         # whose task_name differs, so it never removes the doc from a pool drawn from the evaluation split
         if any(fs.query == d.query and fs.choices == d.choices for fs in d.fewshot_samples or []):
@@ -280,15 +296,37 @@ def read_details(path: Path, res: LightevalResults, key: str
             cut.append(doc_id)
         # the exact prompt only without a chat template (lighteval does not record the templated text)
         prompt = plain_prompt(d, mc.system_prompt if mc else None) if chat is False else None
-        docs[doc_id] = DocOutcome(
-            doc_id=doc_id, doc_hash=None,
-            prompt_hash=sha256_text(prompt) if prompt is not None else None,
-            target=target, cluster=None, metrics=metrics, prediction=pred, loglikelihoods=lls,
-            fewshot_ids=[int(fs.id) for fs in d.fewshot_samples or [] if fs.id and fs.id.isdigit()],
-            choices_hash=sha256_json(list(d.choices)) if is_lp and d.choices else None,
-            prompt=prompt,
-            choices=list(d.choices) if d.choices else None, **gen)
+        docs[doc_id] = _doc_outcome(row, doc_id, logprob, prompt)
     return docs, leaked, (cut if cut_known else None)
+
+
+def _doc_outcome(row: DetailRow, doc_id: int, logprob: bool | None, prompt: str | None) -> DocOutcome:
+    """One details row as a doc outcome; ``logprob`` ``None`` (no task config): told by the row's log-probabilities."""
+    d, resp = row.doc, row.model_response
+    lls = resp.logprobs if resp and resp.logprobs else None
+    if lls is not None and any(math.isnan(x) for x in lls):
+        lls = None
+    is_lp = logprob if logprob is not None else lls is not None
+    gold = _gold(d.gold_index)
+    pred: Any = None
+    if is_lp and lls:
+        pred = max(range(len(lls)), key=lambda j: (lls[j], -j))
+    elif resp is not None:
+        texts = resp.text_post_processed or resp.text or []
+        pred = texts[0] if texts else None
+    if is_lp:
+        target = None if gold is None else str(gold)
+    else:
+        target = d.choices[gold] if d.choices and gold is not None and 0 <= gold < len(d.choices) else None
+    metrics = {str(k): float(v) for k, v in (row.metric or {}).items() if isinstance(v, (int, float))}
+    return DocOutcome(
+        doc_id=doc_id, doc_hash=None,
+        prompt_hash=sha256_text(prompt) if prompt is not None else None,
+        target=target, cluster=None, metrics=metrics, prediction=pred, loglikelihoods=lls,
+        fewshot_ids=[int(fs.id) for fs in d.fewshot_samples or [] if fs.id and fs.id.isdigit()],
+        choices_hash=sha256_json(list(d.choices)) if is_lp and d.choices else None,
+        prompt=prompt,
+        choices=list(d.choices) if d.choices else None, **(_generation_facts(d, resp) if not is_lp else {}))
 
 
 def _generation_facts(d: Any, resp: Any) -> dict[str, Any]:

@@ -18,6 +18,27 @@ LMEVAL_BACKENDS = {"hf": "hf", "hf-auto": "hf", "huggingface": "hf", "hf-causal"
                    "hf-causal-experimental": "hf", "vllm": "vllm"}
 
 
+def _told(group: dict, key: str, default: Any) -> Any:
+    """``group[key]``, or ``default`` where the run's gen_kwargs did not state it (it ran at lm-eval's default)."""
+    v = group.get(key)
+    return default if v is None or v == UNKNOWN else v
+
+
+def _generation(factors: dict[str, dict[str, Any]], until: list[str], eos: Any) -> dict[str, Any]:
+    """A generate_until task's RunConfig settings; those its gen_kwargs did not state at lm-eval's default."""
+    out = dict(until=[u for u in until if u != eos], stop_at_eos=eos in until,
+               max_gen_toks=_told(factors.get("max_tokens", {}), "max_gen_toks", None),
+               do_sample=str(_told(factors.get("sampling", {}), "do_sample", False)).lower() in ("true", "1"))
+    # every other generation setting lm-eval takes, from its compare field; unstated: the setting's default
+    for factor in FACTORS:
+        name = factor.path.partition(".")[2] if factor.path and factor.path.startswith("generation.") else None
+        if name in named_in("lmeval") and name not in ("max_gen_toks", "do_sample") and factor.compare:
+            group, key = factor.compare
+            default = field_info(factor.path).get_default()
+            out[name] = type(default)(_told(factors.get(group, {}), key, default))
+    return out
+
+
 def config_from_lmeval(task: str, factors: dict[str, dict[str, Any]], path: Path, data_dir: Path | None,
                        model: str | None = None, cache_dir: Path | None = None,
                        task_config: dict[str, Any] | None = None,
@@ -53,7 +74,7 @@ def config_from_lmeval(task: str, factors: dict[str, dict[str, Any]], path: Path
     if not isinstance(batch_size, int):
         raise RepauditError(f"'{path}' ran with batch size {batch_size!r}: replay needs a number")
     seeds = factors.get("seed", {})
-    stop, sampling = factors.get("stop", {}), factors.get("sampling", {})
+    stop = factors.get("stop", {})
     eos = stop.get("eos_token")
     until = stop.get("until")
     split = factors.get("data", {}).get("split")
@@ -69,21 +90,7 @@ def config_from_lmeval(task: str, factors: dict[str, dict[str, Any]], path: Path
                system_prompt=factors.get("chat_template", {}).get("system_prompt"),
                add_bos_token=bos if isinstance(bos := factors.get("bos", {}).get("bos_first"), bool) else None)
     if until is not None:
-        def told(group: dict, key: str, default: Any) -> Any:
-            # a setting the run's gen_kwargs did not state ran at lm-eval's default (greedy: no sampling)
-            v = group.get(key)
-            return default if v is None or v == UNKNOWN else v
-
-        cfg.update(until=[u for u in until if u != eos], stop_at_eos=eos in until,
-                   max_gen_toks=told(factors.get("max_tokens", {}), "max_gen_toks", None),
-                   do_sample=str(told(sampling, "do_sample", False)).lower() in ("true", "1"))
-        # every other generation setting lm-eval takes, from its compare field; unstated: the setting's default
-        for factor in FACTORS:
-            name = factor.path.partition(".")[2] if factor.path and factor.path.startswith("generation.") else None
-            if name in named_in("lmeval") and name not in ("max_gen_toks", "do_sample") and factor.compare:
-                group, key = factor.compare
-                default = field_info(factor.path).get_default()
-                cfg[name] = type(default)(told(factors.get(group, {}), key, default))
+        cfg.update(_generation(factors, until, eos))
     if any(v == UNKNOWN for v in cfg.values()):
         bad = [k for k, v in cfg.items() if v == UNKNOWN]
         raise RepauditError(f"'{path}' does not record {', '.join(bad)}: it cannot be replayed")
