@@ -14,12 +14,15 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-# every harness's adapter registers itself when its module is imported
-import repaudit.importers.eee.adapter  # noqa: F401
+# every harness's adapter registers itself when its module is imported; the registry's order is the order
+# adapters are asked and named in messages (Every Eval Ever, added last, after the harnesses whose files it holds)
 import repaudit.importers.inspectai.adapter  # noqa: F401
 import repaudit.importers.lighteval.adapter  # noqa: F401
 import repaudit.importers.lmeval.adapter  # noqa: F401
 import repaudit.importers.runfile  # noqa: F401
+
+# isort: split
+import repaudit.importers.eee.adapter  # noqa: F401
 from repaudit.boundary import InputError, read_json
 from repaudit.importers.adapter import Adapter, Loaded, registered
 from repaudit.importers.comparable import ComparableRun
