@@ -17,6 +17,8 @@ EEE (``every-eval-ever`` 0.3.0) needs Python >= 3.12 and ~60 packages, so it liv
    so near-tie flips; batch size, seeds, …) is counted.
 3. How often EEE's converter shows acc's answer on acc_norm rows where acc_norm's own argmax (log-likelihood /
    choice length in characters, lm-eval's rule, from the lm-eval samples) is another choice.
+4. ``repaudit export`` of s1 and s3 (``OUT/repaudit``), checked by EEE's own validator (``every_eval_ever validate``)
+   and read back: compare of the exports finds the flips compare of the lm-eval runs finds, near ties included.
 
 ``--fixture PATH`` packs the two conversions, unmodified, into a ``.tar.xz`` (``tests/fixtures/eee/``: the
 test of EEE-converted records reads it). Each conversion has a random uuid and the conversion time in it, so a
@@ -106,6 +108,21 @@ def main() -> None:
         wrong, contradicts, total = acc_norm_answers(run)
         print(f"{run}: converted in {secs[run]:.1f} s; of {total} acc_norm rows, {wrong} show another choice than "
               f"acc_norm's own argmax, {contradicts} an answer that contradicts the row's own score")
+    from repaudit import api
+
+    files = []
+    (OUT / "repaudit").mkdir()
+    for run in ("s1", "s3"):
+        files += api.export([SHARED / run], OUT / "repaudit" / run, evaluator_relationship="third_party",
+                            model_id="HuggingFaceTB/SmolLM2-135M-Instruct", organization="repaudit-bench")
+    check = subprocess.run([str(args.eee), "validate", *map(str, files)], capture_output=True, text=True)
+    summary = [line.strip("│ ") for line in check.stdout.splitlines() if "passed" in line and "failed" in line]
+    print(f"repaudit export of s1 and s3: {len(files)} files; EEE's validator: {summary[0] if summary else '?'} "
+          f"(exit {check.returncode})")
+    exp, e_ids, e_near = flips(OUT / "repaudit" / "s1", OUT / "repaudit" / "s3")
+    print(f"compare of the two exports: acc {exp['acc', 'right_to_wrong']}↓ {exp['acc', 'wrong_to_right']}↑, "
+          f"acc_norm {exp['acc_norm', 'right_to_wrong']}↓ {exp['acc_norm', 'wrong_to_right']}↑, near ties {e_near}, "
+          f"same flipped docs as lm-eval's: {'yes' if e_ids == d_ids else 'NO'}")
     if args.fixture is not None:
         args.fixture.parent.mkdir(parents=True, exist_ok=True)
         with tarfile.open(args.fixture, "w:xz", preset=9) as tar:

@@ -11,6 +11,7 @@ The functions return the same objects the CLI renders (terminal, Markdown, LaTeX
     api.scores(c)            # DataFrame: task, metric, unit, a, b, delta, ci_low, ci_high, verdict, ...
     api.flips(c)             # DataFrame: the docs whose 0/1 outcome changed, with margins in nats
     api.paired_docs(a, b)    # DataFrame: every shared (task, doc, metric) with both values
+    api.export(["out_B/"], "eee/", evaluator_relationship="third_party")  # Every Eval Ever records
 
 Every file is read through the same boundary as the CLI: bad input raises
 :class:`repaudit.errors.RepauditError` with the one-line message the CLI prints after ``error:``.
@@ -33,12 +34,14 @@ if TYPE_CHECKING:
     from repaudit.audit.compare import Comparison
     from repaudit.importers.comparable import ComparableRun
 
-__all__ = ["load", "compare", "attribute", "docs", "paired_docs", "scores", "flips", "factors", "attribution"]
+__all__ = ["load", "compare", "attribute", "export", "docs", "paired_docs", "scores", "flips", "factors",
+           "attribution"]
 
 
 def load(path: str | Path, samples: list[str | Path] | None = None) -> ComparableRun:
     """A run as ``compare`` reads it: a repaudit run file, an lm-eval results file or output directory
-    (0.3–0.4.x; ``samples`` adds ``--log_samples`` files kept elsewhere), or a lighteval output.
+    (0.3–0.4.x; ``samples`` adds ``--log_samples`` files kept elsewhere), a lighteval output, an inspect_ai log, or
+    Every Eval Ever records (a record, or a folder of one run's records).
 
     Raises:
         RepauditError: unreadable, oversized, malformed or foreign input (the message names the file and
@@ -84,3 +87,24 @@ def attribute(a: str | Path, b: str | Path, *, data_dir: str | Path | None = Non
     opt = (lambda p: Path(p) if p is not None else None)
     src = [load_replay_source(Path(r), opt(data_dir), model, opt(cache_dir)) for r in (a, b)]
     return run_attribution(*src, LocalExecutor(), metric=metric, n_boot=n_boot)
+
+
+def export(runs: list[str | Path], out_dir: str | Path, *, evaluator_relationship: str, model_id: str | None = None,
+           developer: str | None = None, organization: str = "", data_dir: str | Path | None = None) -> list[Path]:
+    """``repaudit export RUN… --format eee -o OUT``: every run (anything :func:`load` reads) as Every Eval Ever
+    0.3.0 records under ``OUT/data/<task>/<developer>/<model>/`` — one ``<uuid>.json`` per task and its
+    ``<uuid>_samples.jsonl`` — validated against EEE's schemas before anything is written; the same run gives the
+    same bytes. ``evaluator_relationship``: first_party, third_party, collaborative or other; ``model_id``
+    (``org/name``): required where the run's model is not a Hugging Face id; ``data_dir``: where a repaudit run's
+    data is, to rebuild its prompts. Returns the files written, sorted (``docs/eee.md``: the field map).
+
+    Raises:
+        RepauditError: a run that cannot be read, a missing option, a record failing EEE's schema, an output that
+            cannot be written (nothing is written then).
+    """
+    from repaudit.report.eee import ExportOptions
+    from repaudit.report.eee import export as _export
+
+    opts = ExportOptions(relationship=evaluator_relationship, model_id=model_id, developer=developer,
+                         organization=organization, data_dir=Path(data_dir) if data_dir is not None else None)
+    return _export([Path(r) for r in runs], Path(out_dir), opts)[0]
