@@ -18,7 +18,7 @@ FILES = {"repaudit": FIX / "repaudit_runs" / "arc_easy_3docs.json",
          "lmeval": FIX / "lmeval_config" / "openbookqa_0shot",
          "lighteval": FIX / "lighteval" / "arc_easy_0shot",
          "inspect": FIX / "inspect" / "arc_easy_a.eval",
-         "eee": FIX / "eee" / "repaudit_arc_easy_3docs"}
+         "eee": next((FIX / "eee" / "repaudit_arc_easy_3docs").rglob("*.json"))}
 
 
 def test_every_harness_has_one_registered_adapter_with_a_factor_map():

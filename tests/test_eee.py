@@ -110,8 +110,12 @@ def test_two_exports_of_a_run_are_byte_identical(tmp_path):
     a, b = (sorted(p for p in (tmp_path / d).rglob("*") if p.is_file()) for d in ("a", "b"))
     assert [p.relative_to(tmp_path / "a") for p in a] == [p.relative_to(tmp_path / "b") for p in b]
     assert all(x.read_bytes() == y.read_bytes() for x, y in zip(a, b))
-    assert _export([run], tmp_path / "a").exit_code == 0  # again into the same folder: the same files
-    assert sorted((tmp_path / "a").rglob("*")) == sorted(p for p in (tmp_path / "a").rglob("*"))
+    before = {p: p.read_bytes() for p in (tmp_path / "a").rglob("*") if p.is_file()}
+    assert _export([run], tmp_path / "a").exit_code == 0  # again into the same folder: the same files, no others
+    assert {p: p.read_bytes() for p in (tmp_path / "a").rglob("*") if p.is_file()} == before
+    assert _export([tmp_path / "b"], tmp_path / "c").exit_code == 0  # the export of the export: the same bytes
+    assert [(p.relative_to(tmp_path / "c"), p.read_bytes()) for p in sorted((tmp_path / "c").rglob("*"))
+            if p.is_file()] == [(p.relative_to(tmp_path / "b"), p.read_bytes()) for p in b]
     name = a[0].stem.removesuffix("_samples")
     assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", name)
     text = a[0].read_text() + a[1].read_text()
@@ -314,3 +318,30 @@ def test_two_converters_sample_ids_pair_by_doc_hash(converted, tmp_path):
     c = api.compare(converted / "s1", tmp_path / "s3", n_boot=200)
     assert {(f.metric, f.doc_id) for f in c.flips} == S1_S3_FLIPS
     assert any("paired with A's by doc_hash (570 paired" in n for n in c.notes), c.notes
+
+
+def test_a_damaged_record_in_a_folder_is_an_error_not_a_missing_task(tmp_path):
+    run = FIX / "lmeval_public_extra" / "stabjp__open-calm-1b_result.json"
+    assert _export([run], tmp_path / "x").exit_code == 0
+    records = sorted((tmp_path / "x").rglob("*.json"))
+    assert len(records) == 6
+    records[2].write_text(records[2].read_text()[:100])
+    detect._cache.clear()
+    res = runner.invoke(app, ["compare", str(tmp_path / "x"), str(run)])
+    assert f"'{records[2]}': is not valid JSON" in _one_error_line(res)
+    for r in records[:2] + records[3:]:
+        r.unlink()  # the damaged record alone in its folder: no run there
+    detect._cache.clear()
+    assert "holds 0 results files" in _one_error_line(runner.invoke(app, ["compare", str(tmp_path / "x"), str(run)]))
+
+
+def test_a_record_of_eees_converter_comes_back_the_same_and_keeps_its_library(converted, tmp_path):
+    detect._cache.clear()
+    res = runner.invoke(app, ["export", str(converted / "s3"), "--evaluator-relationship", "third_party", "-o",
+                              str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert "model id 'models/SmolLM2-135M-Instruct' is the run's recorded model name" in res.stderr
+    a, b = detect.load_run(converted / "s3"), detect.load_run(tmp_path)
+    assert (a.source, a.factors, a.tasks) == (b.source, b.factors, b.tasks)
+    record = json.loads(next(tmp_path.rglob("*.json")).read_text())
+    assert (record["eval_library"]["name"], record["eval_library"]["version"]) == ("lm_eval", "0.4.13")

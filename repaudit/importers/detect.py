@@ -84,16 +84,16 @@ def refuse(obj: Any, path: Path) -> InputError:
 
 def find_results(directory: Path) -> Path:
     """The one results file in an output directory, recognised by content (any ``*.json`` name, or a log an
-    adapter recognises by its bytes, such as an inspect_ai ``*.eval``) — or the directory itself where several
-    files are all runs' files of one adapter whose runs span a folder (:attr:`Adapter.folder_runs`: Every Eval
-    Ever's one record per task).
+    adapter recognises by its bytes, such as an inspect_ai ``*.eval``) — or the directory itself where every
+    results file found is one adapter's whose runs span a folder (:attr:`Adapter.folder_runs`: Every Eval Ever's
+    one record per task).
 
     Raises:
         InputError: no results file, or more than one (they are listed).
     """
     found = _scan(directory)
-    if len(found) > 1 and len({a.name for _, a in found}) == 1 and found[0][1].folder_runs:
-        return directory
+    if found and len({a.name for _, a in found}) == 1 and found[0][1].folder_runs:
+        return directory  # its adapter reads the folder (and refuses a damaged file of its own there)
     if len(found) != 1:
         listed = ", ".join(str(p.relative_to(directory)) for p, _ in found[:5])
         raise InputError(directory, None, f"holds {len(found)} results files{': ' + listed if listed else ''}: "

@@ -228,7 +228,8 @@ def _known(value: Any) -> bool:
 def _record(src: Source, task: str, evaluation_id: str, model: tuple[str, str, str],
             opts: ExportOptions) -> dict[str, Any]:
     run, factors = src.loaded.run, src.loaded.run.factors[task]
-    harness, _, version = run.source.partition(" ")
+    # a record of another EEE converter read back (source "EEE 0.3.0: lm_eval 0.4.13") keeps its library
+    harness, _, version = re.sub(r"^EEE [^:]*: ", "", run.source).partition(" ")
     ts = timestamp(src)
     outcome = run.tasks[task]
     rec: dict[str, Any] = {

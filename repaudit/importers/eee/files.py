@@ -10,6 +10,7 @@ schema, its ``evaluation_id`` against the record's, and the row count against ``
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -107,21 +108,26 @@ def read_sidecar(sidecar: Path, path: Path, agg: Aggregate) -> list[tuple[int, R
     return rows
 
 
+#: an aggregate record's file name in EEE's layout (``<uuid>.json``)
+RECORD_NAME = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\.json")
+
+
 def folder_records(folder: Path) -> list[Path]:
-    """The aggregate records under ``folder`` (any depth), sorted by path; sidecars and other files skipped.
+    """The aggregate records under ``folder`` (any depth), sorted by path; sidecars and other JSON files skipped —
+    but a file named as a record (``<uuid>.json``) that cannot be read is an error, never a task silently missing.
 
     Raises:
-        InputError: more than :data:`MAX_FOLDER_FILES` JSON files.
+        InputError: more than :data:`MAX_FOLDER_FILES` JSON files, or a ``<uuid>.json`` that is no valid JSON.
     """
     found = []
     for n, p in enumerate(sorted(q for q in folder.rglob("*.json") if q.is_file())):
         if n >= MAX_FOLDER_FILES:
             raise InputError(folder, None, f"holds more than {MAX_FOLDER_FILES} JSON files: pass one record")
-        if p.stat().st_size > (256 << 20):
-            continue
         try:
-            obj = read_json(p)
+            obj = read_json(p, what="EEE record")
         except InputError:
+            if RECORD_NAME.fullmatch(p.name):
+                raise
             continue
         if is_aggregate(obj):
             found.append(p)
