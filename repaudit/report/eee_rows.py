@@ -78,7 +78,8 @@ def doc_rows(ctx: RowContext, doc: DocOutcome, payload: dict[str, Any], prompt: 
         meta[M_PROMPT_NOTE] = prompt_note or "the run's file does not keep the prompt text"
     base = {"schema_version": SCHEMA_VERSION, "evaluation_id": ctx.evaluation_id, "model_id": ctx.model_id,
             "sample_id": doc.key if doc.key is not None else str(doc.doc_id),
-            "sample_hash": sha256_text(raw + "".join(reference)), "interaction_type": "single_turn",
+            # EEE's Inspect converter's formula; none without a prompt (the target alone names no sample)
+            "sample_hash": sha256_text(raw + "".join(reference)) if raw else None, "interaction_type": "single_turn",
             "input": {"raw": raw, "reference": reference, "choices": choices},
             "output": {"raw": [doc.generation] if doc.generation is not None else []}}
     rows = []
