@@ -345,3 +345,16 @@ def test_a_record_of_eees_converter_comes_back_the_same_and_keeps_its_library(co
     assert (a.source, a.factors, a.tasks) == (b.source, b.factors, b.tasks)
     record = json.loads(next(tmp_path.rglob("*.json")).read_text())
     assert (record["eval_library"]["name"], record["eval_library"]["version"]) == ("lm_eval", "0.4.13")
+
+
+def test_an_exported_interval_stays_inside_the_metrics_range(tmp_path):
+    """On 3 docs the raw normal interval of acc_norm (0.33 ± 0.65) reaches below 0; the export cuts it to the
+    metric's range and says so in the method."""
+    assert _export([FIX / "repaudit_runs" / "arc_easy_3docs.json"], tmp_path / "x").exit_code == 0
+    (record,) = [p for p in (tmp_path / "x").rglob("*.json")]
+    cut = 0
+    for r in json.loads(record.read_text())["evaluation_results"]:
+        ci, cfg = r["score_details"]["uncertainty"]["confidence_interval"], r["metric_config"]
+        assert cfg["min_score"] <= ci["lower"] <= r["score_details"]["score"] <= ci["upper"] <= cfg["max_score"]
+        cut += "cut to the metric's range" in ci["method"]
+    assert cut >= 1

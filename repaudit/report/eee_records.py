@@ -306,9 +306,7 @@ def _results(src: Source, task: str, factors: dict[str, dict[str, Any]]) -> list
             uncertainty["standard_error"] = {"value": stderr}
             if src.record is not None:
                 uncertainty["standard_error"]["method"] = "analytic"
-            uncertainty["confidence_interval"] = {
-                "lower": value - 1.959964 * stderr, "upper": value + 1.959964 * stderr, "confidence_level": 0.95,
-                "method": "normal approximation: score ± 1.959964 × standard error"}
+            uncertainty["confidence_interval"] = _normal_interval(value, stderr, kind.low, kind.high)
         entry = {"evaluation_result_id": result_id(metric), "evaluation_name": evaluation_name(task, metric),
                  "source_data": data, "metric_config": config,
                  "score_details": {"score": value, **({"uncertainty": uncertainty} if uncertainty else {})}}
@@ -369,3 +367,20 @@ def _rows(src: Source, task: str, evaluation_id: str, model_id: str) -> list[dic
         metrics = order + [m for m in doc.metrics if m not in order]
         rows += doc_rows(ctx, doc, payload, prompts.get(doc.doc_id), note, metrics)
     return rows
+
+
+def _normal_interval(value: float, stderr: float, low: float | None, high: float | None) -> dict[str, Any]:
+    """The 95 % normal-approximation interval ``value ± 1.959964 × stderr``, cut to the metric's range where it
+    has one (on a few docs the raw interval of a proportion can reach below 0 or above 1, values no score can
+    take); the method says whether it was cut."""
+    lo, hi = value - 1.959964 * stderr, value + 1.959964 * stderr
+    cut = (low is not None and lo < low) or (high is not None and hi > high)
+    if low is not None:
+        lo = max(lo, low)
+    if high is not None:
+        hi = min(hi, high)
+    method = "normal approximation: score ± 1.959964 × standard error"
+    if cut:
+        method += f", cut to the metric's range [{low if low is not None else '-inf'}, " \
+                  f"{high if high is not None else 'inf'}]"
+    return {"lower": lo, "upper": hi, "confidence_level": 0.95, "method": method}
