@@ -11,6 +11,7 @@ The functions return the same objects the CLI renders (terminal, Markdown, LaTeX
     api.scores(c)            # DataFrame: task, metric, unit, a, b, delta, ci_low, ci_high, verdict, ...
     api.flips(c)             # DataFrame: the docs whose 0/1 outcome changed, with margins in nats
     api.paired_docs(a, b)    # DataFrame: every shared (task, doc, metric) with both values
+    api.export(["out_B/"], "eee/", evaluator_relationship="third_party")  # Every Eval Ever records
 
     s = api.series(sorted(Path("evals/pythia-160m").glob("*.json")), across="checkpoint")
     api.series_rows(s)       # DataFrame: task, metric, unit, kendall_tau, kendall_p, n_runs, ... per row
@@ -38,13 +39,14 @@ if TYPE_CHECKING:
     from repaudit.audit.series import SeriesReport
     from repaudit.importers.comparable import ComparableRun
 
-__all__ = ["load", "compare", "attribute", "series", "docs", "paired_docs", "scores", "flips", "factors", "attribution",
-           "series_rows"]
+__all__ = ["load", "compare", "attribute", "series", "export", "docs", "paired_docs", "scores", "flips", "factors",
+           "attribution", "series_rows"]
 
 
 def load(path: str | Path, samples: list[str | Path] | None = None) -> ComparableRun:
     """A run as ``compare`` reads it: a repaudit run file, an lm-eval results file or output directory
-    (0.3–0.4.x; ``samples`` adds ``--log_samples`` files kept elsewhere), or a lighteval output.
+    (0.3–0.4.x; ``samples`` adds ``--log_samples`` files kept elsewhere), a lighteval output, an inspect_ai log, or
+    Every Eval Ever records (a record, or a folder of one run's records).
 
     Raises:
         RepauditError: unreadable, oversized, malformed or foreign input (the message names the file and
@@ -107,3 +109,24 @@ def series(runs: list[ComparableRun | str | Path], *, across: str, last: int = 5
 
     loaded = [r if not isinstance(r, (str, Path)) else load(r) for r in runs]
     return _series(loaded, across, last=last, step_from=step_from, n_boot=n_boot, tasks=tasks)
+
+
+def export(runs: list[str | Path], out_dir: str | Path, *, evaluator_relationship: str, model_id: str | None = None,
+           developer: str | None = None, organization: str = "", data_dir: str | Path | None = None) -> list[Path]:
+    """``repaudit export RUN… --format eee -o OUT``: every run (anything :func:`load` reads) as Every Eval Ever
+    0.3.0 records under ``OUT/data/<task>/<developer>/<model>/`` — one ``<uuid>.json`` per task and its
+    ``<uuid>_samples.jsonl`` — validated against EEE's schemas before anything is written; the same run gives the
+    same bytes. ``evaluator_relationship``: first_party, third_party, collaborative or other; ``model_id``
+    (``org/name``): required where the run's model is not a Hugging Face id; ``data_dir``: where a repaudit run's
+    data is, to rebuild its prompts. Returns the files written, sorted (``docs/eee.md``: the field map).
+
+    Raises:
+        RepauditError: a run that cannot be read, a missing option, a record failing EEE's schema, an output that
+            cannot be written (nothing is written then).
+    """
+    from repaudit.report.eee import ExportOptions
+    from repaudit.report.eee import export as _export
+
+    opts = ExportOptions(relationship=evaluator_relationship, model_id=model_id, developer=developer,
+                         organization=organization, data_dir=Path(data_dir) if data_dir is not None else None)
+    return _export([Path(r) for r in runs], Path(out_dir), opts)[0]

@@ -17,7 +17,8 @@ FIX = Path(__file__).resolve().parent / "fixtures"
 FILES = {"repaudit": FIX / "repaudit_runs" / "arc_easy_3docs.json",
          "lmeval": FIX / "lmeval_config" / "openbookqa_0shot",
          "lighteval": FIX / "lighteval" / "arc_easy_0shot",
-         "inspect": FIX / "inspect" / "arc_easy_a.eval"}
+         "inspect": FIX / "inspect" / "arc_easy_a.eval",
+         "eee": next((FIX / "eee" / "repaudit_arc_easy_3docs").rglob("*.json"))}
 
 
 def test_every_harness_has_one_registered_adapter_with_a_factor_map():

@@ -1,5 +1,6 @@
 """Which doc of one run is which doc of another when their doc ids do not line up: by the harness's own
-doc key (inspect's sample id) or by content (question, choices, target) across harnesses.
+doc key (inspect's sample id, Every Eval Ever's sample_id), by lm-eval's doc_hash where two runs' keys differ (EEE
+records of two converters), or by content (question, choices, target) across harnesses.
 
 lm-eval and lighteval number docs by their row in the split; inspect_ai names them by sample id and
 orders them as its dataset did. Two inspect runs pair by sample id. An inspect run and an lm-eval or
@@ -38,7 +39,7 @@ def target_index(target: str | None, choices: list[str] | None) -> int | None:
 @dataclass
 class DocMatch:
     """``pairs``: doc id in the keyed run → doc id in the other; ``ambiguous``/``unmatched``: doc ids of the
-    keyed run that matched several docs or none; ``how``: ``key`` or ``content``."""
+    keyed run that matched several docs or none; ``how``: ``key``, ``doc_hash`` or ``content``."""
 
     pairs: dict[int, int]
     ambiguous: list[int]
@@ -53,6 +54,27 @@ def by_key(src: TaskOutcome, dst: TaskOutcome) -> DocMatch | None:
     index = {d.key: i for i, d in dst.docs.items()}
     pairs = {i: index[d.key] for i, d in src.docs.items() if d.key in index}
     return DocMatch(pairs, [], sorted(set(src.docs) - set(pairs)), "key")
+
+
+def by_doc_hash(src: TaskOutcome, dst: TaskOutcome) -> DocMatch | None:
+    """Pair by ``doc_hash`` where both runs carry one on every doc: a hash that names one doc in each run pairs
+    them; one shared by several docs of either run pairs none of them (counted as ambiguous)."""
+    if not src.docs or not dst.docs or any(d.doc_hash is None for d in [*src.docs.values(), *dst.docs.values()]):
+        return None
+    index: dict[str, list[int]] = {}
+    for j, d in dst.docs.items():
+        index.setdefault(str(d.doc_hash), []).append(j)
+    mine: dict[str, int] = {}
+    for d in src.docs.values():
+        mine[str(d.doc_hash)] = mine.get(str(d.doc_hash), 0) + 1
+    pairs, ambiguous, unmatched = {}, [], []
+    for i, d in src.docs.items():
+        hits = index.get(str(d.doc_hash), [])
+        if len(hits) == 1 and mine[str(d.doc_hash)] == 1:
+            pairs[i] = hits[0]
+        else:
+            (ambiguous if hits else unmatched).append(i)
+    return DocMatch(pairs, sorted(ambiguous), sorted(unmatched), "doc_hash")
 
 
 def by_content(src: TaskOutcome, dst: TaskOutcome) -> DocMatch | None:

@@ -255,17 +255,25 @@ def pair_tasks(a: ComparableRun, b: ComparableRun, patterns: dict[str, str] | No
 
 
 def _key_pairs(a: ComparableRun, b: ComparableRun, notes: list[str]) -> ComparableRun:
-    """B's docs of each shared task under A's doc ids where both carry doc keys (inspect sample ids) and
-    their positions differ."""
-    from repaudit.audit.docmatch import by_key, rekey
+    """B's docs of each shared task under A's doc ids where both carry doc keys (inspect and EEE sample ids) and
+    their positions differ; where no key of B names a doc of A (EEE records of two converters number samples
+    their own way), by ``doc_hash`` where both carry one."""
+    from repaudit.audit.docmatch import by_doc_hash, by_key, rekey
 
     for name in [t for t in b.tasks if t in a.tasks]:
         m = by_key(b.tasks[name], a.tasks[name])
+        if m is not None and not m.pairs:
+            m = by_doc_hash(b.tasks[name], a.tasks[name]) or m
         if m is None or all(i == j for i, j in m.pairs.items()):
             continue
         b.tasks[name] = rekey(b.tasks[name], a.tasks[name], m)
-        notes.append(f"{name}: B's docs paired with A's by sample id ({len(m.pairs)} paired; the runs list them "
-                     "in different orders)")
+        if m.how == "doc_hash":
+            left = len(m.ambiguous) + len(m.unmatched)
+            notes.append(f"{name}: B's docs paired with A's by doc_hash ({len(m.pairs)} paired; their sample ids "
+                         f"differ{f'; {left} left unpaired' if left else ''})")
+        else:
+            notes.append(f"{name}: B's docs paired with A's by sample id ({len(m.pairs)} paired; the runs list them "
+                         "in different orders)")
     return b
 
 
@@ -319,7 +327,7 @@ def _content_docs(a: ComparableRun, b: ComparableRun, notes: list[str]) -> tuple
             a = _with_tasks(a, {**a.tasks, name: moved}, a.factors)
         else:
             b = _with_tasks(b, {**b.tasks, name: moved}, b.factors)
-        notes.append(f"{name}: {label}'s docs (an inspect log's) paired with the other run's by content: "
+        notes.append(f"{name}: {label}'s docs (named by sample id, not by row) paired with the other run's by content: "
                      f"{_paired_by_content(m, len(src.docs))}")
     return a, b
 

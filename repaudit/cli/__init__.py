@@ -18,6 +18,7 @@ from typer.core import TyperGroup
 
 from repaudit.cli.attribute import attribute_command
 from repaudit.cli.compare import compare_command
+from repaudit.cli.export import export_command
 from repaudit.cli.factors import factors_command
 from repaudit.cli.gate import gate_command
 from repaudit.cli.reproduce import reproduce_command
@@ -91,10 +92,11 @@ SHORT_HELP = {
     "reproduce": "Search the settings of a model that reproduce a reported number.",
     "variance": "A benchmark's noise: doc bootstrap, seeds, few-shot order, prompt format.",
     "factors": "Every factor that can move a score, and what each command does with it.",
+    "export": "Write runs as Every Eval Ever records, every factor kept.",
 }
 for _name, _fn in (("run", run_command), ("compare", compare_command), ("gate", gate_command),
                    ("sweep", sweep_command), ("attribute", attribute_command), ("reproduce", reproduce_command),
-                   ("variance", variance_command), ("factors", factors_command)):
+                   ("variance", variance_command), ("factors", factors_command), ("export", export_command)):
     app.command(_name, short_help=SHORT_HELP[_name])(_fn)
 
 

@@ -84,12 +84,15 @@ class Adapter(ABC):
         fields: registry factor → where the harness records it (a JSON path or a short description):
             the map ``compare`` reads and the replay inverts; a factor absent here is not recorded.
         not_replayed: registry factor → why a replay of this harness's runs cannot set it.
+        folder_runs: a run may span several files of one folder (Every Eval Ever writes one record per task):
+            a folder where this adapter recognises every results file is loaded whole, ``load`` getting the folder.
     """
 
     name: ClassVar[str]
     harness: ClassVar[str]
     fields: ClassVar[dict[str, str]] = {}
     not_replayed: ClassVar[dict[str, str]] = {}
+    folder_runs: ClassVar[bool] = False
 
     def recognise_path(self, path: Path) -> Recognition:
         """Whether ``path`` is one of this harness's runs before any JSON is parsed (a ZIP log); default: no."""

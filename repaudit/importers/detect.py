@@ -1,7 +1,8 @@
 """What a file is, and the one entry point that loads any run file — through the adapter of its harness.
 
 Files are recognised by their content, never by their name: every registered adapter
-(:mod:`repaudit.importers.adapter`: repaudit runs, lm-evaluation-harness, lighteval, inspect_ai) is asked in turn;
+(:mod:`repaudit.importers.adapter`: repaudit runs, lm-evaluation-harness, lighteval, inspect_ai, Every Eval Ever) is
+asked in turn;
 an adapter that declines with a reason (an lm-eval samples line) gives the error line, and repaudit's own reports
 (compare, attribute, sweep in ``--format json``) are refused by what they are. A file is read once per process:
 :func:`load_source` keeps what it read, keyed by the file's path, size and modification time.
@@ -13,11 +14,15 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-# every harness's adapter registers itself when its module is imported
+# every harness's adapter registers itself when its module is imported; the registry's order is the order
+# adapters are asked and named in messages (Every Eval Ever, added last, after the harnesses whose files it holds)
 import repaudit.importers.inspectai.adapter  # noqa: F401
 import repaudit.importers.lighteval.adapter  # noqa: F401
 import repaudit.importers.lmeval.adapter  # noqa: F401
 import repaudit.importers.runfile  # noqa: F401
+
+# isort: split
+import repaudit.importers.eee.adapter  # noqa: F401
 from repaudit.boundary import InputError, read_json
 from repaudit.importers.adapter import Adapter, Loaded, registered
 from repaudit.importers.comparable import ComparableRun
@@ -79,19 +84,34 @@ def refuse(obj: Any, path: Path) -> InputError:
 
 def find_results(directory: Path) -> Path:
     """The one results file in an output directory, recognised by content (any ``*.json`` name, or a log an
-    adapter recognises by its bytes, such as an inspect_ai ``*.eval``).
+    adapter recognises by its bytes, such as an inspect_ai ``*.eval``) — or the directory itself where every
+    results file found is one adapter's whose runs span a folder (:attr:`Adapter.folder_runs`: Every Eval Ever's
+    one record per task).
 
     Raises:
         InputError: no results file, or more than one (they are listed).
     """
-    found = []
+    found = _scan(directory)
+    if found and len({a.name for _, a in found}) == 1 and found[0][1].folder_runs:
+        return directory  # its adapter reads the folder (and refuses a damaged file of its own there)
+    if len(found) != 1:
+        listed = ", ".join(str(p.relative_to(directory)) for p, _ in found[:5])
+        raise InputError(directory, None, f"holds {len(found)} results files{': ' + listed if listed else ''}: "
+                                          "pass one of them")
+    return found[0][0]
+
+
+def _scan(directory: Path) -> list[tuple[Path, Adapter]]:
+    """Every results file under ``directory`` with the adapter that recognises it."""
+    found: list[tuple[Path, Adapter]] = []
     files = sorted(p for p in directory.rglob("*") if p.suffix in (".json", ".eval"))
     for n, p in enumerate(files):
         if n >= MAX_DIR_FILES:
             raise InputError(directory, None, f"holds more than {MAX_DIR_FILES} JSON or .eval files: pass the "
                                               "results file")
-        if any(a.recognise_path(p).ok for a in adapters()):  # told by its first bytes, read later
-            found.append(p)
+        by_bytes = next((a for a in adapters() if a.recognise_path(p).ok), None)
+        if by_bytes is not None:  # told by its first bytes, read later
+            found.append((p, by_bytes))
             continue
         if p.suffix != ".json" or p.stat().st_size > (256 << 20):
             continue
@@ -99,13 +119,10 @@ def find_results(directory: Path) -> Path:
             obj = read_json(p)
         except InputError:
             continue
-        if any(a.recognise(obj).ok for a in adapters()):
-            found.append(p)
-    if len(found) != 1:
-        listed = ", ".join(str(p.relative_to(directory)) for p in found[:5])
-        raise InputError(directory, None, f"holds {len(found)} results files{': ' + listed if listed else ''}: "
-                                          "pass one of them")
-    return found[0]
+        claimed = next((a for a in adapters() if a.recognise(obj).ok), None)
+        if claimed is not None:
+            found.append((p, claimed))
+    return found
 
 
 def load_source(path: Path, samples: list[Path] | None = None, tokenizer: Any = None) -> Loaded:
@@ -166,6 +183,8 @@ def check_names(run: ComparableRun, path: Path, limit: int = MAX_NAME) -> Compar
 
 
 def _load(path: Path, samples: list[Path] | None, tokenizer: Any) -> Loaded:
+    if path.is_dir():  # a folder of one run's files, all of one adapter's (find_results returned it)
+        return _scan(path)[0][1].load(path, None, samples, tokenizer)
     for a in adapters():
         if a.recognise_path(path).ok:
             return a.load(path, None, samples, tokenizer)
@@ -199,3 +218,5 @@ def _refuse_json_lines(path: Path) -> None:
         raise InputError(path, None, "is an lm-eval samples file (JSON lines, one doc each), not a results file: "
                                      "pass the results_*.json beside it or the output directory (its samples are "
                                      "found by timestamp), or give it with --samples-a/--samples-b")
+    if why:
+        raise InputError(path, None, f"is JSON lines whose first line is {why}")

@@ -1,0 +1,74 @@
+"""``repaudit export``: runs as Every Eval Ever records (:mod:`repaudit.report.eee`)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from repaudit.cli.common import err, out, user_errors
+from repaudit.escape import rich_text
+
+
+class ExportFormat(str, Enum):
+    """Export formats."""
+
+    eee = "eee"
+
+
+class Relationship(str, Enum):
+    """EEE's ``evaluator_relationship``: who ran the evaluation relative to the model's developer."""
+
+    first_party = "first_party"
+    third_party = "third_party"
+    collaborative = "collaborative"
+    other = "other"
+
+
+def export_command(
+    runs: Annotated[list[Path], typer.Argument(help="Runs: anything compare reads (a repaudit run, lm-eval results "
+                                                    "or output directory, lighteval output, inspect log, EEE "
+                                                    "record).", show_default=False)],
+    output: Annotated[Path, typer.Option("-o", "--output", help="The datastore folder: records go under "
+                                                                "OUTPUT/data/<task>/<developer>/<model>/ (created "
+                                                                "if missing; its parent must exist).",
+                                         show_default=False)],
+    fmt: Annotated[ExportFormat, typer.Option("--format", help="eee: Every Eval Ever schema 0.3.0.")
+                   ] = ExportFormat.eee,
+    relationship: Annotated[Optional[Relationship], typer.Option(
+        "--evaluator-relationship", help="Required by EEE: who ran the evaluation relative to the model's "
+                                         "developer.", show_default=False)] = None,
+    model_id: Annotated[Optional[str], typer.Option("--model-id", help="model_info.id as org/name (default: the "
+                                                                       "run's model where it is a hub id).",
+                                                    show_default=False)] = None,
+    developer: Annotated[Optional[str], typer.Option(help="model_info.developer (default: the id's org).",
+                                                     show_default=False)] = None,
+    organization: Annotated[str, typer.Option(help="source_organization_name: who provides the records.")] = "",
+    data_dir: Annotated[Optional[Path], typer.Option(help="Local data laid out as shared/data, to rebuild a "
+                                                          "repaudit run's prompts.", show_default=False)] = None,
+) -> None:
+    """Export runs as Every Eval Ever (EEE) 0.3.0 records: one aggregate record per task and a sidecar of its
+    per-doc results, in EEE's layout, every fingerprint field under repaudit. keys (docs/eee.md), validated
+    against EEE's schemas before anything is written. The same run gives the same bytes; compare, gate and
+    variance read the records back as the run.
+
+    Example: repaudit export tests/fixtures/lmeval_config/openbookqa_0shot --model-id
+    HuggingFaceTB/SmolLM2-135M-Instruct --evaluator-relationship third_party -o eee/
+
+    Example: repaudit compare tests/fixtures/lmeval_config/openbookqa_0shot eee/
+    """
+    from repaudit.report.eee import ExportOptions, export
+
+    with user_errors():
+        opts = ExportOptions(relationship=relationship.value if relationship is not None else None,
+                             model_id=model_id, developer=developer, organization=organization, data_dir=data_dir)
+        written, notes = export(runs, output, opts)
+        for note in notes:
+            err.print(rich_text("note: " + note), highlight=False, soft_wrap=True)
+        for path in written:
+            out.print(rich_text(str(path)), highlight=False, soft_wrap=True)
+        n_rec = sum(p.suffix == ".json" for p in written)
+        err.print(rich_text(f"wrote {n_rec} EEE record(s) and {len(written) - n_rec} sidecar(s) of {fmt.value} "
+                            f"schema 0.3.0 under {output}"), highlight=False, soft_wrap=True)

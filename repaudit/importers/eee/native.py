@@ -1,0 +1,235 @@
+"""An Every Eval Ever record of any converter (EEE's lm-eval, Inspect or HELM converters, a leaderboard scrape) as a
+run: what EEE's native fields carry, mapped onto repaudit's factors, scores and per-doc outcomes; every other
+factor is *not recorded* (:data:`~repaudit.importers.factors.UNKNOWN`).
+
+* **Tasks and metrics**: each ``evaluation_results[]`` entry is one metric of one task — the metric key from its
+  ``evaluation_result_id`` (``exact_match:strict-match`` → ``exact_match,strict-match``), else its
+  ``metric_config.metric_name``; the task is its ``evaluation_name`` without a trailing ``/<filter>`` (EEE's
+  lm-eval converter appends the filter).
+* **Docs**: one per ``sample_id``. Integer sample ids (lm-eval's row numbers) are the doc ids; any other ids
+  number the docs in file order. Every doc also keeps its ``sample_id`` as its key, so two EEE runs pair by
+  ``sample_id`` whatever their order, then by ``metadata.doc_hash`` (where both carry one), then — for docs
+  whose ids are not row numbers — by content (question, choices, reference). ``sample_hash`` is never used: EEE's
+  converters compute it three different ways, so it is no doc id across converters.
+* **Per-doc values**: each row's ``evaluation.score`` under its result's metric. **Predictions** come from
+  ``answer_attribution`` (the terminal item) of the ``acc`` row where there is one — never from ``output.raw``,
+  which EEE's lm-eval converter fills with acc's answer on acc_norm rows too.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from repaudit.boundary import InputError
+from repaudit.hashing import sha256_json
+from repaudit.importers.comparable import DocOutcome, TaskOutcome, check_per_doc_means
+from repaudit.importers.eee.files import Record
+from repaudit.importers.eee.schema import (
+    K_DIRECTION,
+    M_FEWSHOT_IDS,
+    M_LOGLIKELIHOODS,
+    Aggregate,
+    EvaluationResult,
+    Row,
+    metric_of,
+)
+from repaudit.importers.factors import UNKNOWN, Factors, empty_factors
+
+#: EEE's ``inference_engine.name`` → repaudit's backend name
+ENGINES = {"transformers": "hf", "vllm": "vllm"}
+
+
+def metric_key(r: EvaluationResult) -> str:
+    """The metric key of one result (see the module docstring)."""
+    if r.evaluation_result_id:
+        return metric_of(r.evaluation_result_id)
+    return r.metric_config.metric_name or "score"
+
+
+def task_name(evaluation_name: str, metric: str) -> str:
+    """The task of a result: its ``evaluation_name`` without the ``/<filter>`` EEE's lm-eval converter adds."""
+    flt = metric.partition(",")[2]
+    return evaluation_name[: -len(flt) - 1] if flt and evaluation_name.endswith("/" + flt) else evaluation_name
+
+
+def not_recorded() -> Factors:
+    """Every factor of the registry that ``compare`` shows, as not recorded."""
+    from repaudit.run.factors import FACTORS
+
+    f = empty_factors()
+    for factor in FACTORS:
+        if factor.compare is not None:
+            f[factor.compare[0]][factor.compare[1]] = UNKNOWN
+    return f
+
+
+def factors(agg: Aggregate, result: EvaluationResult, n_docs: int | None) -> Factors:
+    """What a record says of one task's factors: model, engine, library versions, generation arguments, the
+    task's data; everything else :data:`UNKNOWN`."""
+    f = not_recorded()
+    mi, ad = agg.model_info, agg.model_info.additional_details
+    f["model"].update(name=mi.id, revision=ad.get("revision", UNKNOWN), sha=ad.get("sha", UNKNOWN),
+                      num_parameters=int(ad["num_parameters"]) if ad.get("num_parameters", "").isdigit() else UNKNOWN)
+    if "dtype" in ad:  # EEE's lm-eval converter writes torch's spelling (torch.float32)
+        f["dtype"]["dtype"] = ad["dtype"].removeprefix("torch.")
+    engine = mi.inference_engine
+    if engine is not None and engine.name:
+        f["backend"]["name"] = ENGINES.get(engine.name, engine.name)
+    f["library_versions"] = {agg.eval_library.name: agg.eval_library.version}
+    if engine is not None and engine.name and engine.version:
+        f["library_versions"][engine.name] = engine.version
+    gen = result.generation_config
+    args = gen.generation_args if gen is not None else None
+    if args is not None:
+        for name, value in (("temperature", args.temperature), ("top_p", args.top_p), ("top_k", args.top_k)):
+            if value is not None:
+                f["sampling"][name] = value
+        if args.max_tokens is not None:
+            f["max_tokens"]["max_gen_toks"] = args.max_tokens
+    extra = (gen.additional_details if gen is not None else None) or {}
+    for key, group, name in (("num_fewshot", "fewshot", "num_fewshot"), ("until", "stop", "until"),
+                             ("do_sample", "sampling", "do_sample")):
+        if key in extra:
+            f[group][name] = _json_or_text(extra[key])
+    sd = result.source_data
+    f["data"].update(task=task_name(result.evaluation_name, metric_key(result)),
+                     split=sd.hf_split if sd.hf_split is not None else UNKNOWN,
+                     n_docs=n_docs if n_docs is not None else UNKNOWN)
+    return f
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def tasks(rec: Record) -> tuple[dict[str, Factors], dict[str, TaskOutcome]]:
+    """Every task of a record of any converter: factors, reported scores, per-doc outcomes from the sidecar.
+
+    Raises:
+        InputError: two results of one task and metric, a row naming no result of the record, a sample twice under
+            one result, a per-choice metadata value that is not a JSON list of numbers.
+        RepauditError: per-doc means that differ from the reported scores (the sidecar is another run's).
+    """
+    results: dict[str, dict[str, EvaluationResult]] = {}
+    for i, r in enumerate(rec.agg.evaluation_results):
+        key = metric_key(r)
+        per_task = results.setdefault(task_name(r.evaluation_name, key), {})
+        if key in per_task:
+            raise InputError(rec.path, f"$.evaluation_results[{i}]", f"a second result of metric '{key[:40]}' of "
+                                                                    f"task '{r.evaluation_name[:40]}'")
+        per_task[key] = r
+    docs = _docs(rec, {t: set(m) for t, m in results.items()}) if rec.rows is not None else {}
+    fs, outcomes = {}, {}
+    for task, metrics in results.items():
+        first = next(iter(metrics.values()))
+        unc = first.score_details.uncertainty
+        task_docs = docs.get(task) if rec.rows is not None else None
+        n = len(task_docs) if task_docs else (unc.num_samples if unc is not None else None)
+        reported = {k: (r.score_details.score, _stderr(r)) for k, r in metrics.items()}
+        direction = {k: not r.metric_config.lower_is_better for k, r in metrics.items()
+                     if (r.metric_config.additional_details or {}).get(K_DIRECTION) != "unknown"}
+        if task_docs:
+            check_per_doc_means(rec.sidecar, rec.path, reported, task_docs, "EEE sidecar")
+        fs[task] = factors(rec.agg, first, n)
+        outcomes[task] = TaskOutcome(task=task, reported=reported, docs=task_docs, n_docs=n,
+                                     higher_is_better=direction)
+    return fs, outcomes
+
+
+def _stderr(r: EvaluationResult) -> float | None:
+    unc = r.score_details.uncertainty
+    return unc.standard_error.value if unc is not None and unc.standard_error is not None else None
+
+
+def _docs(rec: Record, metrics: dict[str, set[str]]) -> dict[str, dict[int, DocOutcome]]:
+    """Per task, the docs of the sidecar's rows (see the module docstring for ids and predictions)."""
+    by_id = {r.evaluation_result_id: r for r in rec.agg.evaluation_results if r.evaluation_result_id}
+    grouped: dict[str, dict[str, list[tuple[int, Row]]]] = {}
+    for n, row in rec.rows or []:
+        if row.evaluation_result_id is not None and row.evaluation_result_id not in by_id:
+            raise InputError(rec.sidecar or rec.path, "$.evaluation_result_id",
+                             f"'{row.evaluation_result_id[:40]}' names no result of its record", f"line {n}: ")
+        res = by_id.get(row.evaluation_result_id) if row.evaluation_result_id else None
+        key = metric_key(res) if res is not None else None
+        task = task_name(res.evaluation_name if res is not None else row.evaluation_name, key or "")
+        grouped.setdefault(task, {}).setdefault(row.sample_id, []).append((n, row))
+    out = {}
+    for task, samples in grouped.items():
+        numeric = all(s.isdigit() and str(int(s)) == s for s in samples)
+        out[task] = {}
+        for pos, (sid, rows) in enumerate(samples.items()):
+            doc = _doc(rec, int(sid) if numeric else pos, sid, rows, with_content=not numeric)
+            out[task][doc.doc_id] = doc
+    return out
+
+
+def _doc(rec: Record, doc_id: int, sample_id: str, rows: list[tuple[int, Row]], with_content: bool) -> DocOutcome:
+    where = rec.sidecar or rec.path
+    metrics: dict[str, float] = {}
+    seen: dict[str, int] = {}
+    for n, row in rows:
+        if row.evaluation_result_id is None:
+            continue
+        key = metric_of(row.evaluation_result_id)
+        if key in seen:
+            raise InputError(where, "$.sample_id", f"sample '{sample_id[:40]}' is under result "
+                                                   f"'{row.evaluation_result_id[:40]}' twice (also line {seen[key]})",
+                             f"line {n}: ")
+        seen[key] = n
+        metrics[key] = row.evaluation.score
+    n0, first = rows[0]
+    meta = first.metadata or {}
+    choices = first.input.choices or None
+    ref = first.input.reference
+    target = ref[0] if len(ref) == 1 else (json.dumps(ref, ensure_ascii=False) if ref else None)
+    pick = next((r for _, r in rows if r.evaluation_result_id == "acc"), first)
+    answer = _answer(pick)
+    prediction: int | str | None = answer
+    if answer is not None and choices:
+        normed = [" ".join(c.split()) for c in choices]
+        if normed.count(" ".join(answer.split())) == 1:
+            prediction = normed.index(" ".join(answer.split()))
+    generation = first.output.raw[0] if not choices and first.output is not None and first.output.raw else None
+    extracted = None
+    if not choices:
+        extracted = {(metric_of(r.evaluation_result_id).partition(",")[2] or "none"): a
+                     for _, r in rows if r.evaluation_result_id and (a := _answer(r)) is not None} or None
+    return DocOutcome(doc_id=doc_id, doc_hash=meta.get("doc_hash") or None, prompt_hash=meta.get("prompt_hash") or None,
+                      target=target, cluster=None, metrics=metrics, prediction=prediction,
+                      loglikelihoods=_numbers(meta, M_LOGLIKELIHOODS, where, n0, float),
+                      fewshot_ids=_numbers(meta, M_FEWSHOT_IDS, where, n0, int),
+                      choices_hash=sha256_json(choices) if choices else None, generation=generation,
+                      extracted=extracted, prompt=first.input.raw or None, choices=choices, key=sample_id,
+                      content=(first.input.raw, choices, target or "") if with_content else None)
+
+
+def _answer(row: Row) -> str | None:
+    """The answer a row attributes: its last terminal item, else its last item, else none."""
+    items = row.answer_attribution
+    terminal = [a for a in items if a.is_terminal]
+    return (terminal or items)[-1].extracted_value if items else None
+
+
+def _numbers(meta: dict[str, str], key: str, where: Any, line: int, kind: type) -> list | None:
+    """A per-choice JSON list kept in a row's metadata (``repaudit.loglikelihoods``), or ``None``.
+
+    Raises:
+        InputError: not a JSON list of numbers (of integers for ``kind`` int).
+    """
+    if key not in meta:
+        return None
+    try:
+        value = json.loads(meta[key])
+    except ValueError:
+        value = None
+    ok = isinstance(value, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                         and (kind is float or isinstance(v, int)) for v in value)
+    if not ok:
+        raise InputError(where, f"$.metadata[{json.dumps(key)}]", f"is not a JSON list of "
+                                                                  f"{'numbers' if kind is float else 'integers'}",
+                         f"line {line}: ")
+    return [kind(v) for v in value]

@@ -1,0 +1,360 @@
+"""Every Eval Ever: every run compare reads exported and read back as the same run, byte-identical exports valid
+against EEE's own schemas, records of EEE's own lm-eval converter compared doc by doc, bad records refused in one
+line with nothing written."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import shutil
+import tarfile
+from collections import Counter
+from pathlib import Path
+
+import jsonschema
+import pytest
+from typer.testing import CliRunner
+
+from repaudit import api
+from repaudit.cli import app
+from repaudit.importers import detect
+from repaudit.importers.eee.schema import SCHEMA_DIR, SCHEMA_FILES
+
+FIX = Path(__file__).resolve().parent / "fixtures"
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+OURS = FIX / "eee" / "repaudit_arc_easy_3docs"
+runner = CliRunner()
+
+#: every run of tests/fixtures that compare reads
+RUNS = sorted([*(FIX / "repaudit_runs").glob("*.json"), *(FIX / "lmeval").glob("*.json"),
+               *(p for p in (FIX / "lmeval_config").iterdir() if p.is_dir()),
+               *(p for p in (FIX / "lmeval_gsm8k").iterdir() if p.is_dir()),
+               *(p for p in (FIX / "lighteval").iterdir() if p.is_dir()),
+               *(FIX / "inspect").glob("*.eval"), FIX / "inspect" / "arc_easy_json.json",
+               *(FIX / "lmeval_public_extra").glob("*.json"),
+               *(p for p in (FIX / "lmeval_public_extra" / "dam").iterdir() if p.is_dir())])
+#: the flips compare of ../shared/lmeval_runs/s1 and s3 finds (repaudit compare … --json)
+S1_S3_FLIPS = {("acc", 85), ("acc", 135), ("acc", 178), ("acc", 316), ("acc", 417), ("acc", 431), ("acc", 462),
+               ("acc_norm", 27), ("acc_norm", 365)}
+
+
+def _export(runs, out: Path, *extra: str):
+    return runner.invoke(app, ["export", *map(str, runs), "--evaluator-relationship", "third_party", "--model-id",
+                               "org/model", "-o", str(out), *extra])
+
+
+def _one_error_line(res, code: int = 1) -> str:
+    assert res.exit_code == code, res.output
+    errors = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and errors[0].startswith("error:"), res.stderr
+    return errors[0]
+
+
+def _validators():
+    return {kind: jsonschema.Draft7Validator(json.loads((SCHEMA_DIR / name).read_text()))
+            for kind, name in SCHEMA_FILES.items()}
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory) -> Path:
+    """The two folders EEE's own lm-eval converter wrote from ../shared/lmeval_runs/s1 and s3."""
+    out = tmp_path_factory.mktemp("converted")
+    with tarfile.open(FIX / "eee" / "lmeval_s1_s3.tar.xz") as tar:
+        tar.extractall(out, filter="data")
+    return out
+
+
+def test_the_vendored_schemas_are_eees_0_3_0_as_sources_md_says():
+    sources = (SCHEMA_DIR / "SOURCES.md").read_text()
+    for name in SCHEMA_FILES.values():
+        data = (SCHEMA_DIR / name).read_bytes()
+        assert hashlib.sha256(data).hexdigest() in sources
+        assert json.loads(data)["version"] == "0.3.0"
+    assert "MIT License" in (SCHEMA_DIR / "LICENSE").read_text()
+
+
+@pytest.mark.parametrize("run", RUNS, ids=lambda p: str(p.relative_to(FIX)))
+def test_every_fixture_run_comes_back_as_the_same_run(run, tmp_path):
+    detect._cache.clear()
+    orig = detect.load_source(run)
+    res = _export([run], tmp_path / "x", *(["--data-dir", str(SHARED / "data")] if SHARED.exists() else []))
+    assert res.exit_code == 0, res.output
+    files = sorted(p for p in (tmp_path / "x").rglob("*") if p.is_file())
+    assert files and {f.suffix for f in files} <= {".json", ".jsonl"}
+    v = _validators()
+    for f in files:  # every record and every sidecar row against EEE's own schema files
+        objs = [json.loads(f.read_text())] if f.suffix == ".json" else map(json.loads, f.read_text().splitlines())
+        for obj in objs:
+            assert not list(v["aggregate" if f.suffix == ".json" else "instance"].iter_errors(obj)), f
+    back = detect.load_source(tmp_path / "x")
+    assert back.adapter.name == "eee"
+    # the run as compare sees it, every field: factors, scores, per-doc outcomes, diagnostics, notes
+    a, b = orig.run, back.run
+    assert (a.source, a.factors, a.tasks, a.notes) == (b.source, b.factors, b.tasks, b.notes)
+    if orig.adapter.name == "repaudit":
+        assert back.parsed.record.fingerprint_digest == orig.parsed.fingerprint_digest
+        assert back.parsed.record.fingerprint.digest() == orig.parsed.fingerprint.digest()
+        assert back.parsed.record == orig.parsed
+    c = api.compare(a, b, n_boot=200)
+    assert not c.flips
+    assert all(r.status in ("same", "unknown") and r.a == r.b for r in c.factors)
+    assert all(r.a == r.b or (r.a != r.a and r.b != r.b) for r in c.scores)  # NaN == NaN too
+
+
+def test_two_exports_of_a_run_are_byte_identical(tmp_path):
+    run = FIX / "lmeval_config" / "openbookqa_3shot"
+    for out in ("a", "b"):
+        assert _export([run], tmp_path / out).exit_code == 0
+    a, b = (sorted(p for p in (tmp_path / d).rglob("*") if p.is_file()) for d in ("a", "b"))
+    assert [p.relative_to(tmp_path / "a") for p in a] == [p.relative_to(tmp_path / "b") for p in b]
+    assert all(x.read_bytes() == y.read_bytes() for x, y in zip(a, b))
+    before = {p: p.read_bytes() for p in (tmp_path / "a").rglob("*") if p.is_file()}
+    assert _export([run], tmp_path / "a").exit_code == 0  # again into the same folder: the same files, no others
+    assert {p: p.read_bytes() for p in (tmp_path / "a").rglob("*") if p.is_file()} == before
+    assert _export([tmp_path / "b"], tmp_path / "c").exit_code == 0  # the export of the export: the same bytes
+    assert [(p.relative_to(tmp_path / "c"), p.read_bytes()) for p in sorted((tmp_path / "c").rglob("*"))
+            if p.is_file()] == [(p.relative_to(tmp_path / "b"), p.read_bytes()) for p in b]
+    name = a[0].stem.removesuffix("_samples")
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", name)
+    text = a[0].read_text() + a[1].read_text()
+    assert "retrieved_timestamp" in text and '"retrieved_timestamp": "0"' in text  # no clock read
+
+
+def _rows(folder: Path) -> list[dict]:
+    return [json.loads(line) for p in sorted(folder.rglob("*.jsonl")) for line in p.read_text().splitlines()]
+
+
+def _check_predictions(rows: list[dict]) -> int:
+    """Every row's prediction is its own metric's argmax and agrees with the row's score; the number of docs whose
+    acc and acc_norm predictions differ."""
+    shown = {}
+    for r in rows:
+        (attr,) = r["answer_attribution"]
+        choices, gold = r["input"]["choices"], int(r["input"]["reference"][0])
+        assert (attr["extracted_value"] == choices[gold]) == (r["evaluation"]["score"] == 1.0)
+        lls = json.loads(r["metadata"]["repaudit.loglikelihoods"])
+        norm = lls if r["evaluation_result_id"] == "acc" else [x / len(c) for x, c in zip(lls, choices)]
+        assert attr["extracted_value"] == choices[norm.index(max(norm))]
+        shown[r["sample_id"], r["evaluation_result_id"]] = attr["extracted_value"]
+    return sum(shown[s, "acc"] != shown[s, "acc_norm"] for s, m in shown if m == "acc")
+
+
+def test_an_acc_norm_row_shows_acc_norms_own_prediction(tmp_path):
+    """EEE's converter shows acc's argmax on acc_norm rows; an export shows each metric's own, consistent with the
+    row's score on every row (or none, saying why, where the file keeps no choice texts)."""
+    assert _check_predictions(_rows(OURS)) == 1  # doc 0: acc 'refrigerator', acc_norm 'cellular telephone'
+    assert _export([FIX / "lmeval_config" / "openbookqa_0shot"], tmp_path / "obqa").exit_code == 0
+    rows = _rows(tmp_path / "obqa")  # samples without their text: acc shows the index, acc_norm nothing
+    acc = [r for r in rows if r["evaluation_result_id"] == "acc"]
+    norm = [r for r in rows if r["evaluation_result_id"] == "acc_norm"]
+    assert len(acc) == len(norm) == 40
+    assert all(r["answer_attribution"][0]["extracted_value"].isdigit() for r in acc)
+    assert all(not r["answer_attribution"] and "needs the choice texts" in r["metadata"]["repaudit.prediction"]
+               for r in norm)
+    if (SHARED / "lmeval_runs" / "s1").is_dir():  # all 570 docs of lm-eval's ARC-Easy run
+        assert _export([SHARED / "lmeval_runs" / "s1"], tmp_path / "s1").exit_code == 0
+        assert _check_predictions(_rows(tmp_path / "s1")) == 268
+
+
+def test_eees_own_conversions_flip_the_docs_lmeval_flips(converted):
+    detect._cache.clear()
+    c = api.compare(converted / "s1", converted / "s3", n_boot=200)
+    counts = Counter((f.metric, f.direction) for f in c.flips)
+    assert counts == {("acc", "right_to_wrong"): 6, ("acc", "wrong_to_right"): 1, ("acc_norm", "right_to_wrong"): 2}
+    assert {(f.metric, f.doc_id) for f in c.flips} == S1_S3_FLIPS
+    assert [(r.group, r.field, r.a, r.b) for r in c.factors if r.status == "differs"] == [
+        ("dtype", "dtype", "float32", "bfloat16")]
+    assert {r.field for r in c.factors if r.status == "unknown"} >= {"batch_size", "python", "padding_side"}
+    assert c.docs[0].doc_hash_equal == 570 and c.docs[0].prediction_equal == 562
+
+
+@pytest.mark.skipif(not (SHARED / "lmeval_runs").is_dir(), reason="../shared/lmeval_runs is absent")
+def test_eee_conversions_and_the_lmeval_runs_agree(converted):
+    direct = api.compare(SHARED / "lmeval_runs" / "s1", SHARED / "lmeval_runs" / "s3", n_boot=200)
+    assert {(f.metric, f.doc_id) for f in direct.flips} == S1_S3_FLIPS
+    mixed = api.compare(SHARED / "lmeval_runs" / "s1", converted / "s3", n_boot=200)  # one file of each
+    assert {(f.metric, f.doc_id) for f in mixed.flips} == S1_S3_FLIPS
+
+
+def _copy(src: Path, dst: Path) -> tuple[Path, Path]:
+    shutil.copytree(src, dst)
+    record = next(p for p in dst.rglob("*.json"))
+    return record, record.with_name(record.stem + "_samples.jsonl")
+
+
+def _reseal(record: Path, sidecar: Path) -> None:
+    """Record the sidecar's current checksum and row count, as if the edit had been made before."""
+    agg = json.loads(record.read_text())
+    data = sidecar.read_bytes()
+    agg["detailed_evaluation_results"].update(checksum=hashlib.sha256(data).hexdigest(),
+                                              total_rows=len(data.decode().splitlines()))
+    record.write_text(json.dumps(agg))
+
+
+def _truncated(record: Path, sidecar: Path) -> None:
+    sidecar.write_bytes(sidecar.read_bytes()[:-700])
+
+
+def _changed(record: Path, sidecar: Path) -> None:
+    sidecar.write_text(sidecar.read_text().replace('"score": 0.0', '"score": 1.0', 1))
+
+
+def _old_schema(record: Path, sidecar: Path) -> None:
+    record.write_text(record.read_text().replace('"schema_version": "0.3.0"', '"schema_version": "0.2.2"', 1))
+
+
+def _number_in_metadata(record: Path, sidecar: Path) -> None:
+    lines = sidecar.read_text().splitlines()
+    row = json.loads(lines[0])
+    row["metadata"]["doc_hash"] = 5
+    sidecar.write_text("\n".join([json.dumps(row), *lines[1:]]) + "\n")
+    _reseal(record, sidecar)
+
+
+def _row_dropped(record: Path, sidecar: Path) -> None:
+    sidecar.write_text("".join(sidecar.read_text().splitlines(keepends=True)[:-1]))
+    agg = json.loads(record.read_text())
+    agg["detailed_evaluation_results"]["checksum"] = hashlib.sha256(sidecar.read_bytes()).hexdigest()
+    record.write_text(json.dumps(agg))
+
+
+def _score_edited(record: Path, sidecar: Path) -> None:
+    sidecar.write_text(sidecar.read_text().replace('"score": 0.0', '"score": 1.0', 1))
+    _reseal(record, sidecar)
+
+
+@pytest.mark.parametrize("source", ["eee", "ours"])
+@pytest.mark.parametrize("damage,needle", [
+    (_truncated, "differs from the record's checksum"),
+    (_changed, "differs from the record's checksum"),
+    (_old_schema, '$.schema_version: is "0.2.2": this repaudit reads Every Eval Ever schema 0.3.0 only'),
+    (_number_in_metadata, "line 1: $.metadata.doc_hash: 5 is not of type 'string'"),
+    (_row_dropped, "rows; its record"),
+])
+def test_a_bad_record_is_one_error_line_and_nothing_is_written(converted, tmp_path, source, damage, needle):
+    record, sidecar = _copy(converted / "s1" if source == "eee" else OURS, tmp_path / "bad")
+    damage(record, sidecar)
+    detect._cache.clear()
+    res = _export([tmp_path / "bad"], tmp_path / "out")
+    assert needle in _one_error_line(res)
+    assert not (tmp_path / "out").exists()
+    assert needle in _one_error_line(runner.invoke(app, ["compare", str(tmp_path / "bad"), str(OURS)]))
+
+
+def test_a_record_edited_after_export_is_refused(tmp_path):
+    record, sidecar = _copy(OURS, tmp_path / "bad")
+    _score_edited(record, sidecar)
+    detect._cache.clear()
+    assert "is not the embedded per-doc acc" in _one_error_line(_export([tmp_path / "bad"], tmp_path / "out"))
+    record, sidecar = _copy(OURS, tmp_path / "bad2")
+    text = record.read_text()
+    record.write_text(text.replace('\\"batch_size\\":2', '\\"batch_size\\":4', 1))
+    assert text != record.read_text()
+    detect._cache.clear()
+    assert "it was changed after export" in _one_error_line(_export([tmp_path / "bad2"], tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
+def test_what_export_cannot_know_is_asked_for(tmp_path):
+    run = FIX / "repaudit_runs" / "gsm8k_2docs.json"
+    res = runner.invoke(app, ["export", str(run), "-o", str(tmp_path / "o")])
+    assert "--evaluator-relationship" in _one_error_line(res, 2)
+    res = runner.invoke(app, ["export", str(run), "--evaluator-relationship", "other", "-o", str(tmp_path / "o")])
+    assert "records 'SmolLM2-135M-Instruct' as its model, not a Hugging Face id: pass --model-id" in \
+        _one_error_line(res)
+    res = runner.invoke(app, ["export", str(run), "--evaluator-relationship", "other", "--model-id", "flat",
+                              "-o", str(tmp_path / "o")])
+    assert "names no organisation: pass --developer" in _one_error_line(res)
+    assert not (tmp_path / "o").exists()
+    res = runner.invoke(app, ["export", str(run), "--evaluator-relationship", "other", "--model-id", "flat",
+                              "--developer", "someone", "-o", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "o" / "data" / "gsm8k" / "someone" / "flat").is_dir()
+
+
+def test_a_repaudit_runs_record_replays_as_the_run_and_others_say_why_not(converted):
+    from repaudit.audit.replay import load_replay_source
+    from repaudit.importers.runfile import config_from_record
+    from repaudit.run.records import read_record
+
+    detect._cache.clear()
+    replay = load_replay_source(OURS, None, None, None)
+    assert replay.config == config_from_record(read_record(FIX / "repaudit_runs" / "arc_easy_3docs.json"), None)
+    with pytest.raises(Exception, match="cannot be replayed: it is a record of another converter"):
+        load_replay_source(converted / "s1", None, None, None)
+
+
+def test_what_is_not_a_run_is_named(converted, tmp_path):
+    sidecar = next((converted / "s1").rglob("*.jsonl"))
+    res = runner.invoke(app, ["compare", str(sidecar), str(OURS)])
+    assert "is JSON lines whose first line is one Every Eval Ever sidecar row" in _one_error_line(res)
+    both = tmp_path / "both"
+    for run in ("s1", "s3"):
+        shutil.copytree(converted / run / "data", both / "data", dirs_exist_ok=True)
+    res = runner.invoke(app, ["compare", str(both), str(OURS)])
+    assert "holds two records of task 'arc_easy'" in _one_error_line(res)
+
+
+def test_a_folder_of_one_runs_records_is_one_run(tmp_path):
+    run = FIX / "lmeval" / "pythia__160m-5shot_step143000.json"
+    assert _export([run], tmp_path).exit_code == 0
+    detect._cache.clear()
+    orig, back = detect.load_run(run), detect.load_run(tmp_path)
+    assert len(back.tasks) == len(orig.tasks) > 50 and len(list(tmp_path.rglob("*.json"))) == len(orig.tasks)
+    assert dataclasses.asdict(back) == {**dataclasses.asdict(orig), "path": str(tmp_path)}
+
+
+def test_two_converters_sample_ids_pair_by_doc_hash(converted, tmp_path):
+    """Another converter's sample ids ('arc_easy_12', in another order): docs pair by metadata.doc_hash."""
+    record, sidecar = _copy(converted / "s3", tmp_path / "s3")
+    rows = [json.loads(line) for line in sidecar.read_text().splitlines()][::-1]
+    for r in rows:
+        r["sample_id"] = f"arc_easy_{r['sample_id']}"
+    sidecar.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _reseal(record, sidecar)
+    detect._cache.clear()
+    c = api.compare(converted / "s1", tmp_path / "s3", n_boot=200)
+    assert {(f.metric, f.doc_id) for f in c.flips} == S1_S3_FLIPS
+    assert any("paired with A's by doc_hash (570 paired" in n for n in c.notes), c.notes
+
+
+def test_a_damaged_record_in_a_folder_is_an_error_not_a_missing_task(tmp_path):
+    run = FIX / "lmeval_public_extra" / "stabjp__open-calm-1b_result.json"
+    assert _export([run], tmp_path / "x").exit_code == 0
+    records = sorted((tmp_path / "x").rglob("*.json"))
+    assert len(records) == 6
+    records[2].write_text(records[2].read_text()[:100])
+    detect._cache.clear()
+    res = runner.invoke(app, ["compare", str(tmp_path / "x"), str(run)])
+    assert f"'{records[2]}': is not valid JSON" in _one_error_line(res)
+    for r in records[:2] + records[3:]:
+        r.unlink()  # the damaged record alone in its folder: no run there
+    detect._cache.clear()
+    assert "holds 0 results files" in _one_error_line(runner.invoke(app, ["compare", str(tmp_path / "x"), str(run)]))
+
+
+def test_a_record_of_eees_converter_comes_back_the_same_and_keeps_its_library(converted, tmp_path):
+    detect._cache.clear()
+    res = runner.invoke(app, ["export", str(converted / "s3"), "--evaluator-relationship", "third_party", "-o",
+                              str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert "model id 'models/SmolLM2-135M-Instruct' is the run's recorded model name" in res.stderr
+    a, b = detect.load_run(converted / "s3"), detect.load_run(tmp_path)
+    assert (a.source, a.factors, a.tasks) == (b.source, b.factors, b.tasks)
+    record = json.loads(next(tmp_path.rglob("*.json")).read_text())
+    assert (record["eval_library"]["name"], record["eval_library"]["version"]) == ("lm_eval", "0.4.13")
+
+
+def test_an_exported_interval_stays_inside_the_metrics_range(tmp_path):
+    """On 3 docs the raw normal interval of acc_norm (0.33 ± 0.65) reaches below 0; the export cuts it to the
+    metric's range and says so in the method."""
+    assert _export([FIX / "repaudit_runs" / "arc_easy_3docs.json"], tmp_path / "x").exit_code == 0
+    (record,) = [p for p in (tmp_path / "x").rglob("*.json")]
+    cut = 0
+    for r in json.loads(record.read_text())["evaluation_results"]:
+        ci, cfg = r["score_details"]["uncertainty"]["confidence_interval"], r["metric_config"]
+        assert cfg["min_score"] <= ci["lower"] <= r["score_details"]["score"] <= ci["upper"] <= cfg["max_score"]
+        cut += "cut to the metric's range" in ci["method"]
+    assert cut >= 1
