@@ -61,6 +61,7 @@ def test_run_files_written_before_the_registry_read_and_digest_as_before(name):
     if not generative:
         conditional |= {("metric_variant", "answer_match"), ("metric_variant", "exact_match_options"),
                         ("sampling", "temperature"), ("sampling", "top_p"), ("sampling", "top_k"),
+                        ("sampling", "repetition_penalty"),
                         ("backend", "generation_strategy")}
     for f in FACTORS:  # every recorded factor's value is found where the registry says, in the run's factors
         if f.fingerprint is not None:
@@ -90,11 +91,11 @@ def test_readme_factor_table_is_the_registry():
     assert res.exit_code == 0 and [r["factor"] for r in json.loads(res.stdout)] == [f.name for f in FACTORS]
 
 
-def test_no_function_over_80_lines():
+def test_no_function_over_60_lines():
     long = []
     for p in sorted((ROOT / "repaudit").rglob("*.py")):
         for node in ast.walk(ast.parse(p.read_text())):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60:
                 long.append(f"{p.relative_to(ROOT)}:{node.name} ({node.end_lineno - node.lineno + 1} lines)")
     assert not long, long
 

