@@ -56,7 +56,17 @@ class DocResult(BaseModel):
 class Timings(BaseModel):
     """Wall-clock seconds. ``computed_batches`` ran now; ``cached_batches`` came from the store;
     ``tokens_computed`` is the number of positions the decoder ran for loglikelihood requests now,
-    ``forward_s`` the seconds spent inside those forward passes (output layer and log-softmax included)."""
+    ``forward_s`` the seconds spent inside those forward passes (output layer and log-softmax included; on a
+    GPU read after synchronising, so it is compute, not kernel launch; a GPU run's file without
+    ``gpu_memory_peak_mib`` was written before that and holds launch time there).
+
+    Added later (absent in older files, read as ``None``): ``model_load_parts_s``, the seconds of
+    ``model_load_s`` by part for the hf backend — ``device_init`` (the GPU's context; ~0 on the CPU),
+    ``tokenizer``, ``weights`` (read, cast to the dtype, placed on the device) — ``None`` where this run
+    reused a model loaded by an earlier run of the process or another backend loaded it;
+    ``gpu_memory_peak_mib``, the most GPU memory torch held in tensors on the run's device during the run
+    (MiB, weights included; ``torch.cuda.max_memory_allocated``), ``None`` on the CPU and for the vllm
+    backend (its engine allocates outside this counter)."""
 
     model_config = ConfigDict(extra="forbid")
     model_load_s: float
@@ -67,6 +77,8 @@ class Timings(BaseModel):
     cached_batches: int
     tokens_computed: int = 0
     forward_s: float = 0.0
+    model_load_parts_s: dict[str, float] | None = None
+    gpu_memory_peak_mib: float | None = None
 
 
 class RunRecord(BaseModel):
