@@ -19,9 +19,9 @@ from collections import Counter
 from typing import Any
 
 from repaudit.backends.base import BackendInfo, Progress, generate_in_batches
-from repaudit.backends.device import clock, init_device
+from repaudit.backends.device import clock
 from repaudit.backends.gather import ChoiceIndex
-from repaudit.backends.model_source import ResolvedModel
+from repaudit.backends.model_source import ResolvedModel, load_transformers
 from repaudit.backends.store import BatchCache, pairs_shape, stored_groups
 from repaudit.backends.tokens import RequestEncoder, apply_chat_template, tokenizer_identity
 from repaudit.errors import RepauditError
@@ -103,9 +103,9 @@ class HFBackend:
     def __init__(self, model: ResolvedModel, dtype: str = "float32", batch_size: int = 8,
                  padding_side: str = "right", device: str = "cpu", trust_remote_code: bool = False,
                  scoring_strategy: str = "full_sequence", engine: dict | None = None):
+        t0 = time.perf_counter()
         import torch
         import transformers
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
         # transformers' own bars and warnings would interleave with ours on stderr.
         transformers.utils.logging.disable_progress_bar()
@@ -114,22 +114,8 @@ class HFBackend:
             raise RepauditError(f"unknown dtype '{dtype}': choose one of {', '.join(DTYPES)}")
         _check_settings(batch_size, padding_side, scoring_strategy)
         attn = _attn_implementation(engine or {})
-        #: seconds of the load by part, until the first run takes them (:meth:`pop_load_parts`)
-        self.load_parts: dict[str, float] | None = {"device_init": init_device(device)}
-        try:
-            t = time.perf_counter()
-            self.tokenizer = AutoTokenizer.from_pretrained(model.path, trust_remote_code=trust_remote_code)
-            self.load_parts["tokenizer"] = time.perf_counter() - t
-            t = time.perf_counter()
-            # each tensor is read, cast to the dtype asked and placed on the device as it loads: no whole copy of the
-            # model in host memory (nor in the checkpoint's dtype) on the way to the GPU
-            self.model = AutoModelForCausalLM.from_pretrained(
-                model.path, dtype=getattr(torch, dtype), device_map=torch.device(device),
-                trust_remote_code=trust_remote_code, **({"attn_implementation": attn} if attn else {})).eval()
-            self.load_parts["weights"] = clock(device) - t
-        except (OSError, ValueError) as exc:
-            raise RepauditError(f"model '{model.name}' at '{model.path}' could not be loaded by transformers "
-                                f"({str(exc).splitlines()[0]})") from None
+        parts = {"imports": time.perf_counter() - t0}
+        self.tokenizer, self.model = load_transformers(model, dtype, device, trust_remote_code, attn, parts)
         self.torch = torch
         self.resolved = model
         self.device = device
@@ -143,6 +129,9 @@ class HFBackend:
             engine={"attn_implementation": str(getattr(self.model.config, "_attn_implementation", "unknown")),
                     **({"requested": dict(sorted(engine.items()))} if engine else {})},
         )
+        parts["other"] = time.perf_counter() - t0 - sum(parts.values())  # tokenizer hash, parameter count
+        #: seconds of the load by part, until the first run takes them (:meth:`pop_load_parts`)
+        self.load_parts: dict[str, float] | None = parts
 
     def configure(self, batch_size: int, padding_side: str, scoring_strategy: str,
                   add_bos_token: bool | None = None) -> None:
@@ -175,9 +164,9 @@ class HFBackend:
             self._scorer = PrefixScorer(self.model, self.device)
 
     def pop_load_parts(self) -> dict[str, float] | None:
-        """Seconds the load took by part — ``device_init`` (the device's context; ~0 on the CPU), ``tokenizer``,
-        ``weights`` (read, cast to the dtype, placed on the device) — once: the run that loaded the model reports
-        them, a later run reusing it gets ``None``."""
+        """Seconds the load took by part — ``imports`` (torch, transformers), then those of
+        :func:`~repaudit.backends.model_source.load_transformers`, ``other`` (the rest of the set-up) — once: the run
+        that loaded the model reports them, a later run reusing it gets ``None``."""
         parts, self.load_parts = self.load_parts, None
         return None if parts is None else {k: round(v, 3) for k, v in parts.items()}
 

@@ -61,9 +61,10 @@ class Timings(BaseModel):
     ``gpu_memory_peak_mib`` was written before that and holds launch time there).
 
     Added later (absent in older files, read as ``None``): ``model_load_parts_s``, the seconds of
-    ``model_load_s`` by part for the hf backend — ``device_init`` (the GPU's context; ~0 on the CPU),
-    ``tokenizer``, ``weights`` (read, cast to the dtype, placed on the device) — ``None`` where this run
-    reused a model loaded by an earlier run of the process or another backend loaded it;
+    ``model_load_s`` by part for the hf backend — ``imports`` (torch, transformers), ``device_init`` (the
+    GPU's context; ~0 on the CPU), ``tokenizer``, ``weights`` (read, cast to the dtype, placed on the
+    device), ``other`` (tokenizer hash, parameter count) — ``None`` where this run reused a model loaded
+    by an earlier run of the process, or another backend loaded it;
     ``gpu_memory_peak_mib``, the most GPU memory torch held in tensors on the run's device during the run
     (MiB, weights included; ``torch.cuda.max_memory_allocated``), ``None`` on the CPU and for the vllm
     backend (its engine allocates outside this counter)."""
