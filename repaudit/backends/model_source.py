@@ -13,6 +13,7 @@ Three sources:
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
 import os
@@ -217,8 +218,9 @@ def _resolve_hub(repo_id: str, revision: str | None, cache_dir: Path) -> Resolve
 def load_transformers(model: ResolvedModel, dtype: str, device: str, trust_remote_code: bool, attn: str | None,
                       parts: dict[str, float]):
     """``(tokenizer, causal LM in eval mode)`` of ``model`` in ``dtype`` (a torch dtype name) on ``device``, adding
-    to ``parts`` the seconds of ``device_init`` (the device's context, :func:`repaudit.backends.device.init_device`),
-    ``tokenizer`` and ``weights`` (read, cast, placed; ended by a synchronised clock).
+    to ``parts`` the seconds of ``imports`` (the model family's modules), ``device_init`` (the device's context,
+    :func:`repaudit.backends.device.init_device`), ``tokenizer`` and ``weights`` (read, cast, placed; ended by a
+    synchronised clock).
 
     ``device_map`` puts each tensor on the device in the dtype asked as it is read: no copy of the whole
     model in host memory, nor in the checkpoint's dtype, on the way to a GPU (on the CPU the weights are
@@ -228,8 +230,15 @@ def load_transformers(model: ResolvedModel, dtype: str, device: str, trust_remot
         RepauditError: files transformers cannot load; ``attn`` is transformers' ``attn_implementation`` or None.
     """
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
+    t = time.perf_counter()
+    # the model family's modules import lazily on first use: timed as imports, not as reading files (remote code, or
+    # files that from_pretrained below reports on, are left to it)
+    with contextlib.suppress(KeyError, OSError, ValueError):
+        MODEL_FOR_CAUSAL_LM_MAPPING[type(AutoConfig.from_pretrained(model.path, trust_remote_code=trust_remote_code))]
+    parts["imports"] = parts.get("imports", 0.0) + time.perf_counter() - t
     parts["device_init"] = init_device(device)
     try:
         t = time.perf_counter()
