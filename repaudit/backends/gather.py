@@ -11,12 +11,14 @@ gathered at once, summed and checked on the device, and one ``tolist()`` brings 
 torch's CPU sum adds a row of ``k`` elements in an order that depends on ``k`` (four interleaved partial
 sums, vector lanes from 16 elements on, a scalar tail added first): a segment sum (``index_add_``,
 ``cumsum``) adds left to right, and zero-padding rows to a common length moves elements into other
-lanes; both change float32 results in the last bits (measured: padding differed for 206 of the lengths
-1–299, ``index_add_`` for 294). Choices of equal length are therefore summed together as the rows of a
-contiguous ``(n, k)`` view, which torch reduces row by row with exactly the 1-D kernel: bit-identical
-to the per-choice sums in float32 and bfloat16 for every length 1–299 (7 rows) and for lengths up to
-2,047 with 1–600 rows (torch 2.13 on the CPU, AVX-512, 2 threads; ``tests/test_gather.py`` checks
-lengths 1–1,025 in float32). :meth:`ChoiceIndex.scores` runs one sum per distinct length, not per choice.
+lanes; both change float32 results in the last bits (measured in float32: padding differed for 206 of
+the lengths 1–299, ``index_add_`` for 294). Choices of equal length are therefore summed together as
+the rows of a contiguous ``(n, k)`` view, which torch reduces row by row with exactly the 1-D kernel:
+bit-identical to the per-choice sums for every length 1–299 (7 rows) in float32 and bfloat16, and in
+float32 for 17 lengths up to 2,047 with 1–600 rows (torch 2.13 on the CPU, AVX-512, 2 threads;
+``tests/test_gather.py`` checks lengths 1–1,025 in float32). :meth:`ChoiceIndex.scores` runs one sum
+per distinct length, not per choice. On a GPU, whether the row sums equal the 1-D ones has not been
+measured (no GPU here); ``bench/gpu_check.sh`` compares predictions with lm-eval's there.
 """
 
 from __future__ import annotations
