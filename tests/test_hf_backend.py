@@ -165,3 +165,42 @@ def test_unknown_scoring_strategy_is_refused(backend_factory):
 
     with pytest.raises(RepauditError, match="unknown scoring strategy 'fast'"):
         backend_factory(scoring_strategy="fast")
+
+
+# ------------------------------------------------------------------ host reads
+#: the Tensor methods that read a value back to the host (each one a device synchronisation on a GPU)
+HOST_READS = ("item", "tolist", "__float__", "__bool__", "__int__")
+
+
+def _count_host_reads(monkeypatch) -> dict:
+    counts = dict.fromkeys(HOST_READS, 0)
+    for name in HOST_READS:
+        original = getattr(torch.Tensor, name)
+
+        def counted(self, *a, _name=name, _original=original, **kw):
+            counts[_name] += 1
+            return _original(self, *a, **kw)
+
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    return counts
+
+
+@pytest.mark.parametrize("strategy", ["full_sequence", "shared_prefix"])
+def test_a_batch_reads_the_host_a_fixed_number_of_times_not_once_per_choice(backend_factory, monkeypatch, strategy):
+    """Two choices and 26 choices of one context (one row, one batch) cost the same host reads, and few: the
+    scores come back in one transfer (repaudit.backends.gather), not two scalar reads per choice."""
+    ctx = "Pick the letter that comes first in the alphabet:"
+    letters = [" " + chr(ord("A") + i) for i in range(26)]
+    be = backend_factory(batch_size=64, scoring_strategy=strategy)
+    reference = be.loglikelihood([LoglikelihoodRequest(ctx, c) for c in letters])
+    seen = []
+    for n in (2, 26):
+        reqs = [LoglikelihoodRequest(ctx, c) for c in letters[:n]]
+        counts = _count_host_reads(monkeypatch)
+        got = be.loglikelihood(reqs)
+        monkeypatch.undo()
+        assert sum(be.batch_sizes_used.values()) == len(seen) + 2  # one batch per call (the reference's too)
+        assert [(r.logprob, r.is_greedy) for r in got] == [(r.logprob, r.is_greedy) for r in reference[:n]]
+        seen.append(counts)
+    assert seen[0] == seen[1], seen
+    assert sum(seen[1].values()) <= 2, seen[1]

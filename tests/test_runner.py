@@ -142,3 +142,21 @@ def test_scoring_strategy_is_recorded_and_keeps_predictions(tiny_model, shared_d
         "root['settings']['serving']['scoring_strategy']"}
     assert [d.prediction for d in a.docs] == [d.prediction for d in b.docs]
     assert 0 < b.timings.tokens_computed < a.timings.tokens_computed
+
+
+def test_timings_say_what_loading_cost_and_hold_no_gpu_memory_on_the_cpu(tiny_model, shared_data, tmp_path):
+    from pathlib import Path
+
+    from repaudit.run.runner import BackendPool
+
+    pool = BackendPool()
+    a = run(_cfg(tiny_model, shared_data, tmp_path, limit=4), backends=pool)
+    b = run(_cfg(tiny_model, shared_data, tmp_path, limit=4, batch_size=2), backends=pool)
+    parts = a.timings.model_load_parts_s
+    assert set(parts) == {"imports", "device_init", "tokenizer", "weights", "other"} and min(parts.values()) >= 0
+    assert sum(parts.values()) <= a.timings.model_load_s + 0.01  # parts of the load, rounded to ms
+    assert b.timings.model_load_parts_s is None  # reused from the pool: this run loaded nothing
+    assert a.timings.gpu_memory_peak_mib is None and b.timings.gpu_memory_peak_mib is None  # no GPU counter
+    # a file written before these fields reads with them unset
+    old = read_record(Path(__file__).parent / "fixtures" / "repaudit_runs" / "arc_easy_3docs.json")
+    assert (old.timings.model_load_parts_s, old.timings.gpu_memory_peak_mib) == (None, None)

@@ -6,7 +6,10 @@ context's trailing whitespace moved into the continuation; requests whose tokens
 cache); rows are sorted by descending length then by tokens, cut into batches of ``batch_size``,
 right-padded with token 0 and run without an attention mask; ``log_softmax`` is taken in the
 model's dtype over the whole vocabulary and the continuation's log-probabilities are summed, so a
-bfloat16 run rounds exactly as lm-eval's does.
+bfloat16 run rounds exactly as lm-eval's does. Unlike lm-eval, the log-softmax runs only at the
+positions that predict continuation tokens (row by row, so each row's bits are the same) and a batch's
+sums and greedy checks are made on the device and read back in one transfer
+(:mod:`repaudit.backends.gather`).
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from collections import Counter
 from typing import Any
 
 from repaudit.backends.base import BackendInfo, Progress, generate_in_batches
-from repaudit.backends.model_source import ResolvedModel
-from repaudit.backends.store import BatchCache, pairs_shape
+from repaudit.backends.device import clock
+from repaudit.backends.gather import ChoiceIndex
+from repaudit.backends.model_source import ResolvedModel, load_transformers
+from repaudit.backends.store import BatchCache, pairs_shape, stored_groups
 from repaudit.backends.tokens import RequestEncoder, apply_chat_template, tokenizer_identity
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
@@ -75,18 +80,6 @@ def _check_settings(batch_size: int, padding_side: str, scoring_strategy: str) -
         raise RepauditError(f"batch size must be at least 1, got {batch_size}")
 
 
-def _stored_groups(payload, batch: list[list[int]], enc) -> list[dict[tuple, tuple[float, bool]]] | None:
-    """A stored full-sequence batch as per-group ``{continuation: (logprob, is_greedy)}``, or ``None``
-    when the payload does not have that shape or lacks a continuation of the batch."""
-    try:
-        stored = [{tuple(int(t) for t in c): (float(lp), bool(gr)) for c, lp, gr in grp} for grp in payload]
-        if len(stored) != len(batch) or any(tuple(enc[m][1]) not in stored[j] for j, g in enumerate(batch) for m in g):
-            return None
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return stored
-
-
 class HFBackend:
     """A causal LM loaded with transformers.
 
@@ -110,9 +103,9 @@ class HFBackend:
     def __init__(self, model: ResolvedModel, dtype: str = "float32", batch_size: int = 8,
                  padding_side: str = "right", device: str = "cpu", trust_remote_code: bool = False,
                  scoring_strategy: str = "full_sequence", engine: dict | None = None):
+        t0 = time.perf_counter()
         import torch
         import transformers
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
         # transformers' own bars and warnings would interleave with ours on stderr.
         transformers.utils.logging.disable_progress_bar()
@@ -121,14 +114,8 @@ class HFBackend:
             raise RepauditError(f"unknown dtype '{dtype}': choose one of {', '.join(DTYPES)}")
         _check_settings(batch_size, padding_side, scoring_strategy)
         attn = _attn_implementation(engine or {})
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(model.path, trust_remote_code=trust_remote_code)
-            self.model = AutoModelForCausalLM.from_pretrained(
-                model.path, dtype=getattr(torch, dtype), trust_remote_code=trust_remote_code,
-                **({"attn_implementation": attn} if attn else {})).to(device).eval()
-        except (OSError, ValueError) as exc:
-            raise RepauditError(f"model '{model.name}' at '{model.path}' could not be loaded by transformers "
-                                f"({str(exc).splitlines()[0]})") from None
+        parts = {"imports": time.perf_counter() - t0}
+        self.tokenizer, self.model = load_transformers(model, dtype, device, trust_remote_code, attn, parts)
         self.torch = torch
         self.resolved = model
         self.device = device
@@ -142,6 +129,9 @@ class HFBackend:
             engine={"attn_implementation": str(getattr(self.model.config, "_attn_implementation", "unknown")),
                     **({"requested": dict(sorted(engine.items()))} if engine else {})},
         )
+        parts["other"] = time.perf_counter() - t0 - sum(parts.values())  # tokenizer hash, parameter count
+        #: seconds of the load by part, until the first run takes them (:meth:`pop_load_parts`)
+        self.load_parts: dict[str, float] | None = parts
 
     def configure(self, batch_size: int, padding_side: str, scoring_strategy: str,
                   add_bos_token: bool | None = None) -> None:
@@ -172,6 +162,13 @@ class HFBackend:
             from repaudit.backends.prefix import PrefixScorer
 
             self._scorer = PrefixScorer(self.model, self.device)
+
+    def pop_load_parts(self) -> dict[str, float] | None:
+        """Seconds the load took by part — ``imports`` (torch, transformers), then those of
+        :func:`~repaudit.backends.model_source.load_transformers`, ``other`` (the rest of the set-up) — once: the run
+        that loaded the model reports them, a later run reusing it gets ``None``."""
+        parts, self.load_parts = self.load_parts, None
+        return None if parts is None else {k: round(v, 3) for k, v in parts.items()}
 
     # ------------------------------------------------------------------ keys
     def config_key(self, kind: str) -> str:
@@ -262,7 +259,7 @@ class HFBackend:
             rows = [(enc[g[0]][0] + enc[g[0]][1])[-(max_len + 1):][:-1] for g in batch]
             bkey = sha256_json(rows)
             payload = cache.get(ckey, bkey) if cache is not None else None
-            stored = _stored_groups(payload, batch, enc) if payload is not None else None
+            stored = stored_groups(payload, batch, enc) if payload is not None else None
             if payload is not None and stored is None:
                 cache.drop(ckey, bkey)  # a payload of the wrong shape is never trusted
             if stored is None:
@@ -313,6 +310,13 @@ class HFBackend:
 
     def _forward_ll(self, batch: list[list[int]], rows: list[list[int]], enc: list[tuple[list[int], list[int]]]
                     ) -> list[dict[tuple, tuple[float, bool]]]:
+        """Per group of ``batch``, ``{continuation ids: (log p in nats, is_greedy)}`` from one forward pass of
+        ``rows`` (lm-eval's padding, dtype and full-vocabulary log-softmax), scored on the device and read back in
+        one transfer (:class:`~repaudit.backends.gather.ChoiceIndex`).
+
+        Raises:
+            RepauditError: a continuation longer than the model's window (no position predicts its first token).
+        """
         torch = self.torch
         width = max(len(r) for r in rows)
         pad = [width - len(r) for r in rows]
@@ -323,25 +327,29 @@ class HFBackend:
             ids = torch.tensor([[0] * p + r for r, p in zip(rows, pad)], dtype=torch.long, device=self.device)
             mask = torch.tensor([[0] * p + [1] * len(r) for r, p in zip(rows, pad)], device=self.device)
             kwargs = {"attention_mask": mask, "position_ids": (mask.cumsum(-1) - 1).clamp(min=0)}
-        t = time.perf_counter()
-        with torch.inference_mode():
-            logprobs = torch.log_softmax(self.model(ids, **kwargs).logits, dim=-1)
-        self.forward_s += time.perf_counter() - t
-        result = []
+        # scored positions: each group's last len(longest continuation) positions; a member's are their suffix
+        at, where, choices = 0, [], []
         for j, g in enumerate(batch):
-            end = len(rows[j]) if self.padding_side == "right" else width
-            rep_cont = len(enc[g[0]][1])
-            lp_rows = logprobs[j, end - rep_cont:end]
-            greedy = lp_rows.argmax(-1)
-            grp = {}
-            for m in g:
-                cont = enc[m][1]
-                k = len(cont)
-                ct = torch.tensor(cont, dtype=torch.long, device=self.device)
-                sel = torch.gather(lp_rows[-k:], 1, ct.unsqueeze(-1)).squeeze(-1)
-                grp[tuple(cont)] = (float(sel.sum()), bool((greedy[-k:] == ct).all()))
-            result.append(grp)
-        return result
+            end, rep = (len(rows[j]) if self.padding_side == "right" else width), len(enc[g[0]][1])
+            if rep > len(rows[j]):
+                raise RepauditError(f"a continuation of {rep} tokens does not fit the model's window of "
+                                    f"{self.info.max_length} tokens")
+            where += [(j, t) for t in range(end - rep, end)]
+            choices += [(range(at + rep - len(enc[m][1]), at + rep), enc[m][1]) for m in g]
+            at += rep
+        where_t = torch.tensor(where, dtype=torch.long, device=self.device).T
+        index = ChoiceIndex(torch, self.device, choices)
+        t = clock(self.device)
+        with torch.inference_mode():
+            logits = self.model(ids, **kwargs).logits
+            # log_softmax row by row, so taking it at the scored positions only gives each of them the bits the
+            # whole (batch, width, vocabulary) tensor's log_softmax gives it (lm-eval's)
+            logprobs = torch.log_softmax(logits[where_t[0], where_t[1]], dim=-1)
+            greedy = logprobs.argmax(-1)
+        self.forward_s += clock(self.device) - t
+        with torch.inference_mode():
+            scores = iter(index.scores(logprobs, greedy))
+        return [{tuple(enc[m][1]): next(scores) for m in g} for g in batch]
 
     # --------------------------------------------------------- generate_until
     def generate_until(self, requests: list[GenerateRequest], cache: BatchCache | None = None,

@@ -7,6 +7,8 @@ Three sources:
   user cache directory, keyed by the GGUF's sha256;
 * a local model directory;
 * a Hugging Face hub id (with an optional revision), downloaded through ``huggingface_hub``.
+
+:func:`load_transformers` then loads resolved weights with transformers, timed by part.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from repaudit.backends.device import clock, init_device
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_file, sha256_json
 
@@ -207,3 +211,43 @@ def _resolve_hub(repo_id: str, revision: str | None, cache_dir: Path) -> Resolve
     # snapshot folders are named by the commit they hold, which pins the revision actually used.
     return ResolvedModel(name=repo_id, source="hub", path=local, revision=local.name,
                          weights_sha256=weights_sha256(local, cache_dir))
+
+
+def load_transformers(model: ResolvedModel, dtype: str, device: str, trust_remote_code: bool, attn: str | None,
+                      parts: dict[str, float]):
+    """``(tokenizer, causal LM in eval mode)`` of ``model`` in ``dtype`` (a torch dtype name) on ``device``, adding
+    to ``parts`` the seconds of ``imports`` (the model family's modules), ``device_init`` (the device's context,
+    :func:`repaudit.backends.device.init_device`), ``tokenizer`` and ``weights`` (read, cast, placed; ended by a
+    synchronised clock).
+
+    ``device_map`` puts each tensor on the device in the dtype asked as it is read: no copy of the whole
+    model in host memory, nor in the checkpoint's dtype, on the way to a GPU (on the CPU the weights are
+    the same bits as ``from_pretrained(...).to(device)`` gives).
+
+    Raises:
+        RepauditError: files transformers cannot load; ``attn`` is transformers' ``attn_implementation`` or None.
+    """
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    t = time.perf_counter()
+    # the model family's modules import lazily on first use: timed as imports, not as reading files (remote code, or
+    # files that from_pretrained below reports on, are left to it)
+    with contextlib.suppress(KeyError, OSError, ValueError):
+        MODEL_FOR_CAUSAL_LM_MAPPING[type(AutoConfig.from_pretrained(model.path, trust_remote_code=trust_remote_code))]
+    parts["imports"] = parts.get("imports", 0.0) + time.perf_counter() - t
+    parts["device_init"] = init_device(device)
+    try:
+        t = time.perf_counter()
+        tokenizer = AutoTokenizer.from_pretrained(model.path, trust_remote_code=trust_remote_code)
+        parts["tokenizer"] = time.perf_counter() - t
+        t = time.perf_counter()
+        lm = AutoModelForCausalLM.from_pretrained(
+            model.path, dtype=getattr(torch, dtype), device_map=torch.device(device),
+            trust_remote_code=trust_remote_code, **({"attn_implementation": attn} if attn else {})).eval()
+        parts["weights"] = clock(device) - t
+    except (OSError, ValueError) as exc:
+        raise RepauditError(f"model '{model.name}' at '{model.path}' could not be loaded by transformers "
+                            f"({str(exc).splitlines()[0]})") from None
+    return tokenizer, lm

@@ -26,8 +26,10 @@ SGLang's RadixAttention (Zheng et al., 2024); implementation is repaudit's own.
 from __future__ import annotations
 
 import inspect
-import time
 from dataclasses import dataclass, field
+
+from repaudit.backends.device import clock
+from repaudit.backends.gather import ChoiceIndex
 
 #: prefixes shorter than this are not worth a separate key/value pass
 MIN_SHARED_PREFIX = 32
@@ -172,24 +174,19 @@ class PrefixScorer:
         torch = self.torch
         if self.prefix_kv is None or self.prefix_kv[0] != prefix:
             ids = torch.tensor([prefix], dtype=torch.long, device=self.device)
-            t = time.perf_counter()
+            t = clock(self.device)
             with torch.inference_mode():
                 out = self.base(input_ids=ids, use_cache=True)
-            self.forward_s += time.perf_counter() - t
+            self.forward_s += clock(self.device) - t
             self.prefix_kv = (prefix, [(layer.keys, layer.values) for layer in out.past_key_values.layers])
             self.tokens_computed += len(prefix)
         return self.prefix_kv[1]
 
-    def score(self, prefix: tuple[int, ...], batch: list[Unit]) -> list[list[tuple[float, bool]]]:
-        """Log-probability and greedy flag of every continuation of every unit.
-
-        Returns:
-            ``out[j][k] = (sum of log p over unit j's continuation k tokens, all tokens greedy)``.
-        """
+    def _tree(self, p: int, batch: list[Unit]):
+        """``batch`` laid out after a shared prefix of ``p`` tokens (module docstring, point 1): input ids
+        ``(rows, width)``, the additive attention mask ``(rows, 1, width, p + width)`` in the model's dtype,
+        position ids ``(rows, width)``, and each row's length in tokens."""
         torch = self.torch
-        from transformers import DynamicCache
-
-        p = len(prefix)
         rows, segs, pos = [], [], []
         for u in batch:
             r, s, q = list(u.ctx[p:]), [0] * (len(u.ctx) - p), list(range(p, len(u.ctx)))
@@ -215,37 +212,46 @@ class PrefixScorer:
         dtype = self.model.dtype
         mask = torch.zeros(allowed.shape, dtype=dtype, device=self.device)
         mask.masked_fill_(~allowed, torch.finfo(dtype).min)
+        return ids, mask[:, None], position_ids, [len(r) for r in rows]
+
+    def score(self, prefix: tuple[int, ...], batch: list[Unit]) -> list[list[tuple[float, bool]]]:
+        """Log-probability and greedy flag of every continuation of every unit.
+
+        Returns:
+            ``out[j][k] = (sum of log p over unit j's continuation k tokens, all tokens greedy)``, scored on the
+            device and read back in one transfer (:class:`~repaudit.backends.gather.ChoiceIndex`).
+        """
+        torch = self.torch
+        from transformers import DynamicCache
+
+        p = len(prefix)
+        ids, mask, position_ids, lengths = self._tree(p, batch)
         kwargs = {}
         if p:
-            kwargs[self.cache_key] = DynamicCache(
-                ddp_cache_data=[(k.expand(B, -1, -1, -1), v.expand(B, -1, -1, -1)) for k, v in self._prefix(prefix)])
-        # positions that predict continuation tokens: the context's last one, then each continuation's inputs
-        starts = [len(u.ctx) - p - 1 for u in batch]
-        lengths = [len(r) for r in rows]
-        bi = torch.tensor([j for j in range(B) for _ in range(starts[j], lengths[j])], device=self.device)
-        ti = torch.tensor([t for j in range(B) for t in range(starts[j], lengths[j])], device=self.device)
-        t = time.perf_counter()
+            kwargs[self.cache_key] = DynamicCache(ddp_cache_data=[
+                (k.expand(len(batch), -1, -1, -1), v.expand(len(batch), -1, -1, -1)) for k, v in self._prefix(prefix)])
+        # scored positions: the context's last one, then each continuation's inputs (row by row)
+        where, choices = [], []
+        for j, u in enumerate(batch):
+            start = len(u.ctx) - p - 1
+            base, offset = len(where), 1  # offset: index among this row's scored positions
+            for c in u.conts:
+                choices.append(([base] + list(range(base + offset, base + offset + len(c) - 1)), c))
+                offset += len(c) - 1
+            where += [(j, t) for t in range(start, lengths[j])]
+        where_t = torch.tensor(where, dtype=torch.long, device=self.device).T
+        index = ChoiceIndex(torch, self.device, choices)
+        t = clock(self.device)
         with torch.inference_mode():
-            hidden = self.base(input_ids=ids, attention_mask=mask[:, None], position_ids=position_ids,
+            hidden = self.base(input_ids=ids, attention_mask=mask, position_ids=position_ids,
                                use_cache=bool(p), **kwargs).last_hidden_state
-            logits = self.head(hidden[bi, ti])
+            logits = self.head(hidden[where_t[0], where_t[1]])
             if self.softcap:
                 logits = torch.tanh(logits / self.softcap) * self.softcap
             logprobs = torch.log_softmax(logits, dim=-1)
             greedy = logprobs.argmax(-1)
-        self.forward_s += time.perf_counter() - t
+        self.forward_s += clock(self.device) - t
         self.tokens_computed += sum(lengths)
-        out = []
-        base = 0
-        for j, u in enumerate(batch):
-            res = []
-            offset = 1  # local index into this unit's gathered positions; 0 is the context's last position
-            for c in u.conts:
-                idx = torch.tensor([0] + list(range(offset, offset + len(c) - 1)), device=self.device) + base
-                tgt = torch.tensor(c, dtype=torch.long, device=self.device)
-                lp = logprobs[idx].gather(1, tgt[:, None]).squeeze(-1)
-                res.append((float(lp.sum()), bool((greedy[idx] == tgt).all())))
-                offset += len(c) - 1
-            out.append(res)
-            base += lengths[j] - starts[j]
-        return out
+        with torch.inference_mode():
+            scores = iter(index.scores(logprobs, greedy))
+        return [[next(scores) for _ in u.conts] for u in batch]

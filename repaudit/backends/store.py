@@ -196,6 +196,20 @@ def pairs_shape(payload: Any, lengths: list[int]) -> bool:
             and isinstance(x[1], (bool, int)) for x in row) for row, n in zip(payload, lengths))
 
 
+def stored_groups(payload, batch: list[list[int]], enc) -> list[dict[tuple, tuple[float, bool]]] | None:
+    """A stored full-sequence batch (:meth:`repaudit.backends.hf.HFBackend.loglikelihood`) as per-group
+    ``{continuation: (logprob, is_greedy)}``, or ``None`` when the payload does not have that shape or lacks a
+    continuation of the batch (``batch``: groups of request indices; ``enc``: per request (context ids,
+    continuation ids))."""
+    try:
+        stored = [{tuple(int(t) for t in c): (float(lp), bool(gr)) for c, lp, gr in grp} for grp in payload]
+        if len(stored) != len(batch) or any(tuple(enc[m][1]) not in stored[j] for j, g in enumerate(batch) for m in g):
+            return None
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return stored
+
+
 def generations_shape(payload: Any, n: int) -> bool:
     """``payload`` is a list of ``n`` ``[text, generated tokens, finish reason]`` triples."""
     return isinstance(payload, list) and len(payload) == n and all(

@@ -178,9 +178,10 @@ def _print_run(record, output: Optional[Path], as_json: bool) -> None:
     err.print(rich_text(f"data: {fp.data.source} {fp.data.origin if fp.data.source != 'data_dir' else ''} "
                      f"{fp.data.location} (split {fp.settings.data.split})".replace("  ", " ")), highlight=False,
               soft_wrap=True)
+    gpu = f"; peak GPU memory {t.gpu_memory_peak_mib:,.0f} MiB" if t.gpu_memory_peak_mib is not None else ""
     err.print(rich_text(f"wall {t.total_s:.1f} s (model load {t.model_load_s:.1f} s, scoring {t.eval_s:.1f} s, "
                      f"{t.docs_per_s:.2f} docs/s; {plural(t.computed_batches, 'batch')} computed, "
-                     f"{t.cached_batches} from cache)"
+                     f"{t.cached_batches} from cache{gpu})"
                      + (f"; wrote {output}" if output else "")), highlight=False, soft_wrap=True)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
+import re
 import subprocess
 from pathlib import Path
 
@@ -104,12 +105,20 @@ def cpu_flags() -> list[str]:
 
 
 def _gpu_driver() -> str | None:
+    """The NVIDIA driver version: nvidia-smi's, else the kernel module's (/proc/driver/nvidia/version, present
+    where a container image lacks nvidia-smi), else None."""
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                              capture_output=True, text=True, timeout=10)
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip().splitlines()[0]
     except (OSError, subprocess.TimeoutExpired):
+        pass
+    try:
+        m = re.search(r"Kernel Module(?: for \S+)?\s+([0-9][0-9.]+)", Path("/proc/driver/nvidia/version").read_text())
+    except OSError:
         return None
-    return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
+    return m.group(1) if m else None
 
 
 def capture_hardware() -> Hardware:

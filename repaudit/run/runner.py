@@ -21,6 +21,7 @@ import numpy as np
 from rich.console import Console
 
 import repaudit
+from repaudit.backends.device import peak_memory_mib, reset_peak_memory
 from repaudit.backends.model_source import ResolvedModel, resolve_model
 from repaudit.backends.store import BatchCache, open_store
 from repaudit.errors import RepauditError
@@ -329,9 +330,11 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
     seed_everything(cfg)
     docset = load_docs(task, cfg, err)
 
+    reset_peak_memory(cfg.device)
     t_load = time.perf_counter()
     backend = backends.get(resolved, cfg) if backends is not None else load(resolved, cfg)
     load_s = time.perf_counter() - t_load
+    load_parts = backend.pop_load_parts() if hasattr(backend, "pop_load_parts") else None
 
     generation = generation_settings(task, cfg, backend.info.eos_token)
     rendered = render_requests(task, cfg, docset, backend, generation)
@@ -345,14 +348,7 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
         if own_store and store is not None:
             store.close()
 
-    results, pos = [], 0
-    options = em_options(task, cfg.ignore_case, cfg.ignore_punctuation, cfg.regexes_to_ignore)
-    for rd in rendered:
-        n = len(rd.all_requests)
-        results.append(doc_result(task, rd, ans.answers[pos: pos + n], cfg.acc_norm, cfg.answer_match, options))
-        pos += n
-    metrics = aggregate([r.metrics for r in results], metric_variants(task, cfg.acc_norm),
-                        [r.cluster for r in results])
+    results, metrics = score_docs(task, cfg, rendered, ans)
     fp = build_fingerprint(task, cfg, resolved, docset, backend, rendered, generation)
     if cfg.score_normalisation == "leaderboard_normalised":
         metrics += normalised_metrics(metrics, fp.metric.random_baseline or 0.0)
@@ -362,12 +358,36 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
         repaudit_version=repaudit.__version__,
         created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         fingerprint=fp, fingerprint_digest=fp.digest(), metrics=metrics, docs=results,
-        timings=Timings(model_load_s=round(load_s, 3), eval_s=round(ans.eval_s, 3), total_s=round(total_s, 3),
-                        docs_per_s=round(len(results) / ans.eval_s, 3) if ans.eval_s > 0 else 0.0,
-                        computed_batches=ans.computed_batches, cached_batches=ans.cached_batches,
-                        tokens_computed=backend.tokens_computed, forward_s=round(backend.forward_s, 3)),
-        diagnostics=diag,
+        timings=run_timings(cfg, backend, ans, len(results), (load_s, load_parts), total_s), diagnostics=diag,
     )
+
+
+def score_docs(task, cfg: RunConfig, rendered: list[RenderedDoc], ans: Answers) -> tuple[list, list]:
+    """Stage: ``(per-doc results, aggregated metrics)`` from the answers, in the order of ``rendered`` (each doc
+    takes as many answers as it made requests)."""
+    results, pos = [], 0
+    options = em_options(task, cfg.ignore_case, cfg.ignore_punctuation, cfg.regexes_to_ignore)
+    for rd in rendered:
+        n = len(rd.all_requests)
+        results.append(doc_result(task, rd, ans.answers[pos: pos + n], cfg.acc_norm, cfg.answer_match, options))
+        pos += n
+    metrics = aggregate([r.metrics for r in results], metric_variants(task, cfg.acc_norm),
+                        [r.cluster for r in results])
+    return results, metrics
+
+
+def run_timings(cfg: RunConfig, backend, ans: Answers, n_docs: int, load: tuple[float, dict | None],
+                total_s: float) -> Timings:
+    """Stage: the run's :class:`Timings` — ``load`` is (model load seconds, their parts or None) — with the peak GPU
+    memory read now (the hf backend on a CUDA device; else None)."""
+    load_s, parts = load
+    return Timings(model_load_s=round(load_s, 3), eval_s=round(ans.eval_s, 3), total_s=round(total_s, 3),
+                   docs_per_s=round(n_docs / ans.eval_s, 3) if ans.eval_s > 0 else 0.0,
+                   computed_batches=ans.computed_batches, cached_batches=ans.cached_batches,
+                   tokens_computed=backend.tokens_computed, forward_s=round(backend.forward_s, 3),
+                   model_load_parts_s=parts,
+                   # vLLM's engine allocates outside torch's counter (and in another process by default)
+                   gpu_memory_peak_mib=peak_memory_mib(cfg.device) if cfg.backend == "hf" else None)
 
 
 def context_cut(backend, rendered: list[RenderedDoc], generation: GenerationSettings | None) -> list[int]:

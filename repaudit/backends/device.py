@@ -1,0 +1,70 @@
+"""Honest clocks and memory readings on any torch device.
+
+A GPU runs kernels asynchronously: ``time.perf_counter()`` read right after a forward call measures
+how long the kernels took to *launch*, not to run. :func:`clock` waits for the device first, so a
+section timed between two :func:`clock` readings is the device's compute. On the CPU it is
+``time.perf_counter()`` (nothing is queued there).
+"""
+
+from __future__ import annotations
+
+import time
+
+
+def _device(device: str):
+    import torch
+
+    return torch.device(device)
+
+
+def synchronize(device: str) -> None:
+    """Wait until every kernel queued on ``device`` has finished (CUDA, MPS); a no-op on the CPU."""
+    import torch
+
+    dev = _device(device)
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+    elif dev.type == "mps":
+        torch.mps.synchronize()
+
+
+def clock(device: str) -> float:
+    """``time.perf_counter()`` in seconds, read after :func:`synchronize` so that the work queued so far is
+    inside the interval that ends here and outside the one that starts here."""
+    synchronize(device)
+    return time.perf_counter()
+
+
+def init_device(device: str) -> float:
+    """Create ``device``'s context (CUDA: the driver context, ~0.1–2 s the first time in a process) and return the
+    seconds it took, so that a load's timing can say what the device itself cost; ~0 on the CPU."""
+    import torch
+
+    t = time.perf_counter()
+    if _device(device).type != "cpu":
+        torch.empty(1, device=device)
+    return clock(device) - t
+
+
+def reset_peak_memory(device: str) -> None:
+    """Start a new peak for :func:`peak_memory_mib` (CUDA only; a no-op elsewhere)."""
+    import torch
+
+    dev = _device(device)
+    if dev.type == "cuda" and torch.cuda.is_initialized():
+        torch.cuda.reset_peak_memory_stats(dev)
+
+
+def peak_memory_mib(device: str) -> float | None:
+    """Peak GPU memory torch's allocator held in tensors on ``device`` since the last :func:`reset_peak_memory`
+    (``torch.cuda.max_memory_allocated``, MiB = 2**20 bytes; the weights count while they are resident).
+
+    Returns:
+        ``None`` on the CPU and other non-CUDA devices (no such counter), or before CUDA was initialised.
+    """
+    import torch
+
+    dev = _device(device)
+    if dev.type != "cuda" or not torch.cuda.is_initialized():
+        return None
+    return round(torch.cuda.max_memory_allocated(dev) / 2**20, 1)
