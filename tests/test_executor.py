@@ -67,9 +67,12 @@ def test_local_and_ray_sweeps_give_identical_results(tiny_model, shared_data, tm
 
 
 def test_ray_task_errors_come_back_as_one_line(tiny_model, shared_data, tmp_path, ray_executor):
-    bad = _base(tiny_model, shared_data, tmp_path, prompt_format="haiku")
-    with pytest.raises(RepauditError, match="haiku"):
+    # a settings error is refused before any task is sent (RunConfig checks itself); a missing data folder is
+    # found only where the run executes, inside the Ray worker
+    bad = _base(tiny_model, tmp_path / "no-such-data", tmp_path)
+    with pytest.raises(RepauditError, match="no-such-data") as exc:
         ray_executor.map([bad])
+    assert "\n" not in str(exc.value) and "Traceback" not in str(exc.value)
 
 
 def test_cli_rejects_an_unknown_executor(tiny_model):
