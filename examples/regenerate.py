@@ -133,8 +133,8 @@ def write_readme(walls: dict[str, float], latex_note: str, shot_note: str) -> No
         "```",
         "",
         "Wall times of this generation, from an empty cache (run A includes converting the packaged GGUF "
-        "model; the attribution and the sweep reuse the runs' batches from the store), on an otherwise idle "
-        "machine: "
+        "model; the attribution and the sweep reuse the runs' batches from the store); they vary with what else "
+        "the machine runs: "
         + ", ".join(f"{k} {v:.0f} s" for k, v in walls.items()) + ".",
         "",
         f"The same tables in LaTeX (`compare.tex`, `attribution.tex`, `sweep.tex`) are `\\input` by "
