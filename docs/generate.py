@@ -79,12 +79,14 @@ def tracked() -> tuple[str, ...]:
 
 @contextlib.contextmanager
 def scratch() -> Iterator[Path]:
-    """A folder that looks like a fresh clone: a copy of every tracked file (so a command that writes into
-    ``docs/`` or ``examples/`` cannot touch the checkout), ``repaudit`` and ``python`` on PATH (this interpreter,
-    importing this checkout's package), and its own batch store."""
+    """A folder that looks like a fresh clone: a copy of every tracked file but the package's own (so a command
+    that writes into ``docs/`` or ``examples/`` cannot touch the checkout), ``repaudit`` and ``python`` on PATH
+    (this interpreter, importing this checkout's package), and its own batch store."""
     with tempfile.TemporaryDirectory(prefix="repaudit-docs-") as tmp:
         view = Path(tmp) / "clone"
         for name in tracked():
+            if name.startswith("repaudit/"):  # the package is imported from this checkout (PYTHONPATH)
+                continue
             (view / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(ROOT / name, view / name)
         bin_dir = Path(tmp) / "bin"

@@ -24,6 +24,8 @@ def test_readme_is_a_front_door():
     assert "../shared" not in text and "shared/data" not in text
     for section in ("## Install", "## First commands", "## Commands at a glance"):
         assert section in text, section
+    links = re.findall(r"\]\(((?:docs|examples|tests)/[^)#]+)(?:#[^)]*)?\)", text)
+    assert len(links) > 20 and not [p for p in links if not (ROOT / p).exists()]
 
 
 def _table() -> dict[int, tuple[str, str]]:
