@@ -13,10 +13,10 @@ Markers are HTML comments, invisible on GitHub and on the site:
 ``<!-- runnable -->`` / ``<!-- not runnable: REASON -->`` before every ``bash`` and ``python`` block
     ``tests/test_docs.py`` runs the runnable ones, in document order, in one scratch view per page.
 
-A scratch view is a temporary copy of every file git tracks, so commands read what a fresh clone has (never
-``../shared``) and write their outputs there, not into the checkout. Commands
-that start with ``repaudit`` run in this process (typer's runner: milliseconds, not a new interpreter); any other
-line, or one with a pipe or a redirection, runs under ``bash`` with ``repaudit`` and ``python`` on its PATH.
+A scratch view is a temporary copy of every file git tracks, so commands read what a fresh clone has (never the
+data CI keeps beside the checkout) and write their outputs there, not into the checkout. Commands that start with
+``repaudit`` run in this process (typer's runner: milliseconds, not a new interpreter); any other line, or one
+with a pipe or a redirection, runs under ``bash`` with ``repaudit`` and ``python`` on its PATH.
 """
 
 from __future__ import annotations
@@ -226,7 +226,10 @@ _EXTRA = re.compile(r"\s+\[(?P<extra>[^\[\]]*(?:default|required)[^\[\]]*)\]$")
 def gen_cli(name: str) -> str:
     """One command's usage, its description and examples as ``--help`` prints them, and a table of its arguments
     and options (each one's help record, as ``--help`` prints it)."""
-    from typer._click import Context
+    try:  # typer ≥ 0.20 carries its own click
+        from typer._click import Context
+    except ImportError:
+        from click import Context
 
     group = _cli()
     cmd = group.commands[name]
