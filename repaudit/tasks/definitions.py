@@ -1,7 +1,7 @@
 """The built-in tasks, defined as in lm-evaluation-harness 0.4.13 (``lm_eval/tasks/*``).
 
-Local files follow the layout of ``shared/data`` (see its SOURCES.md): JSON lines in the hub's
-row format, one file per split.
+Local files (``--data-dir``) are JSON lines in the hub's row format, one file per split, one folder per
+benchmark (``Task.local_files``; listed in docs/reference/file-formats.md, Benchmark data).
 """
 
 from __future__ import annotations
