@@ -278,7 +278,10 @@ def _type_name(t) -> str:
     if origin is typing.Literal:
         return " \\| ".join(f"`{a!r}`".replace("'", '"') for a in typing.get_args(t))
     if origin in (typing.Union, types.UnionType):
-        return " or ".join(_type_name(a) for a in typing.get_args(t))
+        # sorted, null last: typing caches a Union by its set of members, so the order get_args returns is that of
+        # whichever equal Union the process built first (another module's `int | str` reorders `str | int`)
+        names = sorted(_type_name(a) for a in typing.get_args(t))
+        return " or ".join([n for n in names if n != "null"] + [n for n in names if n == "null"])
     if origin is typing.Annotated:
         return _type_name(typing.get_args(t)[0])
     if origin is not None:
