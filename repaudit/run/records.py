@@ -74,20 +74,7 @@ class DocResult(BaseModel):
 
 
 class Timings(BaseModel):
-    """Wall-clock seconds. ``computed_batches`` ran now; ``cached_batches`` came from the store;
-    ``tokens_computed`` is the number of positions the decoder ran for loglikelihood requests now,
-    ``forward_s`` the seconds spent inside those forward passes (output layer and log-softmax included; on a
-    GPU read after synchronising, so it is compute, not kernel launch; a GPU run's file without
-    ``gpu_memory_peak_mib`` was written before that and holds launch time there).
-
-    Added later (absent in older files, read as ``None``): ``model_load_parts_s``, the seconds of
-    ``model_load_s`` by part for the hf backend — ``imports`` (torch, transformers), ``device_init`` (the
-    GPU's context; ~0 on the CPU), ``tokenizer``, ``weights`` (read, cast to the dtype, placed on the
-    device), ``other`` (tokenizer hash, parameter count) — ``None`` where this run reused a model loaded
-    by an earlier run of the process, or another backend loaded it;
-    ``gpu_memory_peak_mib``, the most GPU memory torch held in tensors on the run's device during the run
-    (MiB, weights included; ``torch.cuda.max_memory_allocated``), ``None`` on the CPU and for the vllm
-    backend (its engine allocates outside this counter)."""
+    """What the run cost: wall-clock seconds by stage, batches computed or read from the store, and the work done."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     model_load_s: float
@@ -106,11 +93,13 @@ class Timings(BaseModel):
     """Token positions run through the model for log-likelihood requests in this run (0 for generate_until)."""
     forward_s: float = 0.0
     """Seconds inside those log-likelihood forward passes (output layer and log-softmax included; on a GPU
-    read after synchronising, so compute rather than kernel launch)."""
+    read after synchronising, so compute rather than kernel launch — a GPU run's file without
+    ``gpu_memory_peak_mib`` was written before that and holds launch time here)."""
     model_load_parts_s: dict[str, float] | None = None
-    """``model_load_s`` by part for the hf backend — ``imports``, ``device_init``, ``tokenizer``, ``weights``,
-    ``other`` (seconds); ``None`` where the model was reused from an earlier run or another backend loaded it,
-    and in files written before it was recorded."""
+    """``model_load_s`` by part for the hf backend, in seconds — ``imports`` (torch, transformers), ``device_init``
+    (the GPU's context; ~0 on the CPU), ``tokenizer``, ``weights`` (read, cast to the dtype, placed on the device),
+    ``other`` (tokenizer hash, parameter count); ``None`` where the model was reused from an earlier run or another
+    backend loaded it, and in files written before it was recorded."""
     gpu_memory_peak_mib: float | None = None
     """The most GPU memory torch held in tensors on the run's device during the run (MiB, weights included;
     ``torch.cuda.max_memory_allocated``); ``None`` on the CPU, for the vllm backend and in older files."""
