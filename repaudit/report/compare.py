@@ -95,7 +95,7 @@ def render_rich(c: Comparison, console: Console, top: int = 10) -> None:
     for n in equivalence_notes(c):
         console.print(Text(one_line(f"  same, written differently: {n}")))
     for line in task_lines(c):
-        console.print(Text(one_line("Tasks " + line)))
+        console.print(Text(one_line(line)))
     console.print()
     _section(console, "Scores")
     console.print(Text(scores_caption(c)))
@@ -150,7 +150,7 @@ def render_markdown(c: Comparison, top: int = 10) -> str:
     if not c.differing():
         out.append("| | (none recorded) | | |")
     out += [""] + [f"- Same, written differently: {md(n)}" for n in equivalence_notes(c)]
-    out += [f"- Tasks {md(line)}" for line in task_lines(c)]
+    out += [f"- {md(line)}" for line in task_lines(c)]
     blocks, footnotes = score_blocks(c)
     out += ["", "### Scores", "", md(scores_caption(c)), "",
             "| task | " + " | ".join(SCORE_HEAD) + " |", "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]

@@ -109,7 +109,7 @@ def render_latex(c: Comparison, top: int = 10) -> str:
                         "Factors that differ between " + brk(runs), f"tab:{label_stem(c)}-factors",
                         ["scope", "factor", "A", "B"], factors)
     lines += [_par("Same, written differently: " + n) for n in equivalence_notes(c)]
-    lines += [_par("Tasks " + t) for t in task_lines(c)]
+    lines += [_par(t) for t in task_lines(c)]
     blocks, footnotes = score_blocks(c)
     body = []
     for b in blocks:

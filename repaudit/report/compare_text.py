@@ -272,8 +272,8 @@ def task_lines(c: Comparison, k: int | None = None) -> list[str]:
     if c.tasks is None:
         return []
     out = []
-    for label, names in (("only in A", c.tasks.only_a), ("groups only in A", c.tasks.groups_only_a),
-                         ("only in B", c.tasks.only_b), ("groups only in B", c.tasks.groups_only_b)):
+    for label, names in (("Tasks only in A", c.tasks.only_a), ("Task groups only in A", c.tasks.groups_only_a),
+                         ("Tasks only in B", c.tasks.only_b), ("Task groups only in B", c.tasks.groups_only_b)):
         if names:
             shown = names if k is None else names[:k]
             more = f" … and {len(names) - len(shown)} more (all in --format json)" if len(shown) < len(names) else ""

@@ -125,8 +125,7 @@ def compare_sections(c: Comparison) -> list[Section]:
     fac.rows = [[Cell(f.scope or "all tasks"), Cell(f.label), Cell(f.a), Cell(f.b)] for f in factor_lines(c, 200)]
     if not fac.rows:
         fac.before.append("No recorded factor differs.")
-    fac.items = [f"Same, written differently: {n}" for n in equivalence_notes(c)] + [f"Tasks {t}" for t in
-                                                                                     task_lines(c, 60)]
+    fac.items = [f"Same, written differently: {n}" for n in equivalence_notes(c)] + task_lines(c, 60)
     unknown = unknown_fields(c)
     if unknown:
         fac.after.append(f"Not recorded by one or both runs ({len(unknown)} fields, cannot be told): "
