@@ -77,8 +77,13 @@ def s1_s2_tiny_store(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def default_model_available() -> None:
+def default_model_available(_isolated_cache) -> None:
+    """The default model's package is installed, and its GGUF is converted once into the session's cache: a test
+    with a ``--cache-dir`` of its own then reuses that conversion (~20 s each) instead of converting again."""
     _gguf_path()
+    from repaudit.backends.model_source import default_cache_dir, resolve_default_model
+
+    resolve_default_model(default_cache_dir())
 
 
 @pytest.fixture(scope="session")

@@ -154,7 +154,8 @@ def test_report_suffix_must_name_a_format_that_agrees(lmeval_runs, tmp_path, suf
     assert needle in _one_error_line(res, 2) and not out.exists()  # a usage error, before any file is read
 
 
-def test_attribute_takes_lmeval_output_directories_and_says_the_real_error(shared_data, tmp_path, monkeypatch):
+def test_attribute_takes_lmeval_output_directories_and_says_the_real_error(default_model_available, shared_data,
+                                                                          tmp_path, monkeypatch):
     """Directories, as compare takes them; a recorded data file found from the working directory; and an
     unknown !function named, not swallowed into 'unknown task'."""
     import datasets

@@ -15,6 +15,7 @@ from repaudit.boundary import InputError
 from repaudit.cli import app
 from repaudit.errors import RepauditError
 from repaudit.run.normalise import leaderboard_denormalise, leaderboard_normalise, random_baseline
+from repaudit.run.pool import BackendPool
 from repaudit.run.protocol import apply_protocol, available, load_protocol, read_protocol
 from repaudit.run.records import read_record, write_record
 from repaudit.run.runner import RunConfig, run
@@ -145,17 +146,21 @@ def test_reproduce_finds_a_planted_configuration(packaged, tiny_model, tmp_path)
     acc = next(m for m in planted.metrics if m.name == "acc")
     moves = ("num_fewshot", "prompt_format")
     found = candidates(base, moves)
+    pool = BackendPool()  # as the CLI's executor does: the model loads once, not once per configuration
+
+    def runner(cfg):
+        return run(cfg, backends=pool)
+
     assert [c.kind for c in found][0] == "base" and {c.kind for c in found} >= {"protocol", "one-factor", "two-factor"}
-    res = reproduce(base, acc.value, lambda cfg: run(cfg), target_kind="raw", metric="acc", budget=len(found),
-                    moves=moves)
+    res = reproduce(base, acc.value, runner, target_kind="raw", metric="acc", budget=len(found), moves=moves)
     label = "num_fewshot=5, prompt_format=lettered"
     assert any(v.label == label and v.contains and v.distance == 0 for v in res.views)
     assert res.reproduced and res.computed < res.evaluated  # the planted run and duplicates came from the store
     b = planted.fingerprint.metric.random_baseline
-    res = reproduce(base, leaderboard_normalise(acc.value, b), lambda cfg: run(cfg), target_kind="auto",
-                    metric="acc", budget=len(found), moves=moves)
+    res = reproduce(base, leaderboard_normalise(acc.value, b), runner, target_kind="auto", metric="acc",
+                    budget=len(found), moves=moves)
     assert res.recognised_as == "leaderboard_normalised"
     assert any(v.label == label and v.form == "leaderboard_normalised" and v.distance < 1e-12 for v in res.views)
-    res = reproduce(base, 0.999, lambda cfg: run(cfg), target_kind="raw", metric="acc", budget=3, moves=moves)
+    res = reproduce(base, 0.999, runner, target_kind="raw", metric="acc", budget=3, moves=moves)
     assert not res.reproduced and res.verdict.startswith("none of the 3 searched configurations reproduces 99.90")
     assert res.computed == 0  # all three are in the store now

@@ -8,6 +8,7 @@ import pytest
 from repaudit.audit.racing import Z95, matchable
 from repaudit.audit.reproduce import reproduce
 from repaudit.errors import RepauditError
+from repaudit.run.pool import BackendPool
 from repaudit.run.runner import RunConfig, run
 from repaudit.tasks.packaged import packaged_root
 
@@ -61,8 +62,13 @@ def test_reproduce_intervals_stay_inside_what_the_metric_can_take():
 def test_race_drops_what_cannot_match_and_scores_survivors_as_the_full_search(packaged, tiny_model, tmp_path):
     base = RunConfig(task="arc_easy", model=str(tiny_model), limit=40, batch_size=8, cache_dir=tmp_path / "c")
     moves = ("prompt_format",)
-    full = reproduce(base, 0.30, lambda cfg: run(cfg), target_kind="raw", metric="acc", budget=10, moves=moves)
-    raced = reproduce(base, 0.30, lambda cfg: run(cfg), target_kind="raw", metric="acc", budget=10, moves=moves,
+    pool = BackendPool()  # as the CLI's executor does: the model loads once, not once per configuration
+
+    def runner(cfg):
+        return run(cfg, backends=pool)
+
+    full = reproduce(base, 0.30, runner, target_kind="raw", metric="acc", budget=10, moves=moves)
+    raced = reproduce(base, 0.30, runner, target_kind="raw", metric="acc", budget=10, moves=moves,
                       race=True, round_docs=20)
     assert raced.race is not None and raced.race.docs_available == 40 and raced.race.rounds_planned == 2
     # every candidate that was not dropped has the full search's view: same score, interval and verdict
@@ -74,14 +80,14 @@ def test_race_drops_what_cannot_match_and_scores_survivors_as_the_full_search(pa
     for label in raced.race.dropped:  # a dropped one really missed: its full-search interval does not hold 0.30
         assert not next(v for v in full.views if v.label == label).contains
     # an unreachable target: every candidate is out after the first round of 20 docs
-    out = reproduce(base, 0.999, lambda cfg: run(cfg), target_kind="auto", metric="acc", budget=10, moves=moves,
+    out = reproduce(base, 0.999, runner, target_kind="auto", metric="acc", budget=10, moves=moves,
                     race=True, round_docs=20)
     assert not out.reproduced and out.race.rounds_run == 1
     assert out.race.doc_evaluations == 20 * out.evaluated and len(out.race.dropped) == out.evaluated
     assert all(v.dropped and v.n == 20 and v.ci_high < 0.9 for v in out.views)
     assert "racing dropped" in out.verdict
     with pytest.raises(RepauditError, match="--tolerance"):
-        reproduce(base, 0.3, lambda cfg: run(cfg), budget=2, moves=moves, race=True, tolerance=2.0)
+        reproduce(base, 0.3, runner, budget=2, moves=moves, race=True, tolerance=2.0)
 
 
 def test_reproduce_race_through_the_cli_marks_dropped_rows(packaged, tiny_model, tmp_path):
