@@ -36,10 +36,16 @@ demo: install
 # blocks); the vLLM backend's tests run in .venv-vllm (they skip in .venv), the tests of lm-eval's own task functions
 # in .venv-lmeval; .venv-inspect lets the inspect_ai log tests check repaudit's reader against inspect's own
 # read_eval_log.
+# The main suite runs on TEST_WORKERS pytest-xdist workers with one torch thread each: much of it is single-threaded
+# Python (imports, CLI calls, reports), so on 2 cores two one-thread workers finish it in ~6 min where one
+# two-thread process takes ~10 (two two-thread workers oversubscribe the cores and are slower still).
+# TEST_WORKERS=0 runs it in this process.
+TEST_WORKERS ?= 2
 test: install install-vllm install-inspect install-lmeval
 	$(BIN)/ruff check repaudit tests bench examples docs
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
-	$(BIN)/python -m pytest -q -ra --durations=15
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -q -ra --durations=15 -n $(TEST_WORKERS) \
+		--dist loadgroup
 	$(VBIN)/python -m pytest -q -ra tests/test_vllm.py
 	.venv-lmeval/bin/python -m pytest -q -ra tests/test_lmeval_installed.py
 

@@ -128,6 +128,7 @@ def test_lmeval_run_replays_as_a_config(lmeval_runs, shared_data):
     assert len(src.docs) == 570 and src.source.startswith("lm-eval")
 
 
+@pytest.mark.xdist_group("s1_s2_tiny_store")  # the same worker as the other test that reads the store
 def test_cli_attribute_of_two_lmeval_runs_with_reports_and_plot(lmeval_runs, shared_data, tiny_model, tmp_path,
                                                                 s1_s2_tiny_store):
     from typer.testing import CliRunner

@@ -166,6 +166,7 @@ def test_usage_errors_exit_64_and_a_good_policy_reads(lmeval_runs, tmp_path):
     assert read_policy(p).multiplicity == "bh"
 
 
+@pytest.mark.xdist_group("s1_s2_tiny_store")  # the same worker as the test that fills the store
 def test_attribute_explains_a_failing_row(lmeval_runs, shared_data, tiny_model, s1_s2_tiny_store):
     """``--attribute`` re-executes the two lm-eval runs (batch size 8 vs 1) on the tiny model and attaches the
     attribution of the undecided row; the decision itself is the one the files support."""
