@@ -39,13 +39,15 @@ demo: install
 # The main suite runs on TEST_WORKERS pytest-xdist workers with one torch thread each: much of it is single-threaded
 # Python (imports, CLI calls, reports), so on 2 cores two one-thread workers finish it in ~6 min where one
 # two-thread process takes ~10 (two two-thread workers oversubscribe the cores and are slower still).
+# --dist loadfile: one worker per test file, so the tests sharing a session fixture's work (the s1/s2 batch store)
+# share it (xdist 3.8's loadgroup does not group under pytest 9.2, which derives node ids from Node._id).
 # TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= 2
 test: install install-vllm install-inspect install-lmeval
 	$(BIN)/ruff check repaudit tests bench examples docs
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -q -ra --durations=15 -n $(TEST_WORKERS) \
-		--dist loadgroup
+		--dist loadfile
 	$(VBIN)/python -m pytest -q -ra tests/test_vllm.py
 	.venv-lmeval/bin/python -m pytest -q -ra tests/test_lmeval_installed.py
 

@@ -72,9 +72,9 @@ def tiny_model(tmp_path_factory) -> Path:
 def s1_s2_tiny_store(tmp_path_factory) -> Path:
     """One batch store for the tests that re-execute lm-eval's s1 and s2 runs (batch size 8 vs 1) on the tiny
     model: the first of them computes the batches, the others read them (the store's resume path, tested as
-    such in test_resume.py), so the suite runs those 1,140 docs once. Those tests share the
-    ``xdist_group("s1_s2_tiny_store")`` mark: ``make test`` runs pytest-xdist with ``--dist loadgroup``, which
-    keeps them on one worker (a session fixture is per worker)."""
+    such in test_resume.py), so the suite runs those 1,140 docs once. Those tests live in one file
+    (test_attribution.py): ``make test`` runs pytest-xdist with ``--dist loadfile``, one worker per file, and a
+    session fixture is per worker."""
     return tmp_path_factory.mktemp("s1-s2-tiny-store")
 
 

@@ -128,7 +128,6 @@ def test_lmeval_run_replays_as_a_config(lmeval_runs, shared_data):
     assert len(src.docs) == 570 and src.source.startswith("lm-eval")
 
 
-@pytest.mark.xdist_group("s1_s2_tiny_store")  # the same worker as the other test that reads the store
 def test_cli_attribute_of_two_lmeval_runs_with_reports_and_plot(lmeval_runs, shared_data, tiny_model, tmp_path,
                                                                 s1_s2_tiny_store):
     from typer.testing import CliRunner
@@ -149,3 +148,21 @@ def test_cli_attribute_of_two_lmeval_runs_with_reports_and_plot(lmeval_runs, sha
     assert data["computed_batches"] == 0  # second time: all from the batch store
     assert data["residual"] == pytest.approx(data["recorded_delta"] - data["reexecuted_delta"], abs=1e-12)
     assert "model weights" in data["not_recorded"]  # lm-eval never records a weights hash
+
+
+def test_gate_attribute_explains_a_failing_row(lmeval_runs, shared_data, tiny_model, s1_s2_tiny_store):
+    """``gate --attribute`` re-executes the two lm-eval runs (batch size 8 vs 1) on the tiny model and attaches the
+    attribution of the undecided row; the decision itself is the one the files support. (Here, not in
+    test_gate.py: ``make test`` gives each test file to one pytest-xdist worker, and the s1/s2 batch store is a
+    session fixture, so the tests that share it share a file.)"""
+    from typer.testing import CliRunner
+
+    from repaudit.cli import app
+
+    res = CliRunner().invoke(app, ["gate", str(lmeval_runs / "s1"), str(lmeval_runs / "s2"), "--margin", "0.1",
+                                   "--attribute", "--data-dir", str(shared_data), "--model", str(tiny_model),
+                                   "--cache-dir", str(s1_s2_tiny_store), "--json"])
+    assert res.exit_code in (0, 2), res.output
+    data = json.loads(res.stdout)
+    assert data["attribution"]["factors"] == ["batch_size"] and data["attribution"]["metric"] == "acc"
+    assert any("attributed" in n for n in data["notes"])

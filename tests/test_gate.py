@@ -164,15 +164,3 @@ def test_usage_errors_exit_64_and_a_good_policy_reads(lmeval_runs, tmp_path):
     p.write_text("alpha: 0.05\nmultiplicity: bh\nrows:\n  - task: arc_*\n    metric: acc\n    test: non_inferiority\n"
                  "    margin: 1.0\n    tier: critical\n")
     assert read_policy(p).multiplicity == "bh"
-
-
-@pytest.mark.xdist_group("s1_s2_tiny_store")  # the same worker as the test that fills the store
-def test_attribute_explains_a_failing_row(lmeval_runs, shared_data, tiny_model, s1_s2_tiny_store):
-    """``--attribute`` re-executes the two lm-eval runs (batch size 8 vs 1) on the tiny model and attaches the
-    attribution of the undecided row; the decision itself is the one the files support."""
-    res = _gate([str(lmeval_runs / "s1"), str(lmeval_runs / "s2"), "--margin", "0.1", "--attribute", "--data-dir",
-                 str(shared_data), "--model", str(tiny_model), "--cache-dir", str(s1_s2_tiny_store), "--json"])
-    assert res.exit_code in (0, 2), res.output
-    data = json.loads(res.stdout)
-    assert data["attribution"]["factors"] == ["batch_size"] and data["attribution"]["metric"] == "acc"
-    assert any("attributed" in n for n in data["notes"])
