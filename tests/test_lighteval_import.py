@@ -83,7 +83,7 @@ def test_lighteval_and_lmeval_runs_pair_docs_and_map_factors():
     assert ag.prompt_hash_equal == 40  # override_chat_template=False: byte-identical ARC prompts
     assert ag.prediction_equal >= 39
     acc = next(s for s in c.scores if s.metric == "acc")
-    assert acc.method == "paired_bootstrap" and acc.verdict == "within noise"
+    assert acc.method == "paired_score" and acc.verdict == "within noise"
     rows = {(r.group, r.field): r.status for r in c.factors}
     assert rows[("dtype", "dtype")] == "same" and rows[("batch_size", "batch_size")] == "same"
     assert rows[("model", "name")] == "same" and rows[("seed", "fewshot")] == "differs"

@@ -75,3 +75,54 @@ def test_cluster_bootstrap_is_wider_than_doc_bootstrap_with_cluster_effects():
     clustered = paired_bootstrap(a, b, clusters, n_boot=2000)
     assert (clustered.ci_high - clustered.ci_low) > (plain.ci_high - plain.ci_low)
     assert clustered.n_clusters == 15
+
+
+def test_the_score_interval_excludes_0_where_exact_mcnemar_rejects_but_at_two_margin_splits():
+    """compare shows Tango's score interval for 0/1 metrics and tests with the exact McNemar p: over every split of
+    up to 30 flips each way they agree, except where the exact p sits just under 0.05 (4 vs 13, 15 vs 29 flips)."""
+    from repaudit.audit.stats import paired_score_interval
+
+    for n in (40, 400):
+        apart = set()
+        for b in range(31):
+            for c in range(31):
+                if 0 < b + c <= n:
+                    p = sps.binomtest(b, b + c, 0.5).pvalue
+                    lo, hi = paired_score_interval(b, c, n, 0.025)
+                    assert lo <= (c - b) / n <= hi
+                    if (lo > 0 or hi < 0) != (p < 0.05):
+                        apart.add((min(b, c), max(b, c)))
+                        assert 0.048 < p < 0.05 and min(abs(lo), abs(hi)) < 0.003
+        assert apart <= {(4, 13), (15, 29)} and (4, 13) in apart
+
+
+def test_compare_says_when_an_interval_and_its_verdict_point_different_ways():
+    """The README's OpenBookQA pair (4 flips of 40, all one way; exact McNemar p 0.125): the score interval holds 0,
+    as the verdict says. Rows whose unadjusted interval excludes 0 but whose Holm-adjusted p does not reach 0.05 (or
+    the reverse) carry a note that says which."""
+    from pathlib import Path
+
+    from repaudit.audit.compare import compare, load_run
+    from repaudit.audit.scores import ScoreRow, judge
+
+    fix = Path(__file__).resolve().parent / "fixtures" / "lmeval_config"
+    c = compare(load_run(fix / "openbookqa_0shot"), load_run(fix / "openbookqa_3shot"), n_boot=500)
+    acc = next(r for r in c.scores if r.metric == "acc")
+    assert (acc.right_to_wrong, acc.wrong_to_right, acc.method) == (0, 4, "paired_score")
+    assert acc.ci_low < 0 < acc.ci_high and acc.verdict == "within noise" and "interval" not in acc.note
+
+    def row(metric, lo, hi, p):
+        return ScoreRow(task="t", metric=metric, a=50.0, b=55.0, delta=5.0, se=2.0, ci_low=lo, ci_high=hi,
+                        method="paired_score", n_shared=400, verdict="within noise", p_value=p)
+
+    rows = [row("acc", 0.5, 9.5, 0.03), row("acc_norm", 0.2, 9.8, 0.04)]  # Holm: both adjusted to 0.06
+    judge(rows, 0.05)
+    for r in rows:
+        assert r.verdict == "within noise" and r.p_adjusted == pytest.approx(0.06)
+        assert "the unadjusted 95 % interval excludes 0, but p adj = 0.06 (Holm-adjusted over 2 rows)" in r.note
+    margin = [row("acc", -0.2, 9.0, 0.049)]
+    judge(margin, 0.05)
+    assert margin[0].verdict == "significant" and "the 95 % interval includes 0" in margin[0].note
+    plain = [row("acc", 0.5, 9.5, 0.01)]
+    judge(plain, 0.05)
+    assert plain[0].verdict == "significant" and plain[0].note == ""

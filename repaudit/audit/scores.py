@@ -2,9 +2,11 @@
 
 Which test a row gets (every number in the metric's display unit, :mod:`repaudit.importers.metric_kinds`):
 
-* **paired** — both runs have per-doc values on the same docs: paired bootstrap interval of the mean
-  difference (clustered when every doc carries a cluster); p from the exact McNemar test for 0/1
-  metrics without clusters, else a z-test with the (clustered) analytic SE;
+* **paired** — both runs have per-doc values on the same docs: for 0/1 metrics without clusters, Tango's score
+  interval for a difference of paired proportions (Tango 1998; it keeps its level when few docs flip, where a
+  percentile bootstrap is too narrow) and p from the exact McNemar test; otherwise the paired bootstrap interval
+  of the mean difference (clustered when every doc carries a cluster) and a z-test with the (clustered)
+  analytic SE;
 * **paired, corpus-level** — perplexity, word/byte perplexity, bits per byte from per-doc
   log-likelihoods: paired bootstrap of the corpus statistic itself; z-test with the bootstrap SE;
 * **unpaired** — a side without per-doc values but the same doc set: ``Δ ± z √(se_A² + se_B²)`` from the
@@ -30,6 +32,7 @@ from repaudit.audit.stats import (
     mcnemar_exact,
     paired_bootstrap,
     paired_bootstrap_ratio,
+    paired_score_interval,
     top2_margin,
     unpaired_interval,
     z_pvalue,
@@ -77,8 +80,9 @@ class ScoreRow(BaseModel):
     ci_high: float | None
     """Upper bound of the (1 − alpha) interval of Δ; None: not tested."""
     method: str
-    """``paired_bootstrap``, ``paired_cluster_bootstrap``, ``paired_corpus_bootstrap``, ``unpaired_stderr`` or
-    ``none`` (no test)."""
+    """How the interval was computed: ``paired_score`` (0/1 metrics on paired docs without clusters: Tango's score
+    interval), ``paired_bootstrap``, ``paired_cluster_bootstrap``, ``paired_corpus_bootstrap``,
+    ``unpaired_stderr`` or ``none`` (no test)."""
     n_shared: int
     """Docs both runs scored (0 when a side has no per-doc results)."""
     n_a: int | None = None
@@ -311,6 +315,11 @@ def _paired(task, metric, ta, tb, shared, ka, kb, kind, tie_eps, n_boot, alpha, 
         row.mcnemar_p, row.right_to_wrong, row.wrong_to_right = p, r2w, w2r
         if clusters is None:
             row.p_value = p
+            if s_a == s_b:
+                # the percentile bootstrap is too narrow when few docs flip (4 flips of 40 one way: [+2.5, +20]
+                # pts while McNemar's p is 0.125); the score interval keeps its level there (Newcombe 1998)
+                lo, hi = paired_score_interval(r2w, w2r, len(shared), alpha / 2)
+                row.ci_low, row.ci_high, row.method = s_a * lo, s_a * hi, "paired_score"
         row.flip_ids = _flips(task, metric, ta, tb, shared, xa, xb, tie_eps, flips)
         row.near_tie_flips = len(row.flip_ids["churn"])
     return row
@@ -386,7 +395,28 @@ def judge(rows: list[ScoreRow], alpha: float, adjust: str = "holm") -> None:
             r.p_adjusted = p
             r.verdict = "significant" if p < alpha else "within noise"
             r.moved = moved(r.delta, MetricKind(r.kind, r.unit, r.direction)) if r.verdict == "significant" else None
+            _say_where_interval_and_verdict_part(r, alpha, adjust, len(tested))
         for r in rows:
             if r.is_group == family and r.method != "none" and r not in tested:
                 r.verdict = "no verdict"
                 r.note = "; ".join(x for x in (r.note, "no p-value (the interval has no spread)") if x)
+
+
+def _say_where_interval_and_verdict_part(r: ScoreRow, alpha: float, adjust: str, n_tested: int) -> None:
+    """Append to ``r.note`` when its unadjusted interval and its verdict point different ways: the interval
+    excludes 0 but the adjusted p does not reach ``alpha`` (the multiplicity adjustment, or the test and the
+    interval disagreeing at the margin), or the reverse. A reader then sees why, instead of two answers."""
+    if r.ci_low is None or r.ci_high is None or r.p_adjusted is None:
+        return
+    excludes = r.ci_low > 0 or r.ci_high < 0
+    how = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(adjust)
+    adjusted = f"{how}-adjusted over {n_tested} rows" if how else "not adjusted"
+    if excludes and r.verdict == "within noise":
+        text = (f"the unadjusted 95 % interval excludes 0, but p adj = {r.p_adjusted:.3g} ({adjusted}) is not below "
+                f"{alpha:g}: within noise")
+    elif not excludes and r.verdict == "significant":
+        text = (f"p adj = {r.p_adjusted:.3g} ({adjusted}) is below {alpha:g}, but the 95 % interval includes 0: the "
+                "test and the interval disagree at the margin")
+    else:
+        return
+    r.note = "; ".join(x for x in (r.note, text) if x)

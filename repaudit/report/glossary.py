@@ -6,6 +6,7 @@ The JSON output keeps the identifiers; every text format shows these labels inst
 from __future__ import annotations
 
 METHODS = {
+    "paired_score": "Tango 1998 score interval for paired proportions",
     "paired_bootstrap": "paired bootstrap over docs",
     "paired_cluster_bootstrap": "paired cluster bootstrap (clusters resampled whole)",
     "paired_corpus_bootstrap": "paired bootstrap of the corpus-level statistic",
