@@ -247,7 +247,7 @@ def _statistic(r: ScoreRow, test: Test, margin: float, sign: float, alpha: float
     its level when flips are rare); everything else the Wald z with the row's (clustered or unpaired) SE.
     """
     delta0 = {"non_inferiority": -margin, "superiority": margin}.get(test, margin)
-    if r.right_to_wrong is not None and r.n_clusters is None and r.n_shared and r.method == "paired_score":
+    if r.method == "paired_score":  # a 0/1 metric on paired docs without clusters (scores.py)
         b, c = (r.right_to_wrong, r.wrong_to_right) if sign > 0 else (r.wrong_to_right, r.right_to_wrong)
         n = r.n_shared
 
@@ -286,7 +286,7 @@ def _gate_row(r: ScoreRow, rule: PolicyRow, alpha: float) -> GateRow:
     n_docs = r.n_shared if r.n_shared else min((x for x in (r.n_a, r.n_b) if x is not None), default=0)
     base = dict(task=r.task, metric=r.metric, test=rule.test, tier=rule.tier, margin=rule.margin, unit=r.unit,
                 direction=direction, method=r.method, n_docs=n_docs, delta=r.delta)
-    binary = r.right_to_wrong is not None and r.n_clusters is None and r.method == "paired_score"
+    binary = r.method == "paired_score"
     if r.verdict == "not comparable" or r.method == "none" or r.se is None or not math.isfinite(r.se) or (
             r.se <= 0 and not binary):  # the score test of a 0/1 metric needs no spread (no flip is evidence too)
         return GateRow(**base, d=None, ci_low=None, ci_high=None, se=None, decision="INCONCLUSIVE",

@@ -43,6 +43,9 @@ from repaudit.importers.metric_kinds import MetricKind, delta_range, metric_kind
 
 Verdict = Literal["within noise", "significant", "not comparable", "no verdict"]
 
+#: names of the multiplicity adjustments (``--adjust``) as reports and notes print them
+ADJUST = {"holm": "Holm", "bh": "Benjamini–Hochberg", "none": "no adjustment"}
+
 
 class ScoreRow(BaseModel):
     """One task and metric of a comparison. Every score, Δ, SE and interval bound is in ``unit`` (``pts`` =
@@ -409,8 +412,7 @@ def _say_where_interval_and_verdict_part(r: ScoreRow, alpha: float, adjust: str,
     if r.ci_low is None or r.ci_high is None or r.p_adjusted is None:
         return
     excludes = r.ci_low > 0 or r.ci_high < 0
-    how = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(adjust)
-    adjusted = f"{how}-adjusted over {n_tested} rows" if how else "not adjusted"
+    adjusted = "not adjusted" if adjust == "none" else f"{ADJUST[adjust]}-adjusted over {n_tested} rows"
     if excludes and r.verdict == "within noise":
         text = (f"the unadjusted 95 % interval excludes 0, but p adj = {r.p_adjusted:.3g} ({adjusted}) is not below "
                 f"{alpha:g}: within noise")

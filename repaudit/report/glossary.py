@@ -5,6 +5,8 @@ The JSON output keeps the identifiers; every text format shows these labels inst
 
 from __future__ import annotations
 
+from repaudit.audit.scores import ADJUST  # noqa: F401  (re-exported: the reports import it from here)
+
 METHODS = {
     "paired_score": "Tango 1998 score interval for paired proportions",
     "paired_bootstrap": "paired bootstrap over docs",
@@ -39,7 +41,6 @@ DIAGNOSTICS = {
 #: verdict -> short word for tables (details in footnotes)
 VERDICT_WORDS = {"within noise": "noise", "not comparable": "n/c", "no verdict": "—"}
 
-ADJUST = {"holm": "Holm", "bh": "Benjamini–Hochberg", "none": "no adjustment"}
 
 
 def factor_label(group: str, field: str) -> str:
