@@ -9,11 +9,22 @@ fingerprint records the resolved ones (schema 3), and the backends receive them.
 options, the ranges ``RunConfig`` checks, ``repaudit factors``' table and the batch store's key all come from
 these fields.
 
-A field's ``json_schema_extra`` may say how an engine takes it: ``hf`` (a keyword of transformers'
-``generate``), ``vllm`` (of vLLM's ``SamplingParams``), ``lmeval`` (its key in lm-eval's ``gen_kwargs``), and
-``vllm_only=True`` (a serving setting only the vllm backend takes), ``later=True`` (added after fingerprint schema 3
-shipped: left out of a record's digest while at its default, so a record written before the field existed keeps
-its digest).
+A field's ``json_schema_extra`` (built by :func:`engine`) may say:
+
+* how an engine takes it: ``hf`` (a keyword of transformers' ``generate``), ``vllm`` (of vLLM's ``SamplingParams``),
+  ``vllm_only=True`` (a serving setting only the vllm backend takes);
+* where each harness's files record it — the per-harness maps the readers execute (:func:`harness_map`):
+  ``lmeval``, ``lighteval``, ``inspect``, ``eee``, ``helm``, each ``"source.key"`` or alternatives
+  ``"source.key|source.key"`` tried in order, a *source* being one of the dicts that harness's reader builds from a
+  file (lm-eval: ``gen_kwargs``, ``model_args``, ``config``, ``top``, ``task``; see each reader's ``SOURCES``);
+* when it applies (:func:`repaudit.vocabulary.apply_conditions`): ``fewshot_only`` (not in a 0-shot run),
+  ``sampling`` (not under greedy decoding), ``lettered`` (lettered prompts only), ``generative`` (tasks that
+  generate), ``vllm_only`` (the vllm backend);
+* ``later=True``: added after fingerprint schema 3 shipped (left out of a record's digest while at its default, so a
+  record written before the field existed keeps its digest).
+
+A new factor is one field here (with its harness keys) and one registry row (:mod:`repaudit.run.factors`): every
+reader then reads it from the files that record it.
 """
 
 from __future__ import annotations
@@ -48,9 +59,41 @@ Quantization = Literal["awq", "gptq", "fp8", "bitsandbytes", "gguf", "compressed
 Seed = int
 
 
+#: the harnesses whose files the readers map through the fields' declarations (:func:`harness_map`)
+HARNESSES = ("lmeval", "lighteval", "inspect", "eee", "helm")
+
+
 def engine(**names: Any) -> dict[str, Any]:
-    """``json_schema_extra`` of a field: its name in each engine (``hf=``, ``vllm=``, ``lmeval=``) and ``later=``."""
+    """``json_schema_extra`` of a field (see the module docstring): its name in each engine (``hf=``, ``vllm=``),
+    where each harness records it (``lmeval=``, ``lighteval=``, ``inspect=``, ``eee=``, ``helm=``), its conditions
+    (``fewshot_only=``, ``sampling=``, ``lettered=``, ``generative=``) and ``later=``."""
     return dict(names)
+
+
+def harness_map(harness: str) -> dict[str, list[tuple[str, str]]]:
+    """Settings path → the ``(source, key)`` places ``harness``'s files record it, in the order a reader tries them
+    (from the fields' declarations; see the module docstring).
+
+    Raises:
+        ValueError: ``harness`` is not one of :data:`HARNESSES`, or a declaration is not ``source.key[|…]``.
+    """
+    if harness not in HARNESSES:
+        raise ValueError(f"unknown harness '{harness}': one of {', '.join(HARNESSES)}")
+    out: dict[str, list[tuple[str, str]]] = {}
+    for stage, cls in STAGES.items():
+        for name, f in cls.model_fields.items():
+            extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
+            spec = extra.get(harness)
+            if not spec:
+                continue
+            places = []
+            for alt in str(spec).split("|"):
+                source, dot, key = alt.partition(".")
+                if not (dot and source and key):
+                    raise ValueError(f"{stage}.{name}: '{alt}' is not source.key")
+                places.append((source, key))
+            out[f"{stage}.{name}"] = places
+    return out
 
 
 class Settings(BaseModel):
@@ -84,34 +127,46 @@ class ServingSettings(Settings):
 
     backend: Backend = "hf"
     """Inference backend: hf (transformers) or vllm."""
-    device: str = Field("cpu", min_length=1, max_length=64)
+    device: str = Field("cpu", min_length=1, max_length=64, json_schema_extra=engine(
+        lmeval="config.device", lighteval="model_config.device", inspect="model_args.device"))
     """torch device the model runs on (where it runs, not what it computes)."""
-    dtype: Dtype = "float32"
+    dtype: Dtype = Field("float32", json_schema_extra=engine(
+        lmeval="config.model_dtype|model_args.dtype|model_args.torch_dtype",
+        lighteval="model_config.dtype|config_general.model_dtype", inspect="model_args.dtype|model_args.torch_dtype",
+        eee="model_details.dtype"))
     """Weights and activations dtype."""
-    batch_size: int = Field(8, ge=1, le=MAX_BATCH)
+    batch_size: int = Field(8, ge=1, le=MAX_BATCH, json_schema_extra=engine(
+        lmeval="config.batch_size", lighteval="model_config.batch_size"))
     """Rows per forward pass (vllm: prompts per engine call)."""
     padding_side: PaddingSide = "right"
     """Side a batch is padded on: right (lm-eval) or left."""
-    add_bos_token: bool | None = None
+    add_bos_token: bool | None = Field(None, json_schema_extra=engine(lmeval="model_args.add_bos_token"))
     """Every request starts with BOS (True), never (False), or as the tokenizer does (None)."""
     scoring_strategy: ScoringStrategy = "full_sequence"
     """full_sequence (lm-eval's numerical path: every continuation scored with its context) or shared_prefix
     (each context once)."""
-    tensor_parallel_size: int = Field(1, ge=1, le=4096, json_schema_extra=engine(vllm_only=True))
+    tensor_parallel_size: int = Field(1, ge=1, le=4096, json_schema_extra=engine(
+        vllm_only=True, lmeval="model_args.tensor_parallel_size", lighteval="model_config.tensor_parallel_size"))
     """vLLM: GPUs one model is split across."""
-    pipeline_parallel_size: int = Field(1, ge=1, le=4096, json_schema_extra=engine(vllm_only=True))
+    pipeline_parallel_size: int = Field(1, ge=1, le=4096, json_schema_extra=engine(
+        vllm_only=True, lmeval="model_args.pipeline_parallel_size", lighteval="model_config.pipeline_parallel_size"))
     """vLLM: pipeline stages across GPUs."""
-    attention_backend: AttentionBackend | None = None
+    attention_backend: AttentionBackend | None = Field(None, json_schema_extra=engine(
+        lmeval="model_args.attn_implementation|model_args.attention_backend",
+        lighteval="model_config.attn_implementation|model_config.attention_backend"))
     """Attention kernel: a vLLM backend name, or transformers' attn_implementation; None = the default."""
-    enable_prefix_caching: bool | None = Field(None, json_schema_extra=engine(vllm_only=True))
+    enable_prefix_caching: bool | None = Field(None, json_schema_extra=engine(
+        vllm_only=True, lmeval="model_args.enable_prefix_caching", lighteval="model_config.enable_prefix_caching"))
     """vLLM: reuse the KV cache of shared prefixes; None = the engine's default."""
-    kv_cache_dtype: KvCacheDtype = Field("auto", json_schema_extra=engine(vllm_only=True))
+    kv_cache_dtype: KvCacheDtype = Field("auto", json_schema_extra=engine(
+        vllm_only=True, lmeval="model_args.kv_cache_dtype", lighteval="model_config.kv_cache_dtype"))
     """vLLM: dtype the KV cache is stored in."""
     batch_invariant: bool = Field(False, json_schema_extra=engine(vllm_only=True))
     """vLLM: batch-invariant kernels (results independent of batch composition)."""
     quantization: Quantization | None = Field(None, json_schema_extra=engine(vllm_only=True))
     """vLLM: weight quantisation method the engine applies; None = none."""
-    max_num_seqs: int | None = Field(None, ge=1, le=MAX_BATCH, json_schema_extra=engine(vllm_only=True))
+    max_num_seqs: int | None = Field(None, ge=1, le=MAX_BATCH, json_schema_extra=engine(
+        vllm_only=True, lmeval="model_args.max_num_seqs", lighteval="model_config.max_num_seqs"))
     """vLLM: sequences scheduled in one engine step (its batch size); None = the engine's default."""
 
 
@@ -120,53 +175,75 @@ class PromptSettings(Settings):
 
     prompt_format: PromptFormat = "lmeval"
     """lmeval (lm-eval's templates), lettered (choices with letters) or cloze."""
-    label_style: LabelStyle = "A."
+    label_style: LabelStyle = Field("A.", json_schema_extra=engine(lettered=True))
     """Lettered prompts: the choice labels."""
-    choice_separator: str = Field("\n", max_length=1000)
+    choice_separator: str = Field("\n", max_length=1000, json_schema_extra=engine(lettered=True))
     """Lettered prompts: the text between question and choices."""
-    description: str | None = Field(None, max_length=100_000)
+    description: str | None = Field(None, max_length=100_000, json_schema_extra=engine(
+        lmeval="task.description", helm="adapter_spec.instructions"))
     """Text before the examples; None = the task's own, "" = none."""
     chat_template: bool = False
     """Wrap prompts in the model's chat template."""
-    fewshot_as_multiturn: bool = False
+    fewshot_as_multiturn: bool = Field(False, json_schema_extra=engine(fewshot_only=True,
+                                                                       lmeval="top.fewshot_as_multiturn"))
     """With the chat template, each few-shot example as a user/assistant turn pair (lm-eval's flag)."""
-    system_prompt: str | None = Field(None, max_length=1_000_000)
+    system_prompt: str | None = Field(None, max_length=1_000_000, json_schema_extra=engine(
+        lmeval="top.system_instruction", lighteval="model_config.system_prompt",
+        inspect="generate_config.system_message"))
     """System message (with or without a chat template); None = none."""
 
 
 class FewshotSettings(Settings):
     """Which examples precede each doc, and in what order."""
 
-    num_fewshot: int | None = Field(None, ge=0, le=10_000)
+    num_fewshot: int | None = Field(None, ge=0, le=10_000, json_schema_extra=engine(
+        eee="generation_details.num_fewshot", helm="adapter_spec.max_train_instances"))
     """Few-shot examples per prompt (n-shot); None = the task's."""
-    fewshot_split: str | None = Field(None, min_length=1, max_length=200)
+    fewshot_split: str | None = Field(None, min_length=1, max_length=200, json_schema_extra=engine(
+        fewshot_only=True, lmeval="task.fewshot_split", lighteval="task.few_shots_split"))
     """Split the examples come from; None = the task's pool."""
-    fewshot_order_seed: int | None = Field(None, ge=0, le=MAX_SEED)
+    fewshot_order_seed: int | None = Field(None, ge=0, le=MAX_SEED, json_schema_extra=engine(fewshot_only=True))
     """Seed of a per-doc permutation of the selected examples; None = the sampler's order."""
 
 
 class GenerationSettings(Settings):
     """generate_until: stop sequences, the token budget, sampling, and the backend's generation strategy."""
 
-    until: tuple[str, ...] | None = None
+    until: tuple[str, ...] | None = Field(None, json_schema_extra=engine(
+        lmeval="gen_kwargs.until", lighteval="generation_parameters.stop_tokens|task.stop_sequence",
+        inspect="generate_config.stop_seqs", eee="generation_details.until", helm="adapter_spec.stop_sequences"))
     """Stop sequences; None = the task's."""
     stop_at_eos: bool = True
     """Add the tokenizer's EOS to the stop sequences (lm-eval does)."""
-    max_gen_toks: int | None = Field(None, ge=1, le=MAX_TOKENS, json_schema_extra=engine(lmeval="max_gen_toks"))
+    max_gen_toks: int | None = Field(None, ge=1, le=MAX_TOKENS, json_schema_extra=engine(
+        lmeval="gen_kwargs.max_gen_toks|gen_kwargs.max_new_tokens|gen_kwargs.max_tokens",
+        lighteval="generation_parameters.max_new_tokens|task.generation_size", inspect="generate_config.max_tokens",
+        eee="generation_args.max_tokens", helm="adapter_spec.max_tokens"))
     """Token budget of a generation (tokens); None = the task's."""
-    do_sample: bool = Field(False, json_schema_extra=engine(lmeval="do_sample"))
+    do_sample: bool = Field(False, json_schema_extra=engine(
+        lmeval="gen_kwargs.do_sample", inspect="model_args.do_sample", eee="generation_details.do_sample"))
     """Sample instead of greedy decoding (with temperature 0 decoding stays greedy)."""
-    temperature: float = Field(0.0, ge=0, le=100, json_schema_extra=engine(lmeval="temperature"))
+    temperature: float = Field(0.0, ge=0, le=100, json_schema_extra=engine(
+        sampling=True, lmeval="gen_kwargs.temperature", lighteval="generation_parameters.temperature",
+        inspect="generate_config.temperature", eee="generation_args.temperature", helm="adapter_spec.temperature"))
     """Sampling temperature (0 = greedy)."""
-    top_p: float = Field(1.0, gt=0, le=1, json_schema_extra=engine(lmeval="top_p"))
+    top_p: float = Field(1.0, gt=0, le=1, json_schema_extra=engine(
+        sampling=True, lmeval="gen_kwargs.top_p", lighteval="generation_parameters.top_p",
+        inspect="generate_config.top_p", eee="generation_args.top_p", helm="adapter_spec.top_p"))
     """Nucleus sampling mass."""
-    top_k: int = Field(0, ge=0, le=10**7, json_schema_extra=engine(lmeval="top_k"))
+    top_k: int = Field(0, ge=0, le=10**7, json_schema_extra=engine(
+        sampling=True, lmeval="gen_kwargs.top_k", lighteval="generation_parameters.top_k",
+        inspect="generate_config.top_k", eee="generation_args.top_k", helm="adapter_spec.top_k_per_token"))
     """Top-k sampling (0 = off)."""
     repetition_penalty: float = Field(1.0, gt=0, le=100, json_schema_extra=engine(
-        hf="repetition_penalty", vllm="repetition_penalty", lmeval="repetition_penalty", later=True))
+        hf="repetition_penalty", vllm="repetition_penalty", lmeval="gen_kwargs.repetition_penalty",
+        lighteval="generation_parameters.repetition_penalty", eee="generation_args.repetition_penalty",
+        later=True))
     """Penalty on the logits of tokens already in the context or generated (1 = none; CTRL, Keskar et al. 2019),
     greedy decoding included."""
-    sampling_seed: int | None = Field(None, ge=0, le=MAX_SEED)
+    sampling_seed: int | None = Field(None, ge=0, le=MAX_SEED, json_schema_extra=engine(
+        sampling=True, lmeval="gen_kwargs.seed", lighteval="generation_parameters.seed",
+        inspect="generate_config.seed"))
     """Seed of sampled generations; None = the torch seed."""
     generation_strategy: GenerationStrategy = "exact"
     """hf backend: exact (lm-eval's model.generate on padded batches) or prefix_cache (the shared prefix once,
@@ -178,13 +255,13 @@ class ScoringSettings(Settings):
 
     acc_norm: AccNorm = "char_length"
     """What acc_norm divides by: char_length (lm-eval), token_length, byte_length, or pmi."""
-    answer_match: AnswerMatch = "exact"
+    answer_match: AnswerMatch = Field("exact", json_schema_extra=engine(generative=True))
     """generate_until: exact (lm-eval), quasi_exact (HELM), prefix or suffix (lighteval)."""
-    ignore_case: bool | None = None
+    ignore_case: bool | None = Field(None, json_schema_extra=engine(generative=True))
     """lm-eval's exact_match option; None = the task's own."""
-    ignore_punctuation: bool | None = None
+    ignore_punctuation: bool | None = Field(None, json_schema_extra=engine(generative=True))
     """lm-eval's exact_match option; None = the task's own."""
-    regexes_to_ignore: tuple[str, ...] | None = None
+    regexes_to_ignore: tuple[str, ...] | None = Field(None, json_schema_extra=engine(generative=True))
     """lm-eval's exact_match option: patterns removed before matching; None = the task's own."""
     score_normalisation: ScoreNormalisation = "raw"
     """raw, or leaderboard_normalised (extra aggregate rows; per-doc values stay raw)."""
@@ -193,22 +270,26 @@ class ScoringSettings(Settings):
 class DataSettings(Settings):
     """Which docs are evaluated."""
 
-    split: str | None = Field(None, min_length=1, max_length=200)
+    split: str | None = Field(None, min_length=1, max_length=200, json_schema_extra=engine(
+        lmeval="task.test_split|task.validation_split", eee="source_data.hf_split"))
     """Evaluation split; None = the task's."""
-    limit: int | None = Field(None, ge=1, le=10**9)
+    limit: int | None = Field(None, ge=1, le=10**9, json_schema_extra=engine(
+        lmeval="config.limit", lighteval="config_general.max_samples", inspect="eval_config.limit",
+        helm="adapter_spec.max_eval_instances"))
     """Evaluate only the first N docs (docs); None = all."""
 
 
 class SeedSettings(Settings):
     """Seeds set before the run, in lm-eval's ``--seed`` order."""
 
-    seed: int = Field(0, ge=0, le=MAX_SEED)
+    seed: int = Field(0, ge=0, le=MAX_SEED, json_schema_extra=engine(lmeval="config.random_seed"))
     """Python random seed."""
-    numpy_seed: int = Field(1234, ge=0, le=MAX_SEED)
+    numpy_seed: int = Field(1234, ge=0, le=MAX_SEED, json_schema_extra=engine(lmeval="config.numpy_seed"))
     """numpy seed."""
-    torch_seed: int = Field(1234, ge=0, le=MAX_SEED)
+    torch_seed: int = Field(1234, ge=0, le=MAX_SEED, json_schema_extra=engine(lmeval="config.torch_seed"))
     """torch seed; also the sampling seed unless generation.sampling_seed is set."""
-    fewshot_seed: int = Field(1234, ge=0, le=MAX_SEED)
+    fewshot_seed: int = Field(1234, ge=0, le=MAX_SEED, json_schema_extra=engine(
+        fewshot_only=True, lmeval="config.fewshot_seed"))
     """Seed of the few-shot sampler (lm-eval's fourth --seed value)."""
 
 

@@ -29,37 +29,50 @@ from repaudit.audit.scores import FlippedDoc, ScoreRow, judge, score_row
 from repaudit.errors import RepauditError, UsageError
 from repaudit.importers.comparable import ComparableRun, TaskOutcome
 from repaudit.importers.detect import load_run
-from repaudit.importers.factors import UNKNOWN, FactorGroup
-from repaudit.importers.lmeval.factors import DEFAULT_DEVICE
 from repaudit.importers.metric_kinds import task_base
+from repaudit.vocabulary import NOT_RECORDED, Recorded, Value, order
 
 __all__ = ["Comparison", "FactorRow", "FlippedDoc", "ScoreRow", "compare", "diff_factors", "load_run"]
 
-Status = Literal["same", "differs", "unknown"]
+Status = Literal["same", "differs", "unknown", "n/a"]
+#: the version of compare's JSON report: 2 names every factor field by its vocabulary path and gives each side's
+#: value with its provenance (1 had group/field and bare values)
+COMPARE_FORMAT = 2
 
 
 class FactorRow(BaseModel):
-    """One factor field: A's and B's value and whether they are the same, differ, or are unknown."""
+    """One setting or fact of one task: A's and B's value, each with its provenance, and how they relate."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     task: str
     """The task."""
-    group: str
-    """The factor group (:class:`~repaudit.importers.factors.FactorGroup`: ``seed``, ``backend``, ``prompt_format``,
-    …)."""
-    field: str
-    """The field within the group."""
-    a: Any
-    """A's value as recorded (``<not recorded>`` where A does not record it)."""
-    b: Any
+    path: str
+    """The field's path in the vocabulary (:mod:`repaudit.vocabulary`): a settings field (``generation.temperature``)
+    or a fact (``model.name``, ``software.lm_eval``)."""
+    a: Value
+    """A's value with its provenance: recorded (with the file's key), a harness default (with the harness and
+    version), derived, not recorded, or not applicable (with why)."""
+    b: Value
     """B's value, as ``a``."""
     status: Status
-    """same, differs, or unknown (not recorded by one or both runs)."""
+    """same, differs, unknown (not recorded by one or both runs, or a default whose harness version is not
+    recorded), or n/a (the setting does not apply to one or both runs: few-shot settings of a 0-shot run,
+    sampling settings under greedy decoding) — n/a is never a difference."""
     note: str = ""
     """Why two spellings were judged the same (a function's name and its source; lm-eval's backend aliases);
     empty otherwise."""
     factor: str | None = None
-    """The registry's name of the factor this field records (:mod:`repaudit.run.factors`); None: not one."""
+    """The registry's name of the factor at this path (:mod:`repaudit.run.factors`); None: not one."""
+
+    @property
+    def group(self) -> str:
+        """The path's group (its first part: ``generation``, ``model``, ``software``)."""
+        return self.path.partition(".")[0]
+
+    @property
+    def field(self) -> str:
+        """The path's field (everything after the group)."""
+        return self.path.partition(".")[2]
 
 
 class DocAgreement(BaseModel):
@@ -154,11 +167,13 @@ class Summary(BaseModel):
     largest: list[Move]
     """Up to 3 tested task rows (significant or within noise) with the largest |Δ|, significant ones first."""
     differing: list[str]
-    """Factor groups with a field that differs, in report order."""
+    """Groups (:data:`repaudit.vocabulary.GROUPS`) with a path that differs, in report order."""
     unknown_fields: int
-    """Distinct (group, field) pairs unknown in at least one task."""
+    """Distinct paths unknown in at least one task."""
     same_fields: int
-    """Distinct (group, field) pairs the same in at least one task."""
+    """Distinct paths the same in at least one task."""
+    na_fields: int = 0
+    """Distinct paths that apply to one run only in at least one task (n/a on the other: never a difference)."""
 
 
 class Comparison(BaseModel):
@@ -166,6 +181,8 @@ class Comparison(BaseModel):
     are in each row's ``unit`` (``pts`` for proportions and percentages)."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    format_version: int = COMPARE_FORMAT
+    """The version of this report's layout (2: factor fields by vocabulary path, each value with its provenance)."""
     a: dict[str, str]
     """Run A's label: ``path``, ``name`` (as reports show it), ``file``, ``source`` (the harness and version) and
     ``model``."""
@@ -213,21 +230,21 @@ def _same(va: Any, vb: Any) -> bool:
 #: lm-eval ``--model`` names across versions that are one backend
 BACKEND_ALIASES = {"hf-causal": "hf", "hf-causal-experimental": "hf", "huggingface": "hf", "hf-auto": "hf",
                    "gpt2": "hf"}
+#: lm-eval's few-shot sampler names that are repaudit's
+SAMPLER_ALIASES = {"default": "random"}
 _FUNC_REPR = re.compile(r"<function (\w+)>")
 
 
-def _equivalent(group: str, field: str, va: Any, vb: Any) -> str | None:
+def _equivalent(path: str, va: Any, vb: Any) -> str | None:
     """A note when two differently written values are the same setting, else ``None``."""
     if not (isinstance(va, str) and isinstance(vb, str)):
         return None
-    if group == "backend" and field == "name" and BACKEND_ALIASES.get(va, va) == BACKEND_ALIASES.get(vb, vb):
+    if path == "serving.backend" and BACKEND_ALIASES.get(va, va) == BACKEND_ALIASES.get(vb, vb):
         return f"'{va}' and '{vb}' are one backend (lm-eval renamed it between versions)"
-    if group == "backend" and field == "device":
-        if va.split(":")[0] == vb.split(":")[0]:
-            return f"'{va}' and '{vb}' are one device type (the index is not a factor; the hardware is)"
-        if DEFAULT_DEVICE in (va, vb) and ({va, vb} - {DEFAULT_DEVICE}).pop().startswith("cuda"):
-            return ("one run did not set --device, so lm-eval took CUDA if available (its file records no "
-                    "environment to confirm it): taken as CUDA")
+    if path == "serving.device" and va.split(":")[0] == vb.split(":")[0]:
+        return f"'{va}' and '{vb}' are one device type (the index is not a factor; the hardware is)"
+    if path == "fewshot.sampler" and SAMPLER_ALIASES.get(va, va) == SAMPLER_ALIASES.get(vb, vb):
+        return f"'{va}' and '{vb}' are one sampler (lm-eval's 'default' draws at random)"
     for x, y in ((va, vb), (vb, va)):
         m = _FUNC_REPR.fullmatch(x.strip())
         if m and re.search(rf"^\s*def {re.escape(m.group(1))}\(", y, flags=re.M):
@@ -235,32 +252,34 @@ def _equivalent(group: str, field: str, va: Any, vb: Any) -> str | None:
     return None
 
 
-def diff_factors(task: str, fa: dict, fb: dict) -> list[FactorRow]:
-    """Factor rows for one task, in :class:`FactorGroup` order.
+def _status(path: str, va: Value, vb: Value) -> tuple[Status, str]:
+    """How two values of one path relate, and a note where two spellings are one setting."""
+    if "not_applicable" in (va.source, vb.source):
+        return "n/a", ""
+    if not (va.known and vb.known):
+        return "unknown", ""
+    if _same(va.value, vb.value):
+        return "same", ""
+    note = _equivalent(path, va.value, vb.value)
+    return ("same", note) if note else ("differs", "")
 
-    Each field is compared structurally (nested values such as ``batch_sizes_used`` or stop
-    lists; 1 and 1.0 are equal). A field one run does not record, or records as :data:`UNKNOWN`,
-    is *unknown*; two spellings of one setting are *same* with a note (:func:`_equivalent`).
+
+def diff_factors(task: str, ra: Recorded, rb: Recorded) -> list[FactorRow]:
+    """Factor rows for one task: every path either record holds (a path one record lacks is not recorded there),
+    in the vocabulary's report order (:func:`repaudit.vocabulary.order`).
+
+    Each value is compared structurally (nested values such as ``engine.batch_sizes_used`` or stop lists; 1 and 1.0
+    are equal); a value one run does not know is *unknown*; a setting that does not apply to one run is *n/a*, never
+    a difference; two spellings of one setting are *same* with a note (:func:`_equivalent`).
     """
-    from repaudit.run.factors import by_compare
+    from repaudit.run.factors import by_path
 
-    names = by_compare()
+    names = by_path()
     rows = []
-    for group in FactorGroup:
-        ga, gb = fa.get(group.value, {}), fb.get(group.value, {})
-        for name in list(dict.fromkeys([*ga, *gb])):
-            va, vb = ga.get(name, UNKNOWN), gb.get(name, UNKNOWN)
-            note = ""
-            if va == UNKNOWN or vb == UNKNOWN:
-                status: Status = "unknown"
-            elif _same(va, vb):
-                status = "same"
-            elif note := (_equivalent(group.value, name, va, vb) or ""):
-                status = "same"
-            else:
-                status = "differs"
-            rows.append(FactorRow(task=task, group=group.value, field=name, a=va, b=vb, status=status, note=note,
-                                  factor=names.get((group.value, name))))
+    for path in sorted(set(ra) | set(rb), key=order):
+        va, vb = ra.get(path, NOT_RECORDED), rb.get(path, NOT_RECORDED)
+        status, note = _status(path, va, vb)
+        rows.append(FactorRow(task=task, path=path, a=va, b=vb, status=status, note=note, factor=names.get(path)))
     return rows
 
 
@@ -422,7 +441,8 @@ def summarise(c: Comparison, top: int = 3) -> Summary:
     sig = [r for r in rows if r.verdict == "significant"]
     tested = [r for r in rows if r.verdict in ("significant", "within noise")]
     largest = sorted(tested, key=lambda r: (r.verdict != "significant", -abs(r.delta)))[:top]
-    differing = list(dict.fromkeys(f.group for f in c.factors if f.status == "differs"))
+    differing = list(dict.fromkeys(f.group for f in sorted(c.factors, key=lambda f: order(f.path))
+                                   if f.status == "differs"))
     return Summary(rows=len(rows), better=sum(r.moved == "better" for r in sig),
                    worse=sum(r.moved == "worse" for r in sig),
                    moved_unknown_direction=sum(r.moved in ("up", "down") for r in sig),
@@ -433,5 +453,7 @@ def summarise(c: Comparison, top: int = 3) -> Summary:
                    largest=[Move(task=r.task, metric=r.metric, delta=r.delta, ci_low=r.ci_low, ci_high=r.ci_high,
                                  unit=r.unit, moved=r.moved or "within noise") for r in largest],
                    differing=differing,
-                   unknown_fields=len({(f.group, f.field) for f in c.factors if f.status == "unknown"}),
-                   same_fields=len({(f.group, f.field) for f in c.factors if f.status == "same"}))
+                   unknown_fields=len({f.path for f in c.factors if f.status == "unknown"}),
+                   same_fields=len({f.path for f in c.factors if f.status == "same"}),
+                   na_fields=len({f.path for f in c.factors if f.status == "n/a"
+                                  and (f.a.source == "not_applicable") != (f.b.source == "not_applicable")}))

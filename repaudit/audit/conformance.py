@@ -15,9 +15,12 @@ from pydantic import BaseModel, ConfigDict
 
 from repaudit.errors import RepauditError
 from repaudit.importers.comparable import ComparableRun
-from repaudit.importers.factors import UNKNOWN
 from repaudit.run.normalise import leaderboard_normalise
 from repaudit.run.protocol import Protocol
+from repaudit.vocabulary import Recorded, shown
+
+#: a value the run's file does not record
+UNKNOWN = "<not recorded>"
 
 Status = Literal["conforms", "deviates", "unknown"]
 
@@ -102,8 +105,9 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def _run_value(factor: str, value: Any, factors: dict, reported: dict, source: str) -> tuple[Any, Status, str]:
-    """The run's value of ``factor`` and the status against the protocol's ``value``."""
+def _run_value(factor: str, value: Any, rec: Recorded, reported: dict, source: str) -> tuple[Any, Status, str]:
+    """The run's value of ``factor`` and the status against the protocol's ``value`` (a harness default the file
+    records the version of is the run's value, and the note says so)."""
     if factor == "metric":
         keys = sorted(reported)
         ok = value in reported or (value == "exact_match" and any(k.startswith("exact_match") for k in keys))
@@ -114,34 +118,24 @@ def _run_value(factor: str, value: Any, factors: dict, reported: dict, source: s
         return sorted(reported), ("conforms" if ok else "unknown"), "" if ok else f"no {value} aggregate reported"
     if factor == "formulation":
         return UNKNOWN, "unknown", "a single run cannot show which formulation a protocol would pick"
-    if factor == "prompt_format":
-        fmt = factors.get("prompt_format", {})
-        got = fmt.get("format") or ("lmeval" if "doc_to_text" in fmt and source.startswith("lm-eval") else UNKNOWN)
-        if got == UNKNOWN:
-            return got, "unknown", ""
-        return got, ("conforms" if got == value else "deviates"), ""
-    if factor == "fewshot_as_multiturn":
-        got = factors.get("chat_template", {}).get("fewshot_as_multiturn", UNKNOWN)
-        if got == UNKNOWN and factors.get("chat_template", {}).get("applied") is False:
-            got = False  # no chat template: no turns at all
-        if got == UNKNOWN:
-            return got, "unknown", ""
-        return got, ("conforms" if _same(got, value) else "deviates"), ""
     from repaudit.run.factors import get
 
-    group, field = get(factor).compare  # where compare shows the factor (the registry's path)
-    got = factors.get(group, {}).get(field, UNKNOWN)
-    if factor == "score" and got == UNKNOWN and source.startswith(("lm-eval", "lighteval")):
-        got = "raw"  # both harnesses print raw scores
-    if factor == "fewshot_selection" and got in ("random", "first_n", "samples", "none"):
-        return got, ("conforms" if got == value else "deviates"), ""
+    path = get(factor).path  # where the vocabulary holds the factor
+    v = rec.get(path) if path else None
+    if v is not None and v.source == "not_applicable":
+        return f"n/a ({v.note})", "conforms" if value in (None, False) else "deviates", ""
+    got = v.value if v is not None and v.known else UNKNOWN
+    note = shown(v) if v is not None and v.source in ("default", "derived") else ""
+    if factor == "fewshot_selection" and got in ("random", "first_n", "samples", "none", "default"):
+        got = "random" if got == "default" else got
+        return got, ("conforms" if got == value else "deviates"), note
     if factor == "limit" and got is None:
         return got, "deviates", f"the run evaluated every doc; the protocol samples {value}"
     if got == UNKNOWN:
         return got, "unknown", "not recorded by the run"
     if factor == "batch_size" and value == "auto":
         return got, "unknown", "'auto' picks a size per machine"
-    return got, ("conforms" if _same(got, value) else "deviates"), ""
+    return got, ("conforms" if _same(got, value) else "deviates"), note
 
 
 def conformance(run: ComparableRun, proto: Protocol) -> Conformance:
@@ -174,12 +168,12 @@ def conformance(run: ComparableRun, proto: Protocol) -> Conformance:
                        unspecified=unspecified, scores=scores)
 
 
-def _scores(task: str, reported: dict, factors: dict, proto: Protocol) -> list[ScoreView]:
+def _scores(task: str, reported: dict, rec: Recorded, proto: Protocol) -> list[ScoreView]:
     settings = proto.settings_for(task)
     metric = settings["metric"].value if "metric" in settings else None
-    run_form = factors.get("metric_variant", {}).get("score", "raw")
+    run_form = rec.value("scoring.score_normalisation", UNKNOWN)
     baseline = settings["random_baseline"].value if "random_baseline" in settings else \
-        factors.get("metric_variant", {}).get("random_baseline")
+        rec.value("metric.random_baseline")
     out = []
     for key, (value, _se) in sorted(reported.items()):
         if metric is not None and key != metric:

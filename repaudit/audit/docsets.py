@@ -22,7 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from repaudit.importers.comparable import TaskOutcome
-from repaudit.importers.factors import UNKNOWN
+from repaudit.vocabulary import Recorded
+
+#: a limit or split the run's file does not record
+UNKNOWN = "<not recorded>"
 
 #: fewer shared docs than this get no verdict: the bootstrap percentile interval, the normal
 #: approximation behind the unpaired and z intervals, and a recorded stderr all need some tens of
@@ -65,14 +68,14 @@ def _num(x: Any) -> str:
     return str(int(x)) if isinstance(x, float) and x.is_integer() else str(x)
 
 
-def doc_set(t: TaskOutcome, factors: dict[str, dict[str, Any]]) -> DocSet:
-    """The :class:`DocSet` of one task of one run."""
-    data = factors.get("data", {})
+def doc_set(t: TaskOutcome, rec: Recorded) -> DocSet:
+    """The :class:`DocSet` of one task of one run (its record's ``data.limit``, ``data.split``, ``data.n_docs``)."""
     n = len(t.docs) if t.docs else t.n_docs
-    if n is None and isinstance(data.get("n_docs"), int):
-        n = data["n_docs"]
-    limit = data.get("limit", UNKNOWN)
-    return DocSet(n=n, n_split=t.n_original, limit=limit, split=data.get("split", UNKNOWN), per_doc=bool(t.docs))
+    if n is None and isinstance(rec.value("data.n_docs"), int):
+        n = rec.value("data.n_docs")
+    limit = rec.value("data.limit", UNKNOWN)
+    return DocSet(n=n, n_split=t.n_original, limit=limit, split=rec.value("data.split", UNKNOWN),
+                  per_doc=bool(t.docs))
 
 
 def _full(d: DocSet) -> bool | None:

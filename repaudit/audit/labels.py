@@ -5,16 +5,17 @@ from __future__ import annotations
 import re
 
 from repaudit.importers.comparable import ComparableRun
-from repaudit.importers.factors import NOT_SET, UNKNOWN
 
 
 def _model_name(run: ComparableRun) -> str:
-    models = {str(f.get("model", {}).get("name")) for f in run.factors.values()} - {UNKNOWN, "None"}
+    models = {str(v) for rec in run.factors.values() if (v := rec.value("model.name")) is not None}
     return ", ".join(sorted(models)) if models else "not recorded"
 
 
 def _revision(run: ComparableRun) -> str | None:
-    revs = {str(f.get("model", {}).get("revision")) for f in run.factors.values()} - {UNKNOWN, NOT_SET, "None"}
+    """The revisions the run's files record (a harness's default revision is not one)."""
+    revs = {str(rec["model.revision"].value) for rec in run.factors.values()
+            if rec.source("model.revision") == "recorded" and rec["model.revision"].value is not None}
     return ", ".join(sorted(revs)) if revs else None
 
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from repaudit.errors import RepauditError
 from repaudit.importers.comparable import ComparableRun, TaskOutcome
+from repaudit.vocabulary import Recorded
 
 #: lm-eval 0.3 task names -> 0.4 names (regex, replacement)
 TASK_RENAMES: list[tuple[re.Pattern, str, str]] = [
@@ -142,16 +143,13 @@ def _renamed(t: TaskOutcome, name: str, metrics: dict[str, str] | None = None) -
                                metric_names={**t.metric_names, **names})
 
 
-def _with_tasks(run: ComparableRun, tasks: dict[str, TaskOutcome], factors: dict) -> ComparableRun:
+def _with_tasks(run: ComparableRun, tasks: dict[str, TaskOutcome], factors: dict[str, Recorded]) -> ComparableRun:
     return dataclasses.replace(run, tasks=tasks, factors=factors)
 
 
-def _renamed_factors(f: dict, name: str) -> dict:
-    """A task's factors under its paired name: the rename is said in a note, it is not a factor."""
-    f = {g: dict(v) for g, v in f.items()}
-    if "task" in f.get("data", {}):
-        f["data"]["task"] = name
-    return f
+def _renamed_factors(f: Recorded, name: str) -> Recorded:
+    """A task's record under its paired name: the rename is said in a note, it is not a factor."""
+    return f.renamed_task(name)
 
 
 def _canonical_run(run: ComparableRun, names: list[str], other: set[str]) -> tuple[ComparableRun, dict[str, str]]:

@@ -26,12 +26,14 @@ def replayable() -> dict[str, tuple[tuple[str, ...], Any]]:
     return {name: (f.fields, f.fingerprint) for name, f in _replayable().items()}
 
 
-#: fingerprint groups this machine cannot set, with the words the report uses for them
-NOT_REPLAYABLE = {"hardware": "hardware", "library_versions": "library versions", "model": "model weights",
-                  "tokenizer": "tokenizer", "data": "data"}
-#: fields of those groups that matter (a model *name* may differ while the weights are the same)
-_FIXED_FIELDS = {"model": ("weights_sha256", "num_parameters"), "tokenizer": ("tokenizer_sha256",),
-                 "data": ("task", "split", "content_sha256", "limit")}
+#: what this machine cannot set, with the words the report uses for it: vocabulary groups, or single paths of a
+#: group that matter (a model *name* may differ while the weights are the same)
+NOT_REPLAYABLE: dict[str, tuple[str, ...] | None] = {
+    "hardware": None, "software": None,
+    "model": ("model.weights_sha256", "model.num_parameters", "model.weights_format"),
+    "tokenizer": ("tokenizer.sha256",), "data": ("data.task", "data.split", "data.content_sha256", "data.limit")}
+_WORDS = {"hardware": "hardware", "software": "library versions", "model": "model weights", "tokenizer": "tokenizer",
+          "data": "data"}
 
 
 def load_replay_source(path: Path, data_dir: Path | None, model: str | None = None,
@@ -80,13 +82,12 @@ def differing_factors(a: ReplaySource, b: ReplaySource) -> tuple[list[str], list
     replay = [name for name in replayable() if replay_values(a.config, name) != replay_values(b.config, name)]
     rows = diff_factors(a.task, a.factors, b.factors)
     fixed, unknown = [], []
-    for group, words in NOT_REPLAYABLE.items():
-        fields = _FIXED_FIELDS.get(group)
-        status = {r.status for r in rows if r.group == group and (fields is None or r.field in fields)}
+    for group, paths in NOT_REPLAYABLE.items():
+        status = {r.status for r in rows if r.group == group and (paths is None or r.path in paths)}
         if "differs" in status:
-            fixed.append(words)
+            fixed.append(_WORDS[group])
         elif "unknown" in status:
-            unknown.append(words)
+            unknown.append(_WORDS[group])
     return replay, fixed, unknown
 
 

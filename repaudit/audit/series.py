@@ -39,7 +39,6 @@ from repaudit.audit.series_stats import (
 from repaudit.audit.stats import bootstrap_mean
 from repaudit.errors import RepauditError
 from repaudit.importers.comparable import ComparableRun
-from repaudit.importers.factors import NOT_SET, UNKNOWN
 from repaudit.importers.metric_kinds import MetricKind, metric_kind
 
 ALL_RUNS = "all runs"
@@ -139,12 +138,13 @@ def _need_steps(members: list[Member]) -> None:
     missing = [(s, r) for s, r in members if s.step is None]
     if missing:
         first, run = missing[0]
-        revisions = {str(v) for f in run.factors.values()
-                     if (v := f.get("model", {}).get("revision")) not in (None, UNKNOWN, NOT_SET)}
+        revisions = {str(v) for rec in run.factors.values()
+                     if rec.source("model.revision") == "recorded" and (v := rec["model.revision"].value) is not None}
         more = f" and {len(missing) - 1} more file(s)" if len(missing) > 1 else ""
         raise RepauditError(f"'{first.path}'{more} record no training step (model revision: "
                             f"{', '.join(sorted(revisions)) or 'not recorded'}): a checkpoint series needs "
-                            "revision=stepN in the model arguments, or --step-from REGEX to read it from the file name")
+                            "revision=stepN in the model arguments (or a recorded step: GPT-NeoX's "
+                            "model_args.iteration), or --step-from REGEX to read it from the file name")
 
 
 def _shared(members: list[Member], patterns: list[str] | None) -> tuple[list[tuple[str, str]], list[LeftOut]]:
@@ -286,7 +286,7 @@ def _notes(report: SeriesReport) -> list[str]:
                      "it records them")
     differing = [c for c in report.confounders if not c.by_design]
     if differing:
-        fields = list(dict.fromkeys(f"{c.group}.{c.field}" for c in differing))
+        fields = list(dict.fromkeys(c.path for c in differing))
         notes.append(f"settings differ between runs of a series ({', '.join(fields)}): every score moved by them "
                      "as well as by what the series varies")
     if any(p.se_from == "bootstrap over docs" for r in [*report.checkpoint, *report.seed, *report.model]

@@ -2,8 +2,9 @@
 evaluates), what its file name claims against what it records, which runs scored other docs, and which
 settings differ between the runs (confounders).
 
-* **step** — read from the recorded model revision (``revision=step83000`` in lm-eval's ``model_args``, a
-  repaudit fingerprint's model revision, OLMo's ``stage1-step1000-tokens4B``), else from the file name with
+* **step** — the recorded training step (``model.step``: GPT-NeoX evaluate.py's ``model_args.iteration``), else read
+  from the recorded model revision (``revision=step83000`` in lm-eval's ``model_args``, a repaudit fingerprint's
+  model revision, OLMo's ``stage1-step1000-tokens4B``), else from the file name with
   ``--step-from REGEX`` (its first group, or the group named ``step``) as a last resort. A recorded step
   always wins over a name.
 * **contradictions** — a file name that says ``5shot``, ``step128`` or ``bf16`` while the file records another
@@ -12,8 +13,8 @@ settings differ between the runs (confounders).
 * **doc sets** — per task, the runs are checked against the run that agrees with most others (per-doc ids and
   content hashes where both record them, else counts, limit and split as :mod:`repaudit.audit.docsets` decides
   for ``compare``); a run that scored other docs is left out of that task with the reason.
-* **confounders** — every factor field (the groups :mod:`repaudit.importers.factors` defines, as ``compare``
-  diffs them) whose recorded value is not the same in every run of a series, with each run's value; where
+* **confounders** — every setting and fact of the vocabulary (:mod:`repaudit.vocabulary`, as ``compare``
+  diffs them) whose value is not the same in every run of a series, with each run's value; where
   ``compare`` would judge two spellings one setting (``cuda:0`` and ``cuda:7``) it is still listed, with that
   judgement. Fields the series varies on purpose (the revision of a checkpoint series) are marked ``by_design``.
 """
@@ -31,7 +32,8 @@ from pydantic import BaseModel, ConfigDict
 from repaudit.audit.docsets import doc_set, same_docs
 from repaudit.errors import RepauditError
 from repaudit.importers.comparable import ComparableRun
-from repaudit.importers.factors import NOT_SET, UNKNOWN
+from repaudit.vocabulary import NOT_RECORDED as NOT_RECORDED_VALUE
+from repaudit.vocabulary import shown
 
 Across = Literal["checkpoint", "seed", "model"]
 #: a training step inside a revision or file name: ``step143000``, ``global_step1500``, ``stage1-step1000-…``
@@ -43,10 +45,10 @@ DTYPE_WORDS = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "f
                "fp32": "float32", "float32": "float32"}
 #: factor fields each kind of series varies on purpose
 BY_DESIGN: dict[str, set[tuple[str, str | None]]] = {
-    "checkpoint": {("model", "revision"), ("model", "sha"), ("model", "weights_sha256")},
-    "seed": {("seed", None)},
+    "checkpoint": {("model", "revision"), ("model", "sha"), ("model", "weights_sha256"), ("model", "step")},
+    "seed": {("seeds", None), ("generation", "sampling_seed")},
     "model": {("model", "name"), ("model", "revision"), ("model", "sha"), ("model", "weights_sha256"),
-              ("model", "num_parameters"), ("tokenizer", None)},
+              ("model", "num_parameters"), ("model", "step"), ("tokenizer", None)},
 }
 NOT_RECORDED = "model not recorded"
 
@@ -72,17 +74,17 @@ class SeriesRun(BaseModel):
 
 
 class Confounder(BaseModel):
-    """One factor field whose recorded value is not the same in every run of a series."""
+    """One setting or fact whose value is not the same in every run of a series."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     series: str
     """The series (model name; ``all runs`` for a seed or model series)."""
-    group: str
-    """Factor group (:class:`repaudit.importers.factors.FactorGroup`): ``batch_size``, ``backend``, …"""
-    field: str
-    """The field in the group: ``batch_size``, ``device``, ``num_fewshot``, …"""
+    path: str
+    """The vocabulary path (:mod:`repaudit.vocabulary`): ``serving.batch_size``, ``serving.device``,
+    ``fewshot.num_fewshot``, …"""
     values: dict[str, str]
-    """Run label -> its recorded value as text (``<not recorded>`` where the file does not record it)."""
+    """Run label -> its value as text, provenance included (``not recorded`` where the file does not record it,
+    ``default of lm-eval 0.4.2: 256`` for a harness default)."""
     judged: Literal["differs", "not recorded by every run", "one setting as compare judges it"]
     """How ``compare`` judges the values against the first run's: ``differs``; ``not recorded by every run``; or
     written differently but one setting (``cuda:0`` and ``cuda:7``; the reason in ``note``)."""
@@ -92,6 +94,16 @@ class Confounder(BaseModel):
     """The series varies this field on purpose (the checkpoint revision, the seed of a seed series)."""
     tasks: list[str] = []
     """The tasks where it differs; empty: every task of the report."""
+
+    @property
+    def group(self) -> str:
+        """The path's group (``serving``, ``model``)."""
+        return self.path.partition(".")[0]
+
+    @property
+    def field(self) -> str:
+        """The path's field."""
+        return self.path.partition(".")[2]
 
 
 class LeftOut(BaseModel):
@@ -117,14 +129,14 @@ def labels(runs: list[ComparableRun]) -> list[str]:
     return [n if counts[n] == 1 else r.path for n, r in zip(names, runs)]
 
 
-def recorded(run: ComparableRun, group: str, field: str) -> list[Any]:
-    """The distinct recorded values of one factor field over a run's tasks (:data:`UNKNOWN`, :data:`NOT_SET` — a
-    command line that left the setting to the harness — and ``None`` dropped: none of them says a value)."""
+def recorded(run: ComparableRun, path: str) -> list[Any]:
+    """The distinct values a run's files record at ``path`` over its tasks (not recorded, a harness default and
+    ``None`` dropped: none of them is a value the file states)."""
     out = []
-    for f in run.factors.values():
-        v = f.get(group, {}).get(field, UNKNOWN)
-        if v not in (UNKNOWN, NOT_SET, None) and v not in out:
-            out.append(v)
+    for rec in run.factors.values():
+        v = rec.get(path)
+        if v is not None and v.source in ("recorded", "derived") and v.value is not None and v.value not in out:
+            out.append(v.value)
     return out
 
 
@@ -138,13 +150,17 @@ def describe_runs(runs: list[ComparableRun], step_from: str | None = None) -> li
     pattern = _step_pattern(step_from)
     out = []
     for run, label in zip(runs, labels(runs)):
-        names, revisions = recorded(run, "model", "name"), recorded(run, "model", "revision")
-        for what, vals in (("model names", names), ("model revisions", revisions)):
+        names, revisions = recorded(run, "model.name"), recorded(run, "model.revision")
+        steps = [s for s in recorded(run, "model.step") if isinstance(s, int) and not isinstance(s, bool)]
+        for what, vals in (("model names", names), ("model revisions", revisions), ("training steps", steps)):
             if len(vals) > 1:
                 raise RepauditError(f"'{run.path}' records {len(vals)} {what} across its tasks "
                                     f"({', '.join(map(str, vals[:3]))}): a series needs one model per file")
         step, source = None, None
-        if revisions and (m := STEP.search(str(revisions[0]))):
+        if steps:
+            key = next(rec["model.step"].key for rec in run.factors.values() if rec.known("model.step"))
+            step, source = steps[0], f"recorded step ({key})"
+        elif revisions and (m := STEP.search(str(revisions[0]))):
             step, source = int(m.group(1)), f"model revision '{revisions[0]}'"
         elif pattern is not None and (m := pattern.search(Path(run.path).name)):
             step, source = _group_int(m, run.path, step_from), "file name (--step-from)"
@@ -179,7 +195,7 @@ def _contradictions(run: ComparableRun, step: int | None, source: str | None, pa
     """What the file name says (n-shot, step, dtype) against what the file records; the recorded value is used."""
     name = Path(run.path).name
     out = []
-    shots = recorded(run, "fewshot", "num_fewshot")
+    shots = recorded(run, "fewshot.num_fewshot")
     if (m := SHOT.search(name)) and shots and int(m.group(1)) not in shots:
         said = ", ".join(str(s) for s in shots)
         out.append(f"its name says {m.group(1)}-shot, its recorded configuration num_fewshot {said}: read as "
@@ -191,7 +207,7 @@ def _contradictions(run: ComparableRun, step: int | None, source: str | None, pa
             out.append(f"its name says step {int(digits)}, its {source} step {step}: read as step {step} "
                        "(as recorded)")
     words = {DTYPE_WORDS[w.lower()] for w in re.split(r"[^A-Za-z0-9]+", name) if w.lower() in DTYPE_WORDS}
-    dtypes = {str(d).removeprefix("torch.") for d in recorded(run, "dtype", "dtype")} - {"auto"}
+    dtypes = {str(d).removeprefix("torch.") for d in recorded(run, "serving.dtype")} - {"auto"}
     if words and dtypes and not words & {DTYPE_WORDS.get(d, d) for d in dtypes}:
         out.append(f"its name says {', '.join(sorted(words))}, its recorded dtype {', '.join(sorted(dtypes))}: read "
                    "as recorded")
@@ -204,7 +220,9 @@ def doc_check(task: str, members: list[tuple[SeriesRun, ComparableRun]]
     ``(label, reason)`` for each left out. Per-doc ids and content hashes decide where both runs record them,
     else :func:`repaudit.audit.docsets.same_docs`. Runs that record the same docs the same way are judged once
     (a series of 200 runs has one or two such classes, not 40,000 pairs)."""
-    sets = [doc_set(run.tasks[task], run.factors.get(task, {})) for _, run in members]
+    from repaudit.vocabulary import Recorded
+
+    sets = [doc_set(run.tasks[task], run.factors.get(task, Recorded())) for _, run in members]
     classes: dict[tuple, list[int]] = {}
     for i, (_, run) in enumerate(members):
         docs = run.tasks[task].docs
@@ -245,41 +263,43 @@ def _text(v: Any) -> str:
 
 def confounders(series: str, members: list[tuple[SeriesRun, ComparableRun]], tasks: list[str], across: Across
                 ) -> list[Confounder]:
-    """Factor fields whose recorded value differs between the runs of one series, over ``tasks`` (merged where
-    a field differs the same way in every task; see the module docstring)."""
+    """Settings and facts whose value differs between the runs of one series, over ``tasks`` (merged where a path
+    differs the same way in every task; see the module docstring)."""
     from repaudit.audit.compare import diff_factors
+    from repaudit.vocabulary import Recorded
 
     found: dict[tuple, list[str]] = {}
     judged_as: dict[tuple, Any] = {}  # the same two values recur in every task: DeepDiff once per pair
 
-    def row(task: str, group: str, field: str, ref: Any, v: Any):
-        key = (group, field, _text(ref), _text(v))
+    def row(task: str, path: str, ref: Any, v: Any):
+        key = (path, _text(ref.model_dump()), _text(v.model_dump()))
         if key not in judged_as:
-            judged_as[key] = diff_factors(task, {group: {field: ref}}, {group: {field: v}})[0]
+            judged_as[key] = diff_factors(task, Recorded({path: ref}), Recorded({path: v}))[0]
         return judged_as[key]
 
     for task in tasks:
         runs = [(s, r.factors[task]) for s, r in members if task in r.factors]
-        fields = dict.fromkeys((g, k) for _, f in runs for g, grp in f.items() for k in grp)
-        for group, field in fields:
-            vals = {s.name: f.get(group, {}).get(field, UNKNOWN) for s, f in runs}
-            texts = {k: _text(v) for k, v in vals.items()}
-            if len(set(texts.values())) < 2:
+        for path in dict.fromkeys(p for _, rec in runs for p in rec):
+            vals = {s.name: rec.get(path, NOT_RECORDED_VALUE) for s, rec in runs}
+            texts = {k: shown(v) for k, v in vals.items()}
+            if len(set(texts.values())) < 2 or all(v.source == "not_applicable" for v in vals.values()):
                 continue
             ref = next(iter(vals.values()))
-            rows = [row(task, group, field, ref, v) for v in vals.values()]
-            statuses = {r.status for r in rows}
+            statuses = {row(task, path, ref, v).status for v in vals.values()}
+            if statuses <= {"same", "n/a"} and not any(row(task, path, ref, v).note for v in vals.values()):
+                continue
             judged = ("differs" if "differs" in statuses else "not recorded by every run" if "unknown" in statuses
                       else "one setting as compare judges it")
             note = "" if judged != "one setting as compare judges it" else "; ".join(dict.fromkeys(
-                re.sub(r"'[^']*' and '[^']*'", "the values", r.note) for r in rows if r.note))
-            key = (group, field, judged, note, tuple(texts.items()))
+                re.sub(r"'[^']*' and '[^']*'", "the values", r.note) for v in vals.values()
+                if (r := row(task, path, ref, v)).note))
+            key = (path, judged, note, tuple(texts.items()))
             found.setdefault(key, []).append(task)
     design = BY_DESIGN[across]
-    return [Confounder(series=series, group=g, field=f, values=dict(vals), judged=judged, note=note,
-                       by_design=(g, f) in design or (g, None) in design,
-                       tasks=[] if len(ts) == len(tasks) else ts)
-            for (g, f, judged, note, vals), ts in found.items()]
+    return [Confounder(series=series, path=p, values=dict(vals), judged=judged, note=note,
+                       by_design=(p.partition(".")[0], p.partition(".")[2]) in design
+                       or (p.partition(".")[0], None) in design, tasks=[] if len(ts) == len(tasks) else ts)
+            for (p, judged, note, vals), ts in found.items()]
 
 
 def by_value(values: dict[str, str], runs: list[SeriesRun], k: int = 3, most: int = 6) -> list[str]:

@@ -6,9 +6,10 @@ harness's files:
 * :meth:`Adapter.recognise` — whether a parsed file is one of its runs, or why not (a samples line, a
   report of repaudit's own, …: the reason becomes the one ``error:`` line);
 * :meth:`Adapter.load` — the file read *once* into a :class:`Loaded`: the run as ``compare`` sees it (a
-  :class:`~repaudit.importers.comparable.ComparableRun`) and the typed parse the replay needs;
-* :data:`Adapter.fields` — the declarative map between the harness's fields and the registry's factors
-  (:mod:`repaudit.run.factors`), which ``compare`` shows and the replay reads back;
+  :class:`~repaudit.importers.comparable.ComparableRun`: each task's settings and facts in the one vocabulary of
+  :mod:`repaudit.vocabulary`, every value with its provenance) and the typed parse the replay needs; where a
+  harness's files record a setting is declared on the settings field (:func:`repaudit.settings.harness_map`), and
+  the reader executes that map (:mod:`repaudit.importers.declared`);
 * :meth:`Adapter.replay` — the :class:`~repaudit.run.config.RunConfig` that re-runs one task of the run on this
   machine, or the reason it cannot (one line).
 
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from repaudit.importers.comparable import ComparableRun
+from repaudit.vocabulary import Recorded
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ class Replay:
         source: the harness and version (``lm-eval 0.4.13``, ``repaudit 0.1.0``).
         task: the one task replayed (repaudit's name for it).
         config: the configuration that reproduces the run on this machine.
-        factors: the run's recorded factors (:mod:`repaudit.importers.factors`), for what cannot be replayed.
+        factors: the task's record (:class:`~repaudit.vocabulary.Recorded`), for what cannot be replayed.
         docs: the recorded per-doc outcomes by doc id (what the replay's fidelity is measured against).
     """
 
@@ -71,7 +73,7 @@ class Replay:
     source: str
     task: str
     config: Any
-    factors: dict[str, dict[str, Any]]
+    factors: Recorded
     docs: dict[int, Any] = field(default_factory=dict)
 
 
@@ -81,8 +83,6 @@ class Adapter(ABC):
     Class attributes:
         name: the registry key (``lmeval``, ``lighteval``, ``inspect``, ``repaudit``).
         harness: the harness as users name it.
-        fields: registry factor → where the harness records it (a JSON path or a short description):
-            the map ``compare`` reads and the replay inverts; a factor absent here is not recorded.
         not_replayed: registry factor → why a replay of this harness's runs cannot set it.
         folder_runs: a run may span several files of one folder (Every Eval Ever writes one record per task):
             a folder where this adapter recognises every results file is loaded whole, ``load`` getting the folder.
@@ -90,7 +90,6 @@ class Adapter(ABC):
 
     name: ClassVar[str]
     harness: ClassVar[str]
-    fields: ClassVar[dict[str, str]] = {}
     not_replayed: ClassVar[dict[str, str]] = {}
     folder_runs: ClassVar[bool] = False
 

@@ -1,5 +1,6 @@
-"""A run as ``compare`` sees it, whatever file it came from: factors per task, reported scores,
-and per-doc outcomes where the file has them (each harness's adapter builds one: :mod:`repaudit.importers.adapter`)."""
+"""A run as ``compare`` sees it, whatever file it came from: each task's record in the one vocabulary
+(:mod:`repaudit.vocabulary`), reported scores, and per-doc outcomes where the file has them (each harness's adapter
+builds one: :mod:`repaudit.importers.adapter`)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from repaudit.errors import RepauditError
-from repaudit.importers.factors import Factors
 from repaudit.run.diagnostics import Diagnostics
+from repaudit.vocabulary import Recorded
 
 
 @dataclass
@@ -74,13 +75,20 @@ class TaskOutcome:
 
 @dataclass
 class ComparableRun:
-    """A run of repaudit or an imported run of lm-evaluation-harness."""
+    """A run of repaudit or an imported run of another harness.
+
+    Attributes:
+        path: the file (or folder) read.
+        source: the harness and version as the file says (``lm-eval 0.4.13``, ``EEE 0.2.0: helm``).
+        factors: task -> its settings and facts, each with its provenance (:class:`~repaudit.vocabulary.Recorded`).
+        tasks: task -> reported scores and per-doc outcomes.
+        notes: what the import boundary dropped as not recorded (values of the wrong type), one line each.
+    """
 
     path: str
     source: str
-    factors: dict[str, Factors]  # task -> factors
+    factors: dict[str, Recorded]
     tasks: dict[str, TaskOutcome] = field(default_factory=dict)
-    #: what the import boundary dropped as not recorded (values of the wrong type), one line each
     notes: list[str] = field(default_factory=list)
 
 

@@ -1,8 +1,8 @@
 """repaudit's own run files: the adapter (:mod:`repaudit.importers.adapter`) that reads them for ``compare`` and
 rebuilds the configuration that re-runs them.
 
-The fingerprint records every factor as used: ``compare`` groups it
-(:func:`repaudit.importers.factors.factors_from_fingerprint`), the replay reads each factor back with the registry's
+The fingerprint records every factor as used: ``compare`` reads it as the vocabulary's record
+(:func:`repaudit.importers.factors.record_from_fingerprint`), the replay reads each factor back with the registry's
 reader (``Factor.fingerprint`` in :mod:`repaudit.run.factors`).
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
 from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome, metric_key
-from repaudit.importers.factors import factors_from_fingerprint
+from repaudit.importers.factors import record_from_fingerprint
 from repaudit.run.config import RunConfig
 from repaudit.run.diagnostics import diagnose
 from repaudit.run.factors import replayable
@@ -27,7 +27,6 @@ class RunFileAdapter(Adapter):
 
     name = "repaudit"
     harness = "repaudit"
-    fields = {"*": "fingerprint: every factor as used (the registry's Factor.fingerprint reader)"}
     not_replayed = {"device": "a replay runs on this machine's device"}
 
     def recognise(self, obj: Any) -> Recognition:
@@ -72,7 +71,7 @@ def from_record(record: RunRecord, path: Path) -> ComparableRun:
                  f"{100 * reported[metric_key(m.name, m.variant[:-len(NORMALISED_SUFFIX)])][0]:.2f} raw"
                  for m in normalised) + "; compared on raw per-doc values"] if normalised else []
     return ComparableRun(path=str(path), source=f"repaudit {record.repaudit_version}", notes=notes,
-                         factors={task: factors_from_fingerprint(fp)},
+                         factors={task: record_from_fingerprint(fp, record.repaudit_version)},
                          tasks={task: TaskOutcome(task=task, reported=reported, docs=docs, n_docs=len(docs),
                                                   n_original=fp.data.n_docs_split, diagnostics=diag)})
 

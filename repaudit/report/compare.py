@@ -24,6 +24,7 @@ from repaudit.report.compare_text import (
     factor_lines,
     flip_groups,
     headline,
+    na_fields,
     run_lines,
     score_blocks,
     scores_caption,
@@ -94,6 +95,9 @@ def render_rich(c: Comparison, console: Console, top: int = 10) -> None:
         console.print(Text("  (none recorded)"))
     for n in equivalence_notes(c):
         console.print(Text(one_line(f"  same, written differently: {n}")))
+    na = na_fields(c)
+    if na:
+        console.print(Text(one_line("  applying to one run only (not a difference): " + "; ".join(na))))
     for line in task_lines(c):
         console.print(Text(one_line(line)))
     console.print()
@@ -150,6 +154,8 @@ def render_markdown(c: Comparison, top: int = 10) -> str:
     if not c.differing():
         out.append("| | (none recorded) | | |")
     out += [""] + [f"- Same, written differently: {md(n)}" for n in equivalence_notes(c)]
+    if na_fields(c):
+        out.append("- Applying to one run only (not a difference): " + md("; ".join(na_fields(c))))
     out += [f"- {md(line)}" for line in task_lines(c)]
     blocks, footnotes = score_blocks(c)
     out += ["", "### Scores", "", md(scores_caption(c)), "",

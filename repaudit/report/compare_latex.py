@@ -19,6 +19,7 @@ from repaudit.report.compare_text import (
     equivalence_notes,
     factor_lines,
     headline,
+    na_fields,
     run_lines,
     score_blocks,
     scores_caption,
@@ -109,6 +110,8 @@ def render_latex(c: Comparison, top: int = 10) -> str:
                         "Factors that differ between " + brk(runs), f"tab:{label_stem(c)}-factors",
                         ["scope", "factor", "A", "B"], factors)
     lines += [_par("Same, written differently: " + n) for n in equivalence_notes(c)]
+    if na_fields(c):
+        lines.append(_par("Applying to one run only (not a difference): " + "; ".join(na_fields(c))))
     lines += [_par(t) for t in task_lines(c)]
     blocks, footnotes = score_blocks(c)
     body = []

@@ -19,19 +19,28 @@ from typing import Any
 
 from repaudit.audit.compare import Comparison, FactorRow, ScoreRow
 from repaudit.escape import one_line, visible_controls
-from repaudit.importers.factors import NOT_SET
-from repaudit.report.glossary import ADJUST, GROUPS, METHODS, factor_label, plural, verdict_word
+from repaudit.report.glossary import ADJUST, METHODS, factor_label, plural, verdict_word
+from repaudit.vocabulary import GROUPS, Value, order, shown
 
 ARROW = "→"
 
 
 def display(value: Any) -> str:
-    """A factor value as one line of text: strings as they are, anything else as JSON; :data:`NOT_SET` as
-    ``(not set)``; control characters visible."""
-    if value == NOT_SET:
-        return "(not set)"
-    s = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    """A value as one line of text: strings as they are (empty as ``""``), anything else as JSON; control characters
+    visible."""
+    s = (value or '""') if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return visible_controls(s).replace("\n", "\\n").replace("\t", " ")
+
+
+def display_value(v: Value) -> str:
+    """A setting's value with its provenance as one line (:func:`repaudit.vocabulary.shown`): a recorded value
+    plainly, a derived one marked, a harness default as ``default of lm-eval 0.4.13: 256``, not recorded and not
+    applicable as such."""
+    if v.source == "recorded":
+        return display(v.value)
+    if v.source == "derived":
+        return display(v.value) + " (derived)"
+    return visible_controls(shown(v)).replace("\n", "\\n")
 
 
 def short(value: Any, width: int = 48) -> str:
@@ -150,6 +159,17 @@ def value_diff(a: Any, b: Any, width: int = 60) -> tuple[str, str]:
     return text_diff(display(a), display(b), width)
 
 
+def values_diff(va: Value, vb: Value, width: int = 60) -> tuple[str, str]:
+    """Two differing values with their provenance, shown so that the difference is visible: two values the files
+    hold (or derive) as :func:`value_diff` shows them, a derived one marked; anything else (a harness default, not
+    recorded, not applicable) with its provenance (:func:`display_value`)."""
+    if va.source in ("recorded", "derived") and vb.source in ("recorded", "derived"):
+        a, b = value_diff(va.value, vb.value, width)
+        return (a + (" (derived)" if va.source == "derived" else ""),
+                b + (" (derived)" if vb.source == "derived" else ""))
+    return text_diff(display_value(va), display_value(vb), width)
+
+
 _MISSING = object()
 
 
@@ -167,18 +187,15 @@ class FactorLine:
 def factor_lines(c: Comparison, width: int = 60) -> list[FactorLine]:
     """Differing factors: once for all tasks when every shared task differs the same way, else per task."""
     tasks = c.tasks.shared if c.tasks else sorted({f.task for f in c.factors})
-    by_field: dict[tuple[str, str], list[FactorRow]] = {}
+    by_path: dict[str, list[FactorRow]] = {}
     for f in c.differing():
-        by_field.setdefault((f.group, f.field), []).append(f)
+        by_path.setdefault(f.path, []).append(f)
     out = []
-    for (group, name), rows in by_field.items():
-        uniform = len(rows) == len(tasks) > 1 and all(
-            json.dumps(r.a, sort_keys=True, default=str) == json.dumps(rows[0].a, sort_keys=True, default=str)
-            and json.dumps(r.b, sort_keys=True, default=str) == json.dumps(rows[0].b, sort_keys=True, default=str)
-            for r in rows)
+    for path, rows in sorted(by_path.items(), key=lambda kv: order(kv[0])):
+        uniform = len(rows) == len(tasks) > 1 and all(r.a == rows[0].a and r.b == rows[0].b for r in rows)
         for r in rows[:1] if uniform else rows:
-            a, b = value_diff(r.a, r.b, width)
-            out.append(FactorLine(None if uniform or len(tasks) == 1 else r.task, factor_label(group, name), a, b))
+            a, b = values_diff(r.a, r.b, width)
+            out.append(FactorLine(None if uniform or len(tasks) == 1 else r.task, factor_label(path), a, b))
     out.sort(key=lambda x: (x.scope is not None, x.scope or ""))
     return out
 
@@ -188,13 +205,27 @@ def equivalence_notes(c: Comparison) -> list[str]:
     seen: dict[str, list[str]] = {}
     for f in c.factors:
         if f.note:
-            seen.setdefault(f.note, []).append(factor_label(f.group, f.field))
+            seen.setdefault(f.note, []).append(factor_label(f.path))
     return [f"{note} ({', '.join(dict.fromkeys(fields))})" for note, fields in seen.items()]
 
 
 def unknown_fields(c: Comparison) -> list[str]:
-    """Labels of every factor field one run does not record."""
-    return sorted({factor_label(f.group, f.field) for f in c.factors if f.status == "unknown"})
+    """Labels of every setting or fact one run does not record (or records as a default of a version it does
+    not record)."""
+    return sorted({factor_label(f.path) for f in c.factors if f.status == "unknown"})
+
+
+def na_fields(c: Comparison) -> list[str]:
+    """Settings that apply to one run only (never a difference), each as ``fewshot_split: n/a on A (0-shot)``."""
+    out: dict[str, None] = {}
+    for f in c.factors:
+        if f.status != "n/a":
+            continue
+        sides = [k for k, v in (("A", f.a), ("B", f.b)) if v.source == "not_applicable"]
+        why = "; ".join(dict.fromkeys(v.note for v in (f.a, f.b) if v.source == "not_applicable" and v.note))
+        if len(sides) == 1:
+            out[f"{factor_label(f.path)}: n/a on {sides[0]}" + (f" ({why})" if why else "")] = None
+    return list(out)
 
 
 def headline(c: Comparison) -> list[str]:
@@ -214,8 +245,9 @@ def headline(c: Comparison) -> list[str]:
         lines.append(("Largest moves: " if len(s.largest) > 1 else "Largest move: ") + "; ".join(
             f"{m.task} {m.metric} {num(m.delta, m.unit, True)} {m.unit} {interval(m.ci_low, m.ci_high, m.unit)} "
             f"({m.moved})" for m in s.largest) + ".")
+    na = f"; applying to one run only: {s.na_fields}" if s.na_fields else ""
     lines.append(f"Factors that differ: {differing_summary(c)}. Same: {s.same_fields} fields; not recorded by "
-                 f"one or both runs: {s.unknown_fields} fields.")
+                 f"one or both runs: {s.unknown_fields} fields{na}.")
     if c.tasks and (c.tasks.only_a or c.tasks.only_b or c.tasks.groups_only_a or c.tasks.groups_only_b):
         only = [f"only in {k}: {_count(t, g)}" for k, t, g in (("A", c.tasks.only_a, c.tasks.groups_only_a),
                                                                 ("B", c.tasks.only_b, c.tasks.groups_only_b))
@@ -230,28 +262,27 @@ def _count(tasks: list[str], groups: list[str]) -> str:
 
 
 #: groups named first in the headline: what most often moves a score, then the rest in report order
-_HEADLINE_ORDER = ("model", "quantisation", "dtype", "backend", "prompt_format", "fewshot", "chat_template", "bos",
-                   "stop", "max_tokens", "sampling", "metric_variant", "batch_size", "padding", "seed", "data",
-                   "tokenizer", "library_versions", "hardware", "other")
+_HEADLINE_ORDER = ("model", "serving", "prompt", "fewshot", "generation", "scoring", "metric", "data", "seeds",
+                   "engine", "tokenizer", "software", "hardware", "other")
 
 
 def differing_summary(c: Comparison, width: int = 24) -> str:
-    """Every group with a differing field, in one line: ``dtype: float32 → bfloat16`` for a group with one
-    differing field, ``hardware (5 fields)`` otherwise."""
+    """Every group with a differing field, in one line: each field ``dtype: float32 → bfloat16`` for a group with
+    up to three differing fields, ``hardware (5 fields)`` otherwise."""
     groups: dict[str, list[FactorRow]] = {}
     for f in c.differing():
         groups.setdefault(f.group, []).append(f)
     out = []
+    n_tasks = len(c.tasks.shared) if c.tasks else 1
     for g in sorted(groups, key=lambda g: _HEADLINE_ORDER.index(g) if g in _HEADLINE_ORDER else 99):
-        fields = {f.field for f in groups[g]}
-        if len(fields) == 1:
-            f = groups[g][0]
-            a, b = value_diff(f.a, f.b, width)
-            out.append(f"{factor_label(g, f.field)}: {a} {ARROW} {b}" + (" (some tasks)" if len(groups[g]) <
-                                                                           len(c.tasks.shared if c.tasks else [1])
-                                                                           else ""))
-        else:
-            out.append(f"{GROUPS.get(g, g)} ({plural(len(fields), 'field')})")
+        paths = list(dict.fromkeys(f.path for f in sorted(groups[g], key=lambda f: order(f.path))))
+        if len(paths) > 3:
+            out.append(f"{GROUPS.get(g, g)} ({plural(len(paths), 'field')})")
+            continue
+        for p in paths:
+            rows = [f for f in groups[g] if f.path == p]
+            a, b = values_diff(rows[0].a, rows[0].b, width)
+            out.append(f"{factor_label(p)}: {a} {ARROW} {b}" + (" (some tasks)" if len(rows) < n_tasks else ""))
     return "; ".join(out) or "none recorded"
 
 

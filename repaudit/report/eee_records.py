@@ -37,10 +37,10 @@ from repaudit.importers.eee.schema import (
     result_id,
     schema_error,
 )
-from repaudit.importers.factors import NOT_SET, UNKNOWN
 from repaudit.importers.metric_kinds import metric_kind
 from repaudit.report.eee_rows import RowContext, doc_rows, evaluation_name
 from repaudit.run.records import RunRecord
+from repaudit.vocabulary import Recorded
 
 #: a Hugging Face model id: ``org/name``, each part letters, digits, ``.``, ``_``, ``-``
 HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -113,7 +113,7 @@ def identity(src: Source, opts: ExportOptions, notes: list[str]) -> tuple[str, s
     if src.record is not None:
         name, hub = src.record.fingerprint.model.name, src.record.fingerprint.model.source == "hub"
     else:
-        names = {f.get("model", {}).get("name") for f in src.loaded.run.factors.values()}
+        names = {rec.value("model.name") for rec in src.loaded.run.factors.values()}
         name = next(iter(names)) if len(names) == 1 else None
         hub = isinstance(name, str) and bool(HUB_ID.fullmatch(name))
     if opts.model_id is not None:
@@ -124,7 +124,7 @@ def identity(src: Source, opts: ExportOptions, notes: list[str]) -> tuple[str, s
             notes.append(f"{path}: model id '{name}' is the run's recorded model name; pass --model-id if that is "
                          "a local folder")
     else:
-        shown = name if isinstance(name, str) and name not in (UNKNOWN, NOT_SET) else "no model name"
+        shown = name if isinstance(name, str) else "no model name"
         raise RepauditError(f"'{path}' records {shown!r} as its model, not a Hugging Face id: pass --model-id "
                             "org/name")
     parts = model_id.split("/")
@@ -134,8 +134,7 @@ def identity(src: Source, opts: ExportOptions, notes: list[str]) -> tuple[str, s
                             "and model_info.developer)")
     folders = (_component(parts[0] if len(parts) > 1 else developer, "developer"),
                _component("_".join(parts[1:]) if len(parts) > 1 else parts[0], "model"))
-    return (name if isinstance(name, str) and name not in (UNKNOWN, NOT_SET) else model_id), model_id, developer, \
-        folders
+    return (name if isinstance(name, str) else model_id), model_id, developer, folders
 
 
 def _component(value: str, what: str) -> str:
@@ -221,8 +220,11 @@ def run_files(src: Source, opts: ExportOptions, notes: list[str]) -> list[tuple[
     return out
 
 
-def _known(value: Any) -> bool:
-    return value is not None and value not in (UNKNOWN, NOT_SET)
+def _stated(rec: Recorded, path: str) -> Any:
+    """The value the run's file records (or derives from what it records) at ``path``; ``None`` for a harness
+    default, a setting that does not apply or one not recorded — an export publishes only what the run states."""
+    v = rec.get(path)
+    return v.value if v is not None and v.source in ("recorded", "derived") else None
 
 
 def _record(src: Source, task: str, evaluation_id: str, model: tuple[str, str, str],
@@ -261,27 +263,27 @@ def _payload(src: Source, task: str) -> dict[str, str]:
     return keys
 
 
-def _model_info(factors: dict[str, dict[str, Any]], model: tuple[str, str, str]) -> dict[str, Any]:
+def _model_info(rec: Recorded, model: tuple[str, str, str]) -> dict[str, Any]:
     name, model_id, developer = model
-    backend = factors.get("backend", {}).get("name")
+    backend = _stated(rec, "serving.backend")
     details = {"deployment_type": "self_deployed" if backend in ENGINES else "unknown",
                "model_availability": "unknown"}
-    for key, (group, name_) in (("dtype", ("dtype", "dtype")), ("revision", ("model", "revision")),
-                                ("num_parameters", ("model", "num_parameters")), ("sha", ("model", "sha"))):
-        value = factors.get(group, {}).get(name_)
-        if _known(value):
+    for key, path in (("dtype", "serving.dtype"), ("revision", "model.revision"),
+                      ("num_parameters", "model.num_parameters"), ("sha", "model.sha")):
+        value = _stated(rec, path)
+        if value is not None:
             details[key] = str(value)
     info: dict[str, Any] = {"name": name, "id": model_id, "developer": developer, "additional_details": details}
     if backend in ENGINES:
         engine, library = ENGINES[backend]
         info["inference_engine"] = {"name": engine}
-        version = factors.get("library_versions", {}).get(library)
-        if _known(version):
+        version = _stated(rec, f"software.{library}")
+        if version is not None:
             info["inference_engine"]["version"] = str(version)
     return info
 
 
-def _results(src: Source, task: str, factors: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def _results(src: Source, task: str, factors: Recorded) -> list[dict[str, Any]]:
     """One ``evaluation_results`` entry per reported metric with a finite value."""
     outcome = src.loaded.run.tasks[task]
     gen = _generation(factors)
@@ -316,16 +318,18 @@ def _results(src: Source, task: str, factors: dict[str, dict[str, Any]]) -> list
     return out
 
 
-def _generation(factors: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """``generation_config``: EEE's generation arguments where recorded, n-shot, stop sequences and sampling."""
-    sampling, top = factors.get("sampling", {}), factors.get("max_tokens", {}).get("max_gen_toks")
-    args = {k: sampling[k] for k in ("temperature", "top_p", "top_k") if finite(sampling.get(k))}
+def _generation(rec: Recorded) -> dict[str, Any]:
+    """``generation_config``: EEE's generation arguments where the run states them, n-shot, stop sequences and
+    sampling (a harness default or a setting that does not apply is left out)."""
+    args = {k: v for k in ("temperature", "top_p", "top_k") if finite(v := _stated(rec, f"generation.{k}"))}
+    top = _stated(rec, "generation.max_gen_toks")
     if isinstance(top, int) and not isinstance(top, bool) and top >= 1:
         args["max_tokens"] = top
     extra = {}
-    for key, value in (("num_fewshot", factors.get("fewshot", {}).get("num_fewshot")),
-                       ("until", factors.get("stop", {}).get("until")), ("do_sample", sampling.get("do_sample"))):
-        if _known(value):
+    for key, path in (("num_fewshot", "fewshot.num_fewshot"), ("until", "generation.until"),
+                      ("do_sample", "generation.do_sample")):
+        value = _stated(rec, path)
+        if value is not None:
             extra[key] = value if isinstance(value, str) else dumps(value)
     out: dict[str, Any] = {}
     if args:
@@ -335,28 +339,27 @@ def _generation(factors: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _source_data(src: Source, task: str, factors: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _source_data(src: Source, task: str, rec: Recorded) -> dict[str, Any]:
     """A hub dataset where the run read one (repaudit: ``data.source`` hub), else "other" with its split and count."""
-    data = factors.get("data", {})
-    split, n = data.get("split"), src.loaded.run.tasks[task].n_docs
+    split, n = _stated(rec, "data.split"), src.loaded.run.tasks[task].n_docs
     fp = src.record.fingerprint if src.record is not None else None
     if fp is not None and fp.data.source == "hub":
         out: dict[str, Any] = {"dataset_name": task, "source_type": "hf_dataset", "hf_repo": fp.data.location}
-        if _known(split):
+        if split is not None:
             out["hf_split"] = str(split)
         if n is not None:
             out["samples_number"] = n
         return out
-    details = {k: str(v) for k, v in (("split", split), ("samples_number", n)) if _known(v)}
+    details = {k: str(v) for k, v in (("split", split), ("samples_number", n)) if v is not None}
     return {"dataset_name": task, "source_type": "other", **({"additional_details": details} if details else {})}
 
 
 def _rows(src: Source, task: str, evaluation_id: str, model_id: str) -> list[dict[str, Any]]:
     outcome = src.loaded.run.tasks[task]
-    factors = src.loaded.run.factors[task]
-    norm = factors.get("metric_variant", {}).get("acc_norm")
-    delim = factors.get("prompt_format", {}).get("target_delimiter") if src.record is None else None
-    recorded = isinstance(norm, str) and norm not in (UNKNOWN, NOT_SET)
+    rec = src.loaded.run.factors[task]
+    norm = rec.value("scoring.acc_norm")  # a harness's own definition of acc_norm counts: it is how it scored
+    delim = rec.value("prompt.target_delimiter") if src.record is None else None
+    recorded = isinstance(norm, str)
     ctx = RowContext(evaluation_id, model_id, task, norm if recorded else "char_length", recorded,
                      delim if isinstance(delim, str) else None)
     order = list(outcome.reported)

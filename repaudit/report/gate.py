@@ -15,7 +15,7 @@ from rich.text import Text
 
 from repaudit.audit.gate import GateResult, GateRow
 from repaudit.escape import md, one_line, visible_controls
-from repaudit.report.compare_text import doc_name, interval, num, p_text, value_diff
+from repaudit.report.compare_text import doc_name, interval, num, p_text, values_diff
 from repaudit.report.glossary import diagnostic_label, factor_label, plural
 
 _TESTS = {"non_inferiority": "non-inferiority", "equivalence": "equivalence", "superiority": "superiority"}
@@ -66,7 +66,7 @@ def why_lines(r: GateRow) -> list[str]:
     out = [f"{r.task} {r.metric} — {r.decision} ({_claim(r)}): {outcome(r)}"]
     if r.factors:
         out.append("  factors that differ: " + "; ".join(
-            "{}: {} → {}".format(factor_label(f.group, f.field), *value_diff(f.a, f.b, 30)) for f in r.factors))
+            "{}: {} → {}".format(factor_label(f.path), *values_diff(f.a, f.b, 30)) for f in r.factors))
     for m in r.mechanisms:
         out.append(f"  likely mechanism: {diagnostic_label(m.diagnostic)}: {m.reason}")
     for label, ids in (("harmful (right → wrong)", r.harmful), ("beneficial (wrong → right)", r.beneficial),

@@ -16,15 +16,6 @@ METHODS = {
     "none": "no test",
 }
 
-GROUPS = {
-    "seed": "seed", "hardware": "hardware", "backend": "backend", "dtype": "dtype", "quantisation": "quantisation",
-    "batch_size": "batch size", "padding": "padding", "bos": "BOS token", "prompt_format": "prompt format",
-    "fewshot": "few-shot", "chat_template": "chat template", "stop": "stop sequences", "max_tokens": "max tokens",
-    "sampling": "sampling", "metric_variant": "metric variant", "model": "model", "tokenizer": "tokenizer",
-    "data": "data", "library_versions": "library versions", "other": "other recorded settings",
-    "serving": "serving",
-}
-
 DIAGNOSTICS = {
     "fewshot_from_eval_split": "few-shot examples drawn from the evaluated split",
     "fewshot_leaked": "leaked (docs among their own few-shot examples)",
@@ -43,16 +34,18 @@ VERDICT_WORDS = {"within noise": "noise", "not comparable": "n/c", "no verdict":
 
 
 
-def factor_label(group: str, field: str) -> str:
-    """The factor's own name where the field is one (``fewshot.num_fewshot`` → ``num_fewshot``, the name used
-    on the command line, in sweeps and protocols); otherwise ``group: field`` (``model: args``)."""
-    from repaudit.run.factors import by_compare
+def factor_label(path: str) -> str:
+    """The factor's own name where the path is one (``fewshot.num_fewshot`` → ``num_fewshot``, the name used on the
+    command line, in sweeps and protocols); otherwise ``group: field`` (``model: args``, ``software versions:
+    lm_eval``)."""
+    from repaudit.run.factors import by_path
+    from repaudit.vocabulary import GROUPS
 
-    name = by_compare().get((group, field))
+    name = by_path().get(path)
     if name is not None:
         return name
-    g = GROUPS.get(group, group)
-    return g if field in (group, g) else f"{g}: {field}"
+    group, _, field = path.partition(".")
+    return f"{GROUPS.get(group, group)}: {field}"
 
 
 def diagnostic_label(name: str) -> str:

@@ -113,6 +113,7 @@ def compare_sections(c: Comparison) -> list[Section]:
         agreement_lines,
         equivalence_notes,
         factor_lines,
+        na_fields,
         score_blocks,
         scores_caption,
         task_lines,
@@ -126,6 +127,8 @@ def compare_sections(c: Comparison) -> list[Section]:
     if not fac.rows:
         fac.before.append("No recorded factor differs.")
     fac.items = [f"Same, written differently: {n}" for n in equivalence_notes(c)] + task_lines(c, 60)
+    if na_fields(c):
+        fac.items.append("Applying to one run only (not a difference): " + "; ".join(na_fields(c)))
     unknown = unknown_fields(c)
     if unknown:
         fac.after.append(f"Not recorded by one or both runs ({len(unknown)} fields, cannot be told): "

@@ -135,11 +135,11 @@ def confounder_lines(r: SeriesReport) -> list[str]:
     for c in r.confounders:
         scope = f" (tasks: {', '.join(c.tasks[:4])}{', …' if len(c.tasks) > 4 else ''})" if c.tasks else ""
         if c.by_design:
-            out.append(f"{c.series}: {c.group}.{c.field}{scope}: varies by design ({len(set(c.values.values()))} "
+            out.append(f"{c.series}: {c.path}{scope}: varies by design ({len(set(c.values.values()))} "
                        "values)")
             continue
         values = "; ".join(by_value(c.values, [s for s in r.runs if s.name in c.values]))
-        name = f"{c.series}: {c.group}.{c.field}"
+        name = f"{c.series}: {c.path}"
         out.append(f"{name} differs{scope}: {values}" if c.judged == "differs" else
                    f"{name} is not recorded by every run{scope}: {values}" if c.judged == "not recorded by every run"
                    else f"{name} is recorded differently{scope}: {values} (compare judges them one setting: {c.note})")

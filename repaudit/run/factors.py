@@ -3,8 +3,8 @@
 A :class:`Factor` says, once: its name (the one used on the command line, in ``sweep --factor``, in
 protocol files, by ``compare`` and in reports), the :class:`~repaudit.run.config.RunConfig` field(s) it
 sets, how one value is parsed and which values are allowed, how the value *actually used* is read back
-from a fingerprint (what replay and attribution set), where ``compare`` shows it (group and field of
-:mod:`repaudit.importers.factors`, filled by each importer from what its files record), whether it
+from a fingerprint (what replay and attribution set), its path in the vocabulary every reader fills and
+``compare`` diffs (:mod:`repaudit.vocabulary`: the settings field, or the fact a protocol states), whether it
 changes inference or only scoring (scoring-only factors reuse every stored batch), how a protocol
 states it, the moves ``reproduce`` tries, and — for every command that cannot use it — why.
 
@@ -67,7 +67,6 @@ class Factor:
     parse: Callable[[str], Any] | None = None
     values: tuple | None = None
     fingerprint: Callable[[Fingerprint], tuple] | None = None
-    compare: tuple[str, str] | None = None
     stage: Stage = "inference"
     protocol: Any = None
     protocol_names: tuple[str, ...] = ()
@@ -81,16 +80,17 @@ class Factor:
     #: where a run does not set it
     serving: Literal["engine", "env", "both"] | None = None
     unset: Any = None
-    #: the settings record field the factor is (``stage.field``), if it is one
+    #: where the vocabulary holds it (:mod:`repaudit.vocabulary`): the settings field the factor is
+    #: (``stage.field``), or the fact a protocol states (``fewshot.sampler``); None: no run records it
     path: str | None = None
 
     def supports(self, command: str) -> bool:
         """Whether the factor takes part in ``command`` (one of :data:`COMMANDS`)."""
         if command in self.why_not:
             return False
-        return {"recorded": self.compare is not None, "compared": self.compare is not None,
+        return {"recorded": self.path is not None, "compared": self.path is not None,
                 "option": bool(self.fields) and self.parse is not None, "protocol": self.protocol is not None,
-                "conformance": self.protocol is not None and (self.compare is not None or self.name in
+                "conformance": self.protocol is not None and (self.path is not None or self.name in
                                                               ("metric", "aggregation", "formulation")),
                 "replay": self.fingerprint is not None and bool(self.fields),
                 "sweep": self.parse is not None and bool(self.fields),
@@ -123,13 +123,13 @@ def _reader(path: str) -> Callable[[Fingerprint], tuple]:
     return read
 
 
-def setting(name: str, compare: tuple[str, str] | None, **kw: Any) -> Factor:
+def setting(name: str, **kw: Any) -> Factor:
     """The registry row of a settings field called ``name``: its path, option field, parser, allowed values, doc
     and fingerprint reader come from the field (:mod:`repaudit.settings`); ``kw`` adds or overrides the rest."""
     stage = stage_of(name)
     path = f"{stage}.{name}"
     base = dict(doc=" ".join((field_info(path).description or "").split()), fields=(name,), parse=_parser(path),
-                values=choices(path), fingerprint=_reader(path), compare=compare, path=path)
+                values=choices(path), fingerprint=_reader(path), path=path)
     base.update(kw)
     return Factor(name, **base)
 
@@ -158,48 +158,47 @@ _OTHER_DOCS = {"sweep": "other docs: compare reports them as not comparable",
 _EM_OPTION = {"protocol": "protocols state the metric, not lm-eval's option", "reproduce": "a metric option"}
 
 
-def _serving(name: str, parse=None, unset: Any = None, compare: tuple | None = None,
-             how: Literal["engine", "env", "both"] = "engine") -> Factor:
+def _serving(name: str, parse=None, unset: Any = None, how: Literal["engine", "env", "both"] = "engine") -> Factor:
     """A vLLM engine setting. ``compare`` shows the value the engine used (its facts in the fingerprint); a replay
     asks for what the run asked for (``serving.<name>``; the unset value where it asked for nothing, so that the
     engine picks its default again and a transformers/vLLM pair differs in ``backend`` alone). A value this machine
     cannot run (two GPUs) stops the run with one line."""
     why = {"protocol": "published protocols do not state serving settings",
            "reproduce": "a serving setting moves numerics, not the protocol a number was reported under"}
-    row = setting(name, compare or ("serving", name), why_not=why, serving=how, unset=unset,
-                  **({"parse": parse} if parse else {}))
+    row = setting(name, why_not=why, serving=how, unset=unset, **({"parse": parse} if parse else {}))
     return dataclasses.replace(row, doc=f"{row.doc.rstrip('.')} ({_SERVING})")
 
 
-def _stated(name: str, doc: str, path: tuple[str, str] | None, typ: Any, why: str, stage: Stage) -> Factor:
-    """A factor protocols state and runs record (or not), which repaudit does not set."""
+def _stated(name: str, doc: str, path: str | None, typ: Any, why: str, stage: Stage) -> Factor:
+    """A factor protocols state and runs record (``path``: the fact in the vocabulary) or not, which repaudit does
+    not set."""
     never = {"option": why, "replay": why, "sweep": why, "reproduce": why}
     if path is None:
         never.update(recorded=why, compared=why)
-    return Factor(name, doc, (), None, None, None, path, stage, protocol=typ, why_not=never)
+    return Factor(name, doc, (), None, None, None, stage, protocol=typ, why_not=never, path=path)
 
 
 FACTORS: tuple[Factor, ...] = (
     # ---------------------------------------------------------------- inference numerics
-    setting("backend", ("backend", "name"), protocol=str,
+    setting("backend", protocol=str,
             why_not={"reproduce": "the vllm backend needs its own install: a search tries protocol settings"}),
-    setting("dtype", ("dtype", "dtype"), protocol=str,
+    setting("dtype", protocol=str,
             moves=lambda c, t: [d for d in ("bfloat16", "float16", "float32") if d != c.dtype]),
-    setting("batch_size", ("batch_size", "batch_size"), protocol=int | Literal["auto"],
+    setting("batch_size", protocol=int | Literal["auto"],
             moves=lambda c, t: [b for b in (1, 32) if b != c.batch_size]),
-    setting("padding_side", ("padding", "padding_side"), protocol=str,
+    setting("padding_side", protocol=str,
             moves=lambda c, t: ["left" if c.padding_side == "right" else "right"]),
     # the resolved value: a run that got BOS from its tokenizer's default replays as True
-    setting("add_bos_token", ("bos", "bos_first"), protocol=bool, default_move=6,
+    setting("add_bos_token", protocol=bool, default_move=6,
             doc="start every request with BOS (true), never (false), or as the tokenizer does (default)",
             fingerprint=lambda fp: (fp.backend.bos_first if isinstance(fp.backend.bos_first, bool)
                                     else fp.settings.serving.add_bos_token,),
             moves=lambda c, t: [v for v in (True, False) if v != c.add_bos_token]),
-    setting("scoring_strategy", ("backend", "scoring_strategy"), protocol=str,
+    setting("scoring_strategy", protocol=str,
             why_not={"reproduce": _NUMERIC_PATH}),
-    setting("generation_strategy", ("backend", "generation_strategy"), protocol=str,
+    setting("generation_strategy", protocol=str,
             why_not={"reproduce": _NUMERIC_PATH}),
-    setting("device", ("backend", "device"), fields=(), parse=None,
+    setting("device", fields=(), parse=None,
             why_not={"option": "set with run --device (where it can run, not what it computes)",
                      "replay": "a replay runs where it is: the device is this machine's",
                      "sweep": "a replay runs where it is: the device is this machine's",
@@ -212,98 +211,98 @@ FACTORS: tuple[Factor, ...] = (
     _serving("kv_cache_dtype", unset="auto"),
     _serving("batch_invariant", unset=False, how="env"),
     _serving("max_num_seqs"),
-    _serving("quantization", compare=("quantisation", "method")),
+    _serving("quantization"),
     # ---------------------------------------------------------------- prompt
-    setting("prompt_format", ("prompt_format", "format"), fields=("prompt_format", "task_config"), protocol=str,
+    setting("prompt_format", fields=("prompt_format", "task_config"), protocol=str,
             doc="lmeval (lm-eval's templates), lettered (choices with letters) or cloze; a task built from a "
                 "recorded lm-eval configuration replays with its own templates",
             fingerprint=lambda fp: (fp.settings.prompt.prompt_format, fp.task_config),
             moves=lambda c, t: [f for f in t.formats if f != c.prompt_format], default_move=2),
-    setting("label_style", ("prompt_format", "label_style"), protocol=str, why_not={"reproduce": _LETTERED}),
-    setting("choice_separator", ("prompt_format", "choice_separator"), parse=unescape, protocol=str,
+    setting("label_style", protocol=str, why_not={"reproduce": _LETTERED}),
+    setting("choice_separator", parse=unescape, protocol=str,
             why_not={"reproduce": _LETTERED}),
-    setting("description", ("prompt_format", "description"), protocol=str | None,
+    setting("description", protocol=str | None,
             parse=lambda s: None if s == "task" else "" if s == "none" else unescape(s),
             doc="text before the examples (task = the task's own, none = no description)",
             why_not={"reproduce": "free text: no finite set of moves"}),
-    setting("chat_template", ("chat_template", "applied"), protocol=bool,
+    setting("chat_template", protocol=bool,
             moves=lambda c, t: [not c.chat_template], default_move=3),
-    setting("system_prompt", ("chat_template", "system_prompt"), parse=_none_or(unescape), protocol=str | None,
+    setting("system_prompt", parse=_none_or(unescape), protocol=str | None,
             why_not={"reproduce": "free text: no finite set of moves"}),
-    setting("fewshot_as_multiturn", ("chat_template", "fewshot_as_multiturn"), protocol=bool,
+    setting("fewshot_as_multiturn", protocol=bool,
             why_not={"reproduce": "needs a chat template: try chat_template first"}),
     # ---------------------------------------------------------------- few-shot
-    setting("num_fewshot", ("fewshot", "num_fewshot"), parse=int, protocol=int,
+    setting("num_fewshot", parse=int, protocol=int,
             moves=lambda c, t: [n for n in (0, 5, 10, 25) if n != _shots(c, t)], default_move=1),
-    setting("fewshot_split", ("fewshot", "split"), parse=str, protocol=str,
+    setting("fewshot_split", parse=str, protocol=str,
             why_not={"replay": "the split is recorded as used and comes with the task definition",
                      "reproduce": "a task's splits are few: pick one with run --fewshot-split"}),
-    setting("fewshot_seed", ("seed", "fewshot"), protocol=int,
+    setting("fewshot_seed", protocol=int,
             moves=lambda c, t: [c.fewshot_seed + 1], default_move=4),
     dataclasses.replace(
-        setting("fewshot_order_seed", ("fewshot", "order_seed"), default_move=5,
+        setting("fewshot_order_seed", default_move=5,
                 moves=lambda c, t: [1] if c.fewshot_order_seed is None else [None],
                 doc="seed of a per-doc permutation of the selected examples (none = sampler order)",
                 why_not={"protocol": "no protocol fixes an order beyond its sampler's"}), name="fewshot_order"),
     # ---------------------------------------------------------------- generation and sampling
-    setting("until", ("stop", "until"), fields=("until", "stop_at_eos"), protocol=list[str],
+    setting("until", fields=("until", "stop_at_eos"), protocol=list[str],
             parse=lambda s: [] if s.lower() == "none" else [unescape(x) for x in s.split("|")],
             doc="stop sequences, '|'-separated (none = only EOS); the tokenizer's EOS is added", fingerprint=_until,
             why_not={"reproduce": "free text: no finite set of moves"}),
-    setting("max_gen_toks", ("max_tokens", "max_gen_toks"), parse=int, protocol=int,
+    setting("max_gen_toks", parse=int, protocol=int,
             moves=lambda c, t: [b for b in (256, 1024) if b != (c.max_gen_toks or t.max_gen_toks)]
             if t.output_type.value == "generate_until" else []),
-    setting("do_sample", ("sampling", "do_sample"), protocol=bool,
+    setting("do_sample", protocol=bool,
             moves=lambda c, t: [not c.do_sample] if t.output_type.value == "generate_until" else []),
-    setting("temperature", ("sampling", "temperature"), protocol=float,
+    setting("temperature", protocol=float,
             moves=_gen_moves((0.0, 0.7, 1.0), "temperature")),
-    setting("top_p", ("sampling", "top_p"), protocol=float, moves=_gen_moves((0.9, 1.0), "top_p")),
-    setting("top_k", ("sampling", "top_k"), protocol=int, moves=_gen_moves((0, 50), "top_k")),
-    setting("repetition_penalty", ("sampling", "repetition_penalty"), protocol=float,
+    setting("top_p", protocol=float, moves=_gen_moves((0.9, 1.0), "top_p")),
+    setting("top_k", protocol=int, moves=_gen_moves((0, 50), "top_k")),
+    setting("repetition_penalty", protocol=float,
             moves=_gen_moves((1.0, 1.1), "repetition_penalty")),
-    setting("sampling_seed", ("sampling", "seed"), parse=_none_or(int, "torch"), protocol=int,
+    setting("sampling_seed", parse=_none_or(int, "torch"), protocol=int,
             doc="seed of sampled generations (default: the torch seed)",
             moves=lambda c, t: [(c.sampling_seed if c.sampling_seed is not None else c.torch_seed) + 1]
             if t.output_type.value == "generate_until" and c.do_sample else []),
     # ---------------------------------------------------------------- seeds
-    setting("seed", ("seed", "python"), protocol=int,
+    setting("seed", protocol=int,
             why_not={"reproduce": "moves nothing once the few-shot and sampling seeds are fixed"}),
-    setting("numpy_seed", ("seed", "numpy"), protocol=int,
+    setting("numpy_seed", protocol=int,
             why_not={"reproduce": "moves nothing once the few-shot and sampling seeds are fixed"}),
-    setting("torch_seed", ("seed", "torch"), protocol=int,
+    setting("torch_seed", protocol=int,
             why_not={"reproduce": "sampling_seed is the move for sampled generations"}),
     # ---------------------------------------------------------------- scoring
-    setting("acc_norm", ("metric_variant", "acc_norm"), stage="scoring", protocol=str,
+    setting("acc_norm", stage="scoring", protocol=str,
             protocol_values={"bytes": "byte_length", "tokens": "token_length"},
             why_not={"reproduce": "read from the same inference: every variant is scored at once"}),
-    setting("answer_match", ("metric_variant", "answer_match"), stage="scoring", protocol=str,
+    setting("answer_match", stage="scoring", protocol=str,
             why_not={"reproduce": "a matching rule is a metric variant: compare reads it"}),
-    setting("ignore_case", ("metric_variant", "exact_match_options"), stage="scoring",
+    setting("ignore_case", stage="scoring",
             doc="exact_match option (task = the task's own)", why_not=_EM_OPTION),
-    setting("ignore_punctuation", ("metric_variant", "exact_match_options"), stage="scoring",
+    setting("ignore_punctuation", stage="scoring",
             doc="exact_match option (task = the task's own)", why_not=_EM_OPTION),
-    setting("regexes_to_ignore", ("metric_variant", "exact_match_options"), stage="scoring",
+    setting("regexes_to_ignore", stage="scoring",
             doc="exact_match option: patterns removed before matching, '|'-separated",
             parse=lambda s: None if s == "task" else [] if s == "none" else s.split("|"), why_not=_EM_OPTION),
-    setting("score_normalisation", ("metric_variant", "score"), stage="scoring",
+    setting("score_normalisation", stage="scoring",
             protocol=Literal["raw", "leaderboard_normalised"], protocol_names=("score",),
             why_not={"reproduce": "both forms are read from the same inference"}),
     # ---------------------------------------------------------------- data
-    setting("split", ("data", "split"), parse=str, protocol=str, why_not=_OTHER_DOCS),
-    setting("limit", ("data", "limit"), parse=int, protocol=int, why_not=_OTHER_DOCS),
+    setting("split", parse=str, protocol=str, why_not=_OTHER_DOCS),
+    setting("limit", parse=int, protocol=int, why_not=_OTHER_DOCS),
     # ---------------------------------------------------------------- stated by protocols, read, not set
     *(_stated(*row) for row in (
         ("metric", "the metric a protocol reports", None, str, "a scoring choice read from the run's metrics",
          "scoring"),
         ("aggregation", "micro or subject_macro (MMLU)", None, Literal["micro", "subject_macro"],
          "both aggregates are reported by every run", "scoring"),
-        ("random_baseline", "chance score used to normalise", ("metric_variant", "random_baseline"), float,
+        ("random_baseline", "chance score used to normalise", "metric.random_baseline", float,
          "computed from the docs' choices", "scoring"),
-        ("fewshot_selection", "how examples are chosen (random, first_n, fixed samples)", ("fewshot", "sampler"),
+        ("fewshot_selection", "how examples are chosen (random, first_n, fixed samples)", "fewshot.sampler",
          str, "the task's sampler: set by the task definition", "inference"),
         ("formulation", "cloze vs multiple-choice formulation a protocol picks per model", None, str,
          "a protocol rule, not a single run's setting", "none"),
-        ("max_length", "context window in tokens", ("max_tokens", "max_length"), int,
+        ("max_length", "context window in tokens", "engine.max_length", int,
          "the model's own context window", "inference"))),
 )
 
@@ -368,27 +367,21 @@ def reason(f: Factor, command: str) -> str | None:
 def support() -> list[dict[str, Any]]:
     """Per factor: its doc, stage, compare path and, per command, ``True`` or the reason it is not supported."""
     return [{"factor": f.name, "doc": f.doc, "stage": f.stage,
-             "compare": ".".join(f.compare) if f.compare else None,
+             "compare": f.path,
              **{c: True if f.supports(c) else reason(f, c) for c in COMMANDS}}
             for f in FACTORS]
 
 
-def by_compare() -> dict[tuple[str, str], str]:
-    """Compare path (group, field) -> the factor's name, for paths that belong to one factor only."""
-    paths: dict[tuple[str, str], list[str]] = {}
+def by_path() -> dict[str, str]:
+    """Vocabulary path -> the factor's name, for paths that belong to one factor only."""
+    paths: dict[str, list[str]] = {}
     for f in FACTORS:
-        if f.compare is not None:
-            paths.setdefault(f.compare, []).append(f.name)
+        if f.path is not None:
+            paths.setdefault(f.path, []).append(f.name)
     return {p: names[0] for p, names in paths.items() if len(names) == 1}
 
 
-def serving_unset(vllm_only: bool = False, group: str | None = None) -> dict[str, Any]:
+def serving_unset(vllm_only: bool = False) -> dict[str, Any]:
     """Serving settings (RunConfig field → its value where a run does not set it), in registry order;
-    ``vllm_only`` leaves out those transformers also takes, ``group`` keeps those compared in that group."""
-    return {f.name: f.unset for f in FACTORS if f.serving and not (vllm_only and f.serving == "both")
-            and (group is None or f.compare[0] == group)}
-
-
-def serving_model_args() -> tuple[str, ...]:
-    """Serving settings lm-eval and lighteval pass through ``model_args`` under their own name."""
-    return tuple(f.name for f in FACTORS if f.serving in ("engine", "both") and f.compare[0] == "serving")
+    ``vllm_only`` leaves out those transformers also takes."""
+    return {f.name: f.unset for f in FACTORS if f.serving and not (vllm_only and f.serving == "both")}

@@ -18,8 +18,8 @@ from repaudit.errors import RepauditError
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
 from repaudit.importers.comparable import ComparableRun, TaskOutcome
 from repaudit.importers.eee.files import Record, folder_records, is_aggregate, is_row, read_record
-from repaudit.importers.factors import Factors
 from repaudit.run.records import RunRecord
+from repaudit.vocabulary import Recorded
 
 
 @dataclass
@@ -48,18 +48,6 @@ class EeeAdapter(Adapter):
     name = "eee"
     harness = "Every Eval Ever"
     folder_runs = True
-    fields = {
-        "*": "a record written by repaudit export: every factor (repaudit.factor.<group>.<field>; a repaudit run's "
-             "whole run file in repaudit.record)",
-        "backend": "model_info.inference_engine.name (transformers: hf)",
-        "dtype": "model_info.additional_details.dtype (torch. dropped)",
-        "temperature": "evaluation_results[].generation_config.generation_args.temperature",
-        "top_p": "generation_args.top_p", "top_k": "generation_args.top_k",
-        "max_gen_toks": "generation_args.max_tokens",
-        "num_fewshot": "generation_config.additional_details.num_fewshot",
-        "until": "generation_config.additional_details.until",
-        "do_sample": "generation_config.additional_details.do_sample",
-        "split": "evaluation_results[].source_data.hf_split"}
     not_replayed = {"device": "a replay runs on this machine's device"}
 
     def recognise(self, obj: Any) -> Recognition:
@@ -111,7 +99,7 @@ def assemble(records: list[Record], origin: Path) -> tuple[ComparableRun, EeePar
 
     if not records:
         raise InputError(origin, None, "holds no Every Eval Ever record")
-    factors: dict[str, Factors] = {}
+    factors: dict[str, Recorded] = {}
     tasks: dict[str, TaskOutcome] = {}
     runs: dict[str, str] = {}
     notes: list[str] = []

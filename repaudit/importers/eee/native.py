@@ -1,6 +1,6 @@
 """An Every Eval Ever record of any converter (EEE's lm-eval, Inspect or HELM converters, a leaderboard scrape) as a
-run: what EEE's native fields carry, mapped onto repaudit's factors, scores and per-doc outcomes; every other
-factor is *not recorded* (:data:`~repaudit.importers.factors.UNKNOWN`).
+run: what EEE's native fields carry, as the vocabulary's record (:mod:`repaudit.vocabulary`; the settings fields
+declare their EEE keys), scores and per-doc outcomes; every other setting is *not recorded*.
 
 * **Tasks and metrics**: each ``evaluation_results[]`` entry is one metric of one task — the metric key from its
   ``evaluation_result_id`` (``exact_match:strict-match`` → ``exact_match,strict-match``), else its
@@ -34,7 +34,7 @@ from repaudit.importers.eee.schema import (
     Row,
     metric_of,
 )
-from repaudit.importers.factors import UNKNOWN, Factors, empty_factors
+from repaudit.vocabulary import Recorded, apply_conditions, derived, setting_paths
 
 #: EEE's ``inference_engine.name`` → repaudit's backend name
 ENGINES = {"transformers": "hf", "vllm": "vllm"}
@@ -53,50 +53,44 @@ def task_name(evaluation_name: str, metric: str) -> str:
     return evaluation_name[: -len(flt) - 1] if flt and evaluation_name.endswith("/" + flt) else evaluation_name
 
 
-def not_recorded() -> Factors:
-    """Every factor of the registry that ``compare`` shows, as not recorded."""
-    from repaudit.run.factors import FACTORS
-
-    f = empty_factors()
-    for factor in FACTORS:
-        if factor.compare is not None:
-            f[factor.compare[0]][factor.compare[1]] = UNKNOWN
-    return f
+#: the sources this reader builds for the eee keys of the settings fields
+SOURCES = ("generation_args", "generation_details", "model_details", "source_data")
 
 
-def factors(agg: Aggregate, result: EvaluationResult, n_docs: int | None) -> Factors:
-    """What a record says of one task's factors: model, engine, library versions, generation arguments, the
-    task's data; everything else :data:`UNKNOWN`."""
-    f = not_recorded()
+def record(agg: Aggregate, result: EvaluationResult, n_docs: int | None, where: str) -> Recorded:
+    """What a record says of one task's settings and facts (``where``: the JSON path of ``result``): model, engine,
+    library versions, generation arguments, the task's data; everything else not recorded."""
+    from repaudit.importers.declared import read_declared, source
+
+    rec = Recorded()
     mi, ad = agg.model_info, agg.model_info.additional_details
-    f["model"].update(name=mi.id, revision=ad.get("revision", UNKNOWN), sha=ad.get("sha", UNKNOWN),
-                      num_parameters=int(ad["num_parameters"]) if ad.get("num_parameters", "").isdigit() else UNKNOWN)
-    if "dtype" in ad:  # EEE's lm-eval converter writes torch's spelling (torch.float32)
-        f["dtype"]["dtype"] = ad["dtype"].removeprefix("torch.")
+    rec.put("model.name", mi.id, "model_info.id")
+    for k in ("revision", "sha"):
+        if ad.get(k):
+            rec.put(f"model.{k}", ad[k], f"model_info.additional_details.{k}")
+    if ad.get("num_parameters", "").isdigit():
+        rec.put("model.num_parameters", int(ad["num_parameters"]), "model_info.additional_details.num_parameters")
     engine = mi.inference_engine
     if engine is not None and engine.name:
-        f["backend"]["name"] = ENGINES.get(engine.name, engine.name)
-    f["library_versions"] = {agg.eval_library.name: agg.eval_library.version}
-    if engine is not None and engine.name and engine.version:
-        f["library_versions"][engine.name] = engine.version
+        rec.put("serving.backend", ENGINES.get(engine.name, engine.name), "model_info.inference_engine.name",
+                note="" if engine.name not in ENGINES else f"EEE's '{engine.name}'")
+        if engine.version:
+            rec.put(f"software.{engine.name}", engine.version, "model_info.inference_engine.version")
+    rec.put(f"software.{agg.eval_library.name}", agg.eval_library.version, "eval_library.version")
     gen = result.generation_config
     args = gen.generation_args if gen is not None else None
-    if args is not None:
-        for name, value in (("temperature", args.temperature), ("top_p", args.top_p), ("top_k", args.top_k)):
-            if value is not None:
-                f["sampling"][name] = value
-        if args.max_tokens is not None:
-            f["max_tokens"]["max_gen_toks"] = args.max_tokens
-    extra = (gen.additional_details if gen is not None else None) or {}
-    for key, group, name in (("num_fewshot", "fewshot", "num_fewshot"), ("until", "stop", "until"),
-                             ("do_sample", "sampling", "do_sample")):
-        if key in extra:
-            f[group][name] = _json_or_text(extra[key])
-    sd = result.source_data
-    f["data"].update(task=task_name(result.evaluation_name, metric_key(result)),
-                     split=sd.hf_split if sd.hf_split is not None else UNKNOWN,
-                     n_docs=n_docs if n_docs is not None else UNKNOWN)
-    return f
+    extra = {k: _json_or_text(v) for k, v in ((gen.additional_details if gen is not None else None) or {}).items()}
+    sources = {"generation_args": source(args.model_dump(exclude_none=True) if args is not None else None,
+                                         f"{where}.generation_config.generation_args."),
+               "generation_details": source(extra, f"{where}.generation_config.additional_details."),
+               "model_details": source(ad, "model_info.additional_details."),
+               "source_data": source(result.source_data.model_dump(exclude_none=True),
+                                     f"{where}.source_data.")}
+    read_declared("eee", sources, rec)
+    rec.put("data.task", task_name(result.evaluation_name, metric_key(result)), f"{where}.evaluation_name")
+    if n_docs is not None:
+        rec["data.n_docs"] = derived(n_docs, "the sidecar's samples, else uncertainty.num_samples")
+    return apply_conditions(rec.fill(setting_paths())).sorted()
 
 
 def _json_or_text(text: str) -> Any:
@@ -106,7 +100,7 @@ def _json_or_text(text: str) -> Any:
         return text
 
 
-def tasks(rec: Record) -> tuple[dict[str, Factors], dict[str, TaskOutcome]]:
+def tasks(rec: Record) -> tuple[dict[str, Recorded], dict[str, TaskOutcome]]:
     """Every task of a record of any converter: factors, reported scores, per-doc outcomes from the sidecar.
 
     Raises:
@@ -115,7 +109,9 @@ def tasks(rec: Record) -> tuple[dict[str, Factors], dict[str, TaskOutcome]]:
         RepauditError: per-doc means that differ from the reported scores (the sidecar is another run's).
     """
     results: dict[str, dict[str, EvaluationResult]] = {}
+    index: dict[int, int] = {}
     for i, r in enumerate(rec.agg.evaluation_results):
+        index[id(r)] = i
         key = metric_key(r)
         per_task = results.setdefault(task_name(r.evaluation_name, key), {})
         if key in per_task:
@@ -134,7 +130,7 @@ def tasks(rec: Record) -> tuple[dict[str, Factors], dict[str, TaskOutcome]]:
                      if (r.metric_config.additional_details or {}).get(K_DIRECTION) != "unknown"}
         if task_docs:
             check_per_doc_means(rec.sidecar, rec.path, reported, task_docs, "EEE sidecar")
-        fs[task] = factors(rec.agg, first, n)
+        fs[task] = record(rec.agg, first, n, f"evaluation_results[{index[id(first)]}]")
         outcomes[task] = TaskOutcome(task=task, reported=reported, docs=task_docs, n_docs=n,
                                      higher_is_better=direction)
     return fs, outcomes

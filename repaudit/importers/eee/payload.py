@@ -7,9 +7,9 @@ An export carries ``repaudit.export`` in ``eval_library.additional_details``, wi
   other metadata keys). The run file is reassembled and read by :func:`repaudit.run.records.parse_record`, and
   must digest as it says: its ``fingerprint_digest`` recomputed, the record's ``repaudit.fingerprint_digest``, and
   the sha256 of the docs (``repaudit.docs_sha256``) all agree;
-* kind ``comparable`` — a run of another harness as ``compare`` read it: its factors (one
-  ``repaudit.factor.<group>.<field>`` key each), the task's outcome (``repaudit.outcome``) and each doc's outcome
-  (``repaudit.doc``), checked against ``repaudit.docs_sha256``.
+* kind ``comparable`` — a run of another harness as ``compare`` read it: its record (one
+  ``repaudit.factor.<path>`` key per setting or fact, each value with its provenance), the task's outcome
+  (``repaudit.outcome``) and each doc's outcome (``repaudit.doc``), checked against ``repaudit.docs_sha256``.
 
 Either way each row's native ``evaluation.score`` must equal the embedded per-doc value of its metric: a record
 edited after export fails instead of showing two different answers.
@@ -50,8 +50,8 @@ from repaudit.importers.eee.schema import (
     metric_of,
     unflatten_factors,
 )
-from repaudit.importers.factors import Factors
 from repaudit.run.records import RunRecord
+from repaudit.vocabulary import Recorded
 
 LIB = "$.eval_library.additional_details"
 _OUTCOME_FIELDS = {f.name for f in fields(DocOutcome)}
@@ -65,7 +65,7 @@ class Piece:
         run_sha: the run's ``repaudit.run_sha256`` (the records of one run share it).
         source: the run's harness and version as compare names it.
         task: the task.
-        factors: its factors (kind ``run``: from the rebuilt fingerprint).
+        factors: its record (kind ``run``: from the rebuilt fingerprint).
         outcome: its scores and per-doc outcomes.
         notes: the run's notes (kind ``comparable``).
         record: kind ``run``: the rebuilt run file; raw: its JSON as in the original file (docs included).
@@ -74,7 +74,7 @@ class Piece:
     run_sha: str
     source: str
     task: str
-    factors: Factors
+    factors: Recorded
     outcome: TaskOutcome
     notes: list[str]
     record: RunRecord | None = None
@@ -161,7 +161,6 @@ def _check_scores(rec: Record, by_sample: dict[str, dict[str, float]]) -> None:
 
 
 def _run_piece(rec: Record, docs: list[tuple[int, dict[str, Any]]]) -> Piece:
-    from repaudit.importers.factors import factors_from_fingerprint
     from repaudit.importers.runfile import from_record
     from repaudit.run.records import parse_record
 
@@ -183,7 +182,7 @@ def _run_piece(rec: Record, docs: list[tuple[int, dict[str, Any]]]) -> Piece:
     run = from_record(record, rec.path)
     task = record.fingerprint.data.task
     # the factor keys of a run export are views of the fingerprint: they must say what it says
-    factors = flatten_factors(factors_from_fingerprint(record.fingerprint))
+    factors = flatten_factors(run.factors[task])
     stated = {k: v for k, v in (rec.agg.eval_library.additional_details or {}).items() if k.startswith(K_FACTOR)}
     if stated != factors:
         bad = sorted(set(stated.items()) ^ set(factors.items()))[0][0]

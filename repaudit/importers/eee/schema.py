@@ -35,7 +35,7 @@ SCHEMA_FILES = {"aggregate": "eval.schema.json", "instance": "instance_level_eva
 # --- the repaudit. keys of an export (docs/eee.md has the table) ------------------------------------------------
 #: eval_library.additional_details: the payload's format version ("1"); its presence marks a repaudit export
 K_EXPORT = "repaudit.export"
-EXPORT_VERSION = "1"
+EXPORT_VERSION = "2"
 #: "run" (a repaudit run file: the record embedded) or "comparable" (another harness's run as compare reads it)
 K_KIND = "repaudit.kind"
 #: sha256 of the whole run as exported: the uuid and the grouping of a folder's records derive from it
@@ -52,7 +52,8 @@ K_DOCS = "repaudit.docs_sha256"
 #: kind "comparable": the task's outcome without its docs, and the run's notes
 K_OUTCOME = "repaudit.outcome"
 K_NOTES = "repaudit.notes"
-#: one key per factor: ``repaudit.factor.<group>.<field>`` = the value as JSON
+#: one key per vocabulary path: ``repaudit.factor.<path>`` = the value with its provenance as JSON
+#: (:class:`repaudit.vocabulary.Value`; payload version 2 — version 1 held bare values by factor group)
 K_FACTOR = "repaudit.factor."
 #: metric_config.additional_details: the metric's direction as repaudit knows it (higher, lower, unknown)
 K_DIRECTION = "repaudit.direction"
@@ -88,31 +89,36 @@ def metric_of(rid: str) -> str:
     return rid.replace(":", ",", 1)
 
 
-def flatten_factors(factors: dict[str, dict[str, Any]]) -> dict[str, str]:
-    """``{group: {field: value}}`` → ``{"repaudit.factor.<group>.<field>": JSON of value}`` (a group holds no
-    dots; a field may: lm-eval's ``config.no_cache``)."""
-    return {f"{K_FACTOR}{group}.{name}": dumps(value) for group, fields in factors.items()
-            for name, value in fields.items()}
+def flatten_factors(rec: Any) -> dict[str, str]:
+    """A task's record (:class:`~repaudit.vocabulary.Recorded`) → ``{"repaudit.factor.<path>": JSON of its value
+    with its provenance}`` (defaults left out of each value's JSON)."""
+    return {f"{K_FACTOR}{path}": dumps(value.model_dump(mode="json", exclude_defaults=True))
+            for path, value in rec.items()}
 
 
-def unflatten_factors(details: dict[str, str], path: Path, where: str) -> dict[str, dict[str, Any]]:
-    """The factors of :func:`flatten_factors` read back: every group present (empty where nothing is recorded).
+def unflatten_factors(details: dict[str, str], path: Path, where: str) -> Any:
+    """The record of :func:`flatten_factors` read back.
 
     Raises:
-        InputError: a key whose group is not a factor group, or a value that is not JSON.
+        InputError: a key that names no path of the vocabulary, or a value that is not a valued provenance.
     """
-    from repaudit.importers.factors import empty_factors
+    from pydantic import ValidationError
 
-    out = empty_factors()
+    from repaudit.vocabulary import Recorded, Value, known_path
+
+    out = Recorded()
     for key, text in details.items():
         if not key.startswith(K_FACTOR):
             continue
-        group, _, name = key[len(K_FACTOR):].partition(".")
-        if group not in out or not name:
-            raise InputError(path, f"{where}[{json.dumps(key)}]", f"names no factor group and field (groups: "
-                                                                  f"{', '.join(out)})")
-        out[group][name] = loads(text, path, f"{where}[{json.dumps(key)}]")
-    return out
+        at = f"{where}[{json.dumps(key)}]"
+        name = key[len(K_FACTOR):]
+        if not known_path(name):
+            raise InputError(path, at, "names no setting or fact of repaudit's vocabulary")
+        try:
+            out[name] = Value.model_validate(loads(text, path, at))
+        except ValidationError as exc:
+            raise InputError(path, at, f"is not a value with its provenance ({exc.errors()[0]['msg']})") from None
+    return out.sorted()
 
 
 def loads(text: str, path: Path, at: str, where: str = "") -> Any:

@@ -15,17 +15,6 @@ class InspectAdapter(Adapter):
 
     name = "inspect"
     harness = "inspect_ai"
-    fields = {
-        "backend": "eval.model (the provider)", "device": "eval.model_args.device",
-        "dtype": "eval.model_args.dtype / torch_dtype", "batch_size": "eval.model_generate_config.max_connections "
-                                                                      "(the hf provider's batch)",
-        "system_prompt": "plan: system_message(template=…)", "prompt_format": "plan: the solvers and their params",
-        "num_fewshot": "solved turns in each sample's input", "fewshot_as_multiturn": "the input as a message list",
-        "chat_template": "the hf provider applies the tokenizer's", "until": "model_generate_config.stop_seqs",
-        "max_gen_toks": "model_generate_config.max_tokens", "do_sample": "model_args.do_sample, else temperature > 0",
-        "temperature": "model_generate_config.temperature", "top_p": "model_generate_config.top_p",
-        "top_k": "model_generate_config.top_k", "sampling_seed": "model_generate_config.seed",
-        "limit": "eval.config.limit", "metric": "results.scores (scorers and their metrics)"}
     not_replayed = {"device": "a replay runs on this machine's device"}
 
     def recognise_path(self, path: Path) -> Recognition:

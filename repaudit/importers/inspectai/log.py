@@ -46,7 +46,7 @@ from typing import Any
 from repaudit.boundary import InputError, validate
 from repaudit.hashing import sha256_json, sha256_text
 from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome
-from repaudit.importers.inspectai.factors import SPREAD_METRICS, task_factors
+from repaudit.importers.inspectai.factors import SPREAD_METRICS, task_record
 from repaudit.importers.inspectai.schema import EvalLog, EvalSample, SampleReductions
 from repaudit.tasks.filters import INVALID
 from repaudit.ziparchive import ZipArchive
@@ -243,7 +243,7 @@ def load_inspect(path: Path, raw: Any = None) -> tuple[ComparableRun, tuple[Eval
     if not docs:
         run.notes.append(f"{task}: the log holds no samples (written with --no-log-samples, or none finished): "
                          "reported scores only")
-    run.factors[task] = task_factors(header, docs, by_id)
+    run.factors[task] = task_record(header, docs, by_id)
     run.tasks[task] = TaskOutcome(task=task, reported=reported, docs=docs or None, n_docs=len(docs) or None,
                                   n_original=spec.dataset.samples if spec.dataset else None,
                                   diagnostics=_diagnostics(docs) if docs else None,

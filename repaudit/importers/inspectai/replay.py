@@ -35,6 +35,7 @@ from repaudit.hashing import sha256_text
 from repaudit.importers.inspectai.schema import EvalPlan, EvalSpec
 from repaudit.run.config import RunConfig
 from repaudit.tasks.filters import INVALID
+from repaudit.vocabulary import Recorded
 
 #: the solvers whose effect is rebuilt
 SOLVERS = ("system_message", "prompt_template", "multiple_choice", "generate")
@@ -156,8 +157,8 @@ def _write_rows(rows: list[dict[str, Any]], cache: Path) -> Path:
     return file
 
 
-def _replayable_plan(path: Path, spec: EvalSpec, plan: EvalPlan | None,
-                     factors: dict[str, dict[str, Any]]) -> tuple[str | None, list[str], str]:
+def _replayable_plan(path: Path, spec: EvalSpec, plan: EvalPlan | None, rec: Recorded
+                     ) -> tuple[str | None, list[str], str]:
     """The plan's templates (:func:`_plan`), once provider, scorer, solvers and greedy generation are replayable."""
     if not (spec.model or "").startswith("hf/"):
         raise RepauditError(f"'{path}' ran on inspect's '{spec.model}' provider; only hf/ runs are re-executed here")
@@ -165,7 +166,7 @@ def _replayable_plan(path: Path, spec: EvalSpec, plan: EvalPlan | None,
     if scorers != ["choice"]:
         raise RepauditError(f"'{path}': scorer(s) {', '.join(scorers) or 'none'}; only choice() is replayed")
     system, prompts, mc = _plan(Path(path), (plan.steps or []) if plan else [])
-    sampled = factors["sampling"].get("do_sample")
+    sampled = rec.value("generation.do_sample")
     if sampled is not False:
         why = "sampled its generations" if sampled is True else "does not record greedy generation (do_sample)"
         raise RepauditError(f"'{path}' {why}: sampled draws cannot be replayed doc by doc")
@@ -199,13 +200,13 @@ def _recorded_outcomes(path: Path, docs: dict[int, Any]) -> dict[int, Any]:
                                    prediction=d.prediction or INVALID) for i, d in docs.items()}
 
 
-def config_from_inspect(path: Path, factors: dict[str, dict[str, Any]], docs: dict[int, Any], model: str | None,
+def config_from_inspect(path: Path, rec: Recorded, docs: dict[int, Any], model: str | None,
                         cache_dir: Path | None, log: tuple | None = None) -> tuple[RunConfig, dict[int, Any]]:
     """The RunConfig that replays an inspect_ai multiple-choice run (see the module docstring), and the recorded
     per-doc outcomes with the log's ``accuracy`` under the replay's metric name (:data:`METRIC`).
 
     Args:
-        path: the ``.eval`` / ``.json`` log; factors, docs: what :mod:`repaudit.importers.inspectai.log` read;
+        path: the ``.eval`` / ``.json`` log; rec, docs: what :mod:`repaudit.importers.inspectai.log` read;
             ``log``: its header and samples as :func:`~repaudit.importers.inspectai.log.read_log` returned them
             (read again when ``None``).
         model: a model to use instead of the log's ``model_path`` (``default``: the packaged one).
@@ -216,20 +217,22 @@ def config_from_inspect(path: Path, factors: dict[str, dict[str, Any]], docs: di
             not record, or a sample whose rebuilt conversation differs from the recorded one.
     """
     from repaudit.backends.model_source import default_cache_dir
-    from repaudit.importers.factors import recorded as recorded_value
     from repaudit.importers.inspectai.log import doc_order, read_log
 
     header, loaded = log if log is not None else read_log(Path(path))[:2]
     spec = header.eval
-    system, prompts, mc = _replayable_plan(path, spec, header.plan, factors)
+    system, prompts, mc = _replayable_plan(path, spec, header.plan, rec)
     by_key = {str(s.id): s for s, _ in loaded if s.epoch == 1}
     order = doc_order(header, list(by_key), {k: s.id for k, s in by_key.items()})
     samples = [by_key[k] for k in order]
     rows, turns = _rows(Path(path), samples, prompts, mc)
     _check_rebuilt(Path(path), samples, rows, turns, system)
 
-    def need(group: str, field: str) -> Any:
-        return recorded_value(factors, group, field, path, none_too=True)
+    def need(p: str) -> Any:
+        value = rec.need(p, path)
+        if value is None:
+            raise RepauditError(f"'{path}' records {p} as none: it cannot be replayed")
+        return value
 
     margs = dict(spec.model_args or {})
     recorded_path = margs.get("model_path")
@@ -238,11 +241,10 @@ def config_from_inspect(path: Path, factors: dict[str, dict[str, Any]], docs: di
                             f"a folder here (paths resolve against {Path.cwd()}): pass --model DIR, or --model default "
                             "for the packaged SmolLM2-135M-Instruct")
     file = _write_rows(rows, Path(cache_dir or default_cache_dir()))
-    task_config = _task_config(path, spec, file, turns, int(need("max_tokens", "max_gen_toks")))
+    task_config = _task_config(path, spec, file, turns, int(need("generation.max_gen_toks")))
     cfg = RunConfig(task=task_config["task"], task_config=task_config,
-                    model=model or str(margs.get("model_path") or need("model", "name")), cache_dir=cache_dir,
-                    dtype=str(need("dtype", "dtype")).removeprefix("torch."), batch_size=int(need("batch_size",
-                                                                                                  "batch_size")),
+                    model=model or str(margs.get("model_path") or need("model.name")), cache_dir=cache_dir,
+                    dtype=str(need("serving.dtype")).removeprefix("torch."), batch_size=int(need("serving.batch_size")),
                     device="cpu", backend="hf", chat_template=True, fewshot_as_multiturn=bool(turns),
                     num_fewshot=len(turns), system_prompt=system or None, do_sample=False, stop_at_eos=True)
     return cfg, _recorded_outcomes(path, docs)

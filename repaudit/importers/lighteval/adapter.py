@@ -16,19 +16,6 @@ class LightevalAdapter(Adapter):
 
     name = "lighteval"
     harness = "lighteval"
-    fields = {
-        "backend": "config_general.model_config (its class)", "device": "model_config.device",
-        "dtype": "model_config.dtype, else config_general.model_dtype", "batch_size": "model_config.batch_size",
-        "add_bos_token": "model_config.add_special_tokens (false: no BOS)",
-        "chat_template": "model_config.override_chat_template / use_chat_template",
-        "system_prompt": "model_config.system_prompt", "num_fewshot": "the task key's |k, else num_fewshots",
-        "fewshot_split": "config_tasks.<task>.few_shots_split", "fewshot_selection": "few_shots_select",
-        "prompt_format": "config_tasks.<task>.prompt_function", "until": "config_tasks.<task>.stop_sequence",
-        "max_gen_toks": "config_tasks.<task>.generation_size", "max_length": "model_config.max_length",
-        "do_sample": "generation_parameters.temperature > 0", "temperature": "generation_parameters.temperature",
-        "top_p": "generation_parameters.top_p", "top_k": "generation_parameters.top_k",
-        "sampling_seed": "generation_parameters.seed", "split": "config_tasks.<task>.evaluation_splits",
-        "limit": "config_general.max_samples", "metric": "config_tasks.<task>.metrics"}
     not_replayed = {"chat_template": "lighteval does not record the templated prompt",
                     "device": "a replay runs on this machine's device"}
 

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from repaudit.errors import RepauditError
-from repaudit.importers.factors import UNKNOWN
-from repaudit.importers.factors import recorded as recorded_value
 from repaudit.run.config import RunConfig
+from repaudit.vocabulary import Recorded
 
 #: lighteval prompt functions (0.13's name and the older one) and dataset subsets -> repaudit's task whose
 #: ``lmeval`` prompt format builds the same prompt: "Question: …\nAnswer:", " " + choice, examples as
@@ -30,7 +29,7 @@ def lighteval_doc_ids(n_split: int, max_samples: int | None) -> list[int]:
     return sorted(ids[:max_samples])
 
 
-def config_from_lighteval(task: str, factors: dict[str, dict[str, Any]], path: Path, docs: dict[int, Any] | None,
+def config_from_lighteval(task: str, rec: Recorded, path: Path, docs: dict[int, Any] | None,
                           data_dir: Path | None, model: str | None = None, cache_dir: Path | None = None) -> RunConfig:
     """The RunConfig that replays a lighteval log-likelihood run of a task whose prompt function repaudit
     reimplements (:data:`LIGHTEVAL_TASKS`): the docs its details list (else its ``--max-samples`` choice,
@@ -41,30 +40,27 @@ def config_from_lighteval(task: str, factors: dict[str, dict[str, Any]], path: P
         RepauditError: a prompt function or dataset repaudit cannot rebuild, a generative task, a chat
             template (lighteval does not record the templated text), or a setting the file does not record.
     """
-    def need(group: str, name: str) -> Any:
-        return recorded_value(factors, group, name, path)
-
-    fn = factors.get("prompt_format", {}).get("prompt_function", UNKNOWN)
-    subset = factors.get("data", {}).get("subset", UNKNOWN)
+    fn = rec.value("prompt.prompt_function", "not recorded")
+    subset = rec.value("data.subset", "not recorded")
     ours = LIGHTEVAL_TASKS.get((str(fn), str(subset)))
     if ours is None:
         known = ", ".join(sorted({f"{f} on {s}" for f, s in LIGHTEVAL_TASKS}))
         raise RepauditError(f"'{path}': lighteval's prompt function '{fn}' on '{subset}' is not reimplemented, so "
                             f"{task} cannot be replayed (replayable: {known})")
-    if factors.get("stop", {}).get("until") is not None:
+    if rec.value("data.output_type") == "generate_until":
         raise RepauditError(f"'{path}': {task} is a generative lighteval task; only log-likelihood tasks replay")
-    if factors.get("chat_template", {}).get("applied") is not False:
+    if rec.value("prompt.chat_template") is not False:
         raise RepauditError(f"'{path}' ran with a chat template (or does not say): lighteval does not record the "
                             "templated prompt, so it cannot be replayed")
-    n_shot = int(need("fewshot", "num_fewshot"))
+    n_shot = int(rec.need("fewshot.num_fewshot", path))
     if n_shot and not docs:
         raise RepauditError(f"'{path}' is a {n_shot}-shot lighteval run without its details: the examples each doc "
                             "got are known only from them (lighteval's own few-shot draws are not reimplemented)")
     if n_shot and any(d.fewshot_ids is None for d in docs.values()):
         raise RepauditError(f"'{path}' is a {n_shot}-shot lighteval run whose details do not list every doc's "
                             "few-shot examples")
-    limit = factors.get("data", {}).get("limit")
-    split = str(need("data", "split"))
+    limit = rec.value("data.limit")
+    split = str(rec.need("data.split", path))
     if docs:
         doc_ids = sorted(docs)
     elif limit is None:
@@ -76,17 +72,17 @@ def config_from_lighteval(task: str, factors: dict[str, dict[str, Any]], path: P
         t = get_task(ours, None)
         rows, _ = load_rows(t, split, data_root(t, data_dir))
         doc_ids = lighteval_doc_ids(len(rows), int(limit))
-    dtype = str(need("dtype", "dtype")).removeprefix("torch.")
-    backend = str(need("backend", "name"))
+    dtype = str(rec.need("serving.dtype", path)).removeprefix("torch.")
+    backend = str(rec.need("serving.backend", path))
     if backend not in ("hf", "vllm"):
         raise RepauditError(f"'{path}' ran on lighteval's '{backend}' backend, which repaudit cannot replay")
-    batch_size = need("batch_size", "batch_size")
-    few = factors.get("fewshot", {})
-    return RunConfig(task=ours, model=model or str(need("model", "name")), data_dir=data_dir, cache_dir=cache_dir,
+    batch_size = rec.need("serving.batch_size", path)
+    pool = rec.value("fewshot.fewshot_split")
+    return RunConfig(task=ours, model=model or str(rec.need("model.name", path)), data_dir=data_dir,
+                     cache_dir=cache_dir,
                      split=split, doc_ids=doc_ids, num_fewshot=n_shot, prompt_format="lmeval", dtype=dtype,
                      batch_size=int(batch_size), device="cpu", backend=backend,
-                     fewshot_split=str(few.get("split")) if n_shot and few.get("split") not in (None, UNKNOWN)
-                     else None,
+                     fewshot_split=str(pool) if n_shot and pool is not None else None,
                      fewshot_from=Path(path) if n_shot and docs else None,
                      fewshot_by_doc={i: list(d.fewshot_ids) for i, d in docs.items()} if n_shot and docs
                      else None)

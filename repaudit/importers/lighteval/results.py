@@ -1,34 +1,8 @@
 """Read Hugging Face lighteval output (0.13; older files as far as they record the same keys).
 
 The results JSON and each task's details parquet go through :mod:`repaudit.boundary` into the typed
-models of :mod:`repaudit.importers.lighteval.schema`. Mapping onto repaudit's factors:
-
-========================  ===========================================================
-factor                    lighteval source
-========================  ===========================================================
-seed                      doc shuffling and few-shot draws use ``random.Random(42)`` (``LightevalTask.get_docs``);
-                          ``generation_parameters.seed``; python/numpy/torch seeds are not recorded
-hardware                  not recorded
-backend                   the ``model_config`` class, told by its fields (``gpu_memory_utilization`` → vllm,
-                          ``model_parallel``/``continuous_batching`` → hf); ``device``
-quantisation / serving    ``model_config``'s vLLM engine fields (``tensor_parallel_size``, ``quantization``, …) and
-                          ``model_loading_kwargs`` (``load_in_8bit``, ``attn_implementation``), as lm-eval's model_args
-bos                       ``model_config.add_special_tokens`` False (True: the tokenizer's default, not recorded)
-dtype / batch_size        ``model_config.dtype`` (≤0.7: ``config_general.model_dtype``), ``batch_size``
-prompt_format             ``prompt_function``; lighteval's fixed delimiters (" " before a few-shot answer,
-                          "\\n\\n" between examples, ``PromptManager._prepare_plain_text``)
-fewshot                   the task key's ``|k``; ``few_shots_split`` (none = the evaluation split itself);
-                          ``few_shots_select``; the ids of the examples each doc got (details)
-chat_template             ``override_chat_template`` (``None``: the tokenizer's template if it has one),
-                          ``system_prompt``
-stop / max_tokens         generative tasks: ``stop_sequence``, ``generation_size``; ``max_length``
-sampling                  ``generation_parameters`` temperature/top_p/top_k
-metric_variant            metric names and ``sample_level_fn`` (the normalisation of ``acc``)
-model                     ``model_name``, ``revision``, ``model_sha``, ``model_loading_kwargs``
-data                      the task name (suite and ``:`` folded: ``arc:easy`` → ``arc_easy``),
-                          ``evaluation_splits``, ``max_samples``, the details' row count
-library_versions          ``lighteval_sha`` (lighteval records no version number)
-========================  ===========================================================
+models of :mod:`repaudit.importers.lighteval.schema`; each task's settings become the vocabulary's record in
+:mod:`repaudit.importers.lighteval.record`.
 
 Per doc (details): ``doc.id`` is the row index in the evaluation split (lighteval's
 ``_get_docs_from_split``), so it pairs with lm-eval's ``doc_id`` when neither harness filtered rows;
@@ -49,176 +23,23 @@ from repaudit.boundary import LIMITS, InputError, read_bytes, validate
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json, sha256_text
 from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome, check_per_doc_means
-from repaudit.importers.factors import UNKNOWN, Factors, empty_factors
-from repaudit.importers.lighteval.schema import (
-    ConfigGeneral,
-    DetailRow,
-    GenerationParameters,
-    LightevalResults,
-    ModelConfig,
-    TaskConfig,
+from repaudit.importers.lighteval.record import (
+    canonical_task,
+    chat_applied,
+    is_logprob_task,
+    metric_directions,
+    task_record,
 )
+from repaudit.importers.lighteval.schema import DetailRow, LightevalResults
+from repaudit.vocabulary import Recorded
 
 _TS = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d+)")
-#: lighteval's seed for shuffling eval docs and drawing few-shot examples (``LightevalTask.get_docs``)
-FEWSHOT_SEED = 42
-
-
-def split_task_key(key: str) -> tuple[str | None, str, int | None]:
-    """``suite|task|k`` (≤0.12) or ``task|k`` (0.13) → (suite, task, k); k is ``None`` if absent."""
-    parts = key.split("|")
-    shots = int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else None
-    if shots is not None:
-        parts = parts[:-1]
-    suite = parts[0] if len(parts) > 1 else None
-    return suite, parts[-1], shots
-
-
-def canonical_task(key: str) -> str:
-    """The name a lighteval task key is compared under: suite and n-shot dropped, ``:`` → ``_``
-    (``leaderboard|arc:challenge|25`` → ``arc_challenge``, ``mmlu:anatomy|5`` → ``mmlu_anatomy``), which is
-    lm-eval's name for the same benchmark in the common cases."""
-    return split_task_key(key)[1].replace(":", "_")
-
-
-def _backend(mc: ModelConfig | None) -> Any:
-    if mc is None:
-        return UNKNOWN
-    extra = mc.model_extra or {}
-    if "gpu_memory_utilization" in extra or "tensor_parallel_size" in extra:
-        return "vllm"
-    if "model_parallel" in extra or "continuous_batching" in extra or "compile" in extra:
-        return "hf"
-    if "base_url" in extra or "provider" in extra:
-        return "endpoint"
-    return UNKNOWN
-
-
-def _serving(mc: ModelConfig | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The ``quantisation`` and ``serving`` factors from the model config's engine fields (lighteval's
-    ``VLLMModelConfig`` names them as vLLM does; its transformers config has ``model_loading_kwargs``),
-    read as lm-eval's ``model_args`` are; unknown for an endpoint or a config the file does not record."""
-    from repaudit.importers.lmeval.factors import quantisation, serving
-
-    backend = _backend(mc)
-    if mc is None or backend not in ("vllm", "hf"):
-        return quantisation(None, backend), serving(None, backend)
-    args = {k: str(v) for k, v in {**(mc.model_loading_kwargs or {}), **(mc.model_extra or {})}.items()}
-    return quantisation(args, backend), serving(args, backend)
-
-
-def _model_args(mc: ModelConfig) -> dict[str, Any]:
-    """``model_loading_kwargs`` less what the quantisation and serving factors already show."""
-    from repaudit.importers.lmeval.factors import QUANT_ARGS, SERVING_ARGS
-
-    return {k: v for k, v in (mc.model_loading_kwargs or {}).items() if k not in QUANT_ARGS and k not in SERVING_ARGS}
-
-
-def _or_unknown(v: Any) -> Any:
-    return UNKNOWN if v is None else v
 
 
 def _gold(gold: int | list[int] | None) -> int | None:
     if isinstance(gold, list):
         return gold[0] if len(gold) == 1 else None
     return gold
-
-
-def _is_logprob_task(tc: TaskConfig | None) -> bool:
-    cats = {m.category for m in (tc.metric_entries() if tc else [])}
-    return bool(cats) and cats <= {"LOGPROBS", "MetricCategory.MULTICHOICE", "MULTICHOICE", "MetricCategory.LOGPROBS"}
-
-
-def _chat_applied(mc: ModelConfig) -> bool | None:
-    """Whether the run applied a chat template: ``override_chat_template`` where set, else ``use_chat_template``."""
-    return mc.override_chat_template if mc.override_chat_template is not None else mc.use_chat_template
-
-
-def task_factors(res: LightevalResults, key: str, docs: dict[int, DocOutcome] | None) -> Factors:
-    """Factors of one task of a lighteval results file (see the module docstring)."""
-    cg = res.config_general
-    mc = cg.model_config_
-    tc = (res.config_tasks or {}).get(key)
-    gp = mc.generation_parameters if mc else None
-    _, _, shots = split_task_key(key)
-    if shots is None and tc is not None:
-        shots = tc.num_fewshots
-    generative = tc is not None and not _is_logprob_task(tc)
-    f = empty_factors()
-    # Random(42) shuffles the eval docs (which docs --max-samples keeps) and draws the few-shot examples
-    f["seed"] = {"python": UNKNOWN, "numpy": UNKNOWN, "torch": UNKNOWN, "fewshot": FEWSHOT_SEED}
-    if gp is not None and gp.seed is not None:
-        f["seed"]["generation"] = gp.seed
-    f["hardware"] = {"cpu_model": UNKNOWN, "gpus": UNKNOWN}
-    f["backend"] = {"name": _backend(mc), "device": _or_unknown(mc.device if mc else None), "scoring_strategy": UNKNOWN}
-    dtype = (mc.dtype if mc else None) or (cg.model_dtype or "").removeprefix("torch.") or None
-    f["dtype"] = {"dtype": _or_unknown(dtype)}
-    f["batch_size"] = {"batch_size": _or_unknown(mc.batch_size if mc else None), "batch_sizes_used": UNKNOWN}
-    f["padding"] = {"padding_side": UNKNOWN}
-    f["quantisation"], f["serving"] = _serving(mc)
-    # add_special_tokens=False: no BOS; True (the default): whatever the tokenizer adds, not recorded
-    f["bos"] = {"bos_first": False if mc is not None and mc.add_special_tokens is False else UNKNOWN}
-    f["prompt_format"] = {"prompt_function": _or_unknown(tc.prompt_function if tc else None),
-                          "target_delimiter": " ", "fewshot_delimiter": "\n\n"}
-    f["fewshot"] = _fewshot(tc, shots, docs)
-    if tc is not None:
-        f["stop"] = {"until": list(tc.stop_sequence or []) if generative else None,
-                     "eos_token": UNKNOWN if generative else None}
-        f["max_tokens"] = {"max_gen_toks": _or_unknown(tc.generation_size) if generative else None,
-                           "max_length": _or_unknown(mc.max_length if mc else None)}
-        entries = tc.metric_entries()
-        names = [str(m.metric_name) for m in entries if m.metric_name]
-        norms = sorted({m.sample_level_fn for m in entries if m.sample_level_fn})
-        f["metric_variant"] = {"metrics": names, "sample_level_fn": norms or UNKNOWN, "filters": ["none"]}
-    f["data"] = _data(res, key, tc, docs)
-    f["sampling"] = _sampling(gp) if generative else {"do_sample": None}
-    if mc is not None:
-        chat = _chat_applied(mc)
-        f["chat_template"] = {"applied": UNKNOWN if chat is None else chat, "system_prompt": mc.system_prompt}
-    f["model"] = _model(cg, mc)
-    sha = cg.lighteval_sha
-    f["library_versions"] = {"lighteval_sha": sha} if sha and sha != "?" else {}
-    return f
-
-
-def _fewshot(tc: TaskConfig | None, shots: int | None, docs: dict[int, DocOutcome] | None) -> dict[str, Any]:
-    """The ``fewshot`` group: pool and sampler need the task's config, the examples drawn need the details."""
-    n_shot = _or_unknown(shots)
-    zero = shots == 0
-    if tc is None:
-        return {"num_fewshot": n_shot, "ids_sha256": "none" if zero else UNKNOWN, "order_seed": None}
-    pool = tc.few_shots_split or (tc.evaluation_splits or [None])[0]  # fewshot_docs(): none → the eval split itself
-    ids = sorted({i for d in (docs or {}).values() for i in d.fewshot_ids or []})
-    return {"num_fewshot": n_shot, "split": None if zero else _or_unknown(pool),
-            "sampler": "none" if zero else _or_unknown(tc.few_shots_select),
-            "ids_sha256": "none" if zero else (sha256_json(ids) if docs else UNKNOWN), "order_seed": None}
-
-
-def _data(res: LightevalResults, key: str, tc: TaskConfig | None, docs: dict[int, DocOutcome] | None) -> dict[str, Any]:
-    """The ``data`` group; version, subset and split only where the results file keeps the task's config."""
-    limit, n_docs = res.config_general.max_samples, len(docs) if docs else UNKNOWN
-    if tc is None:
-        return {"task": canonical_task(key), "limit": limit, "n_docs": n_docs}
-    version = (res.versions or {}).get(key, tc.version)
-    return {"task": canonical_task(key), "task_version": _or_unknown(version), "subset": _or_unknown(tc.hf_subset),
-            "split": _or_unknown((tc.evaluation_splits or [None])[0]), "content_sha256": UNKNOWN,
-            "limit": limit, "n_docs": n_docs}
-
-
-def _sampling(gp: GenerationParameters | None) -> dict[str, Any]:
-    """The ``sampling`` group of a generative task (``generation_parameters``; missing ones not recorded)."""
-    temp = gp.temperature if gp else None
-    return {"do_sample": UNKNOWN if temp is None else temp > 0, "temperature": _or_unknown(temp),
-            "top_p": _or_unknown(gp.top_p if gp else None), "top_k": _or_unknown(gp.top_k if gp else None)}
-
-
-def _model(cg: ConfigGeneral, mc: ModelConfig | None) -> dict[str, Any]:
-    """The ``model`` group: ``model_config`` where the file has one (≥0.8), else ``config_general``'s fields."""
-    return {"name": _or_unknown((mc.model_name if mc else None) or cg.model_name),
-            "revision": _or_unknown(mc.revision if mc else None), "sha": _or_unknown(cg.model_sha or None),
-            "weights_sha256": UNKNOWN, "num_parameters": UNKNOWN,
-            "args": _model_args(mc) if mc else UNKNOWN,
-            "trust_remote_code": _or_unknown(mc.trust_remote_code if mc else None)}
 
 
 def plain_prompt(doc: Any, system_prompt: str | None) -> str:
@@ -269,9 +90,9 @@ def read_details(path: Path, res: LightevalResults, key: str
     """
     table = _read_table(path)
     mc = res.config_general.model_config_
-    chat = None if mc is None else _chat_applied(mc)
+    chat = None if mc is None else chat_applied(mc)[0]
     tc = (res.config_tasks or {}).get(key)
-    logprob = _is_logprob_task(tc) if tc is not None else None
+    logprob = is_logprob_task(tc) if tc is not None else None
     docs: dict[int, DocOutcome] = {}
     leaked: list[int] = []
     cut: list[int] = []
@@ -410,8 +231,9 @@ def load_lighteval(results_path: Path, details: list[Path] | None = None,
             run.notes.append(f"{name}: doc ids in '{dp}' are not row indices; docs cannot be paired")
         if docs:
             check_per_doc_means(dp, results_path, scores, docs, "details file")
-        run.factors[name] = task_factors(res, key, docs)
+        run.factors[name] = task_record(res, key, name, docs)
         run.tasks[name] = TaskOutcome(task=name, reported=scores, docs=docs, n_docs=len(docs) if docs else None,
+                                      higher_is_better=metric_directions((res.config_tasks or {}).get(key), scores),
                                       diagnostics=_diagnostics(docs, leaked, cut, run.factors[name]) if docs else None)
     if not run.tasks:
         raise InputError(results_path, "$.results", "holds no task, only the 'all' aggregate: nothing to compare")
@@ -419,14 +241,12 @@ def load_lighteval(results_path: Path, details: list[Path] | None = None,
 
 
 
-def _diagnostics(docs: dict[int, DocOutcome], leaked: list[int] | None, cut: list[int] | None, factors: Factors):
+def _diagnostics(docs: dict[int, DocOutcome], leaked: list[int] | None, cut: list[int] | None, rec: Recorded):
     from repaudit.run.diagnostics import diagnose
 
-    few = factors.get("fewshot", {})
-    n_shot = few.get("num_fewshot")
-    from_eval = bool(n_shot) and few.get("split") == factors.get("data", {}).get("split") \
-        if isinstance(n_shot, int) else None
-    generative = factors.get("stop", {}).get("until") is not None
+    n_shot, pool, split = rec.value("fewshot.num_fewshot"), rec.value("fewshot.fewshot_split"), rec.value("data.split")
+    from_eval = bool(n_shot) and pool == split if isinstance(n_shot, int) and pool is not None else None
+    generative = rec.value("data.output_type") == "generate_until"
     return diagnose(list(docs.values()), generative, leaked=leaked, from_eval_split=from_eval, context_truncated=cut,
                     unknown={} if not generative else {"extraction_failed": "lighteval's details keep no "
                                                        "per-filter answers"})

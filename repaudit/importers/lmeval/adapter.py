@@ -26,29 +26,6 @@ class LmevalAdapter(Adapter):
 
     name = "lmeval"
     harness = "lm-evaluation-harness"
-    fields = {
-        "backend": "config.model", "device": "config.device",
-        "dtype": "config.model_dtype, else model_args dtype=",
-        "batch_size": "config.batch_size (int, string or auto), config.batch_sizes",
-        "add_bos_token": "model_args add_bos_token=",
-        "tensor_parallel_size": "model_args", "pipeline_parallel_size": "model_args",
-        "enable_prefix_caching": "model_args", "kv_cache_dtype": "model_args",
-        "attention_backend": "model_args attn_implementation=", "max_num_seqs": "model_args",
-        "quantization": "model_args load_in_8bit/load_in_4bit/gptq/awq/quantization",
-        "prompt_format": "configs.<task>.doc_to_text/doc_to_choice/doc_to_target",
-        "description": "configs.<task>.description", "chat_template": "chat_template, chat_template_sha",
-        "system_prompt": "system_instruction", "fewshot_as_multiturn": "fewshot_as_multiturn",
-        "num_fewshot": "n-shot, configs.<task>.num_fewshot, 0.3's config.num_fewshot (in the order of versions)",
-        "fewshot_split": "configs.<task>.fewshot_split", "fewshot_selection": "configs.<task>.fewshot_config.sampler",
-        "seed": "config.random_seed", "numpy_seed": "config.numpy_seed", "torch_seed": "config.torch_seed",
-        "fewshot_seed": "config.fewshot_seed",
-        "until": "configs.<task>.generation_kwargs.until (+ the EOS lm-eval appends)",
-        "max_gen_toks": "configs.<task>.generation_kwargs.max_gen_toks, config.gen_kwargs",
-        "do_sample": "generation_kwargs / config.gen_kwargs", "temperature": "generation_kwargs / config.gen_kwargs",
-        "top_p": "generation_kwargs / config.gen_kwargs", "top_k": "generation_kwargs / config.gen_kwargs",
-        "metric": "configs.<task>.metric_list", "answer_match": "exact_match in configs.<task>.metric_list",
-        "split": "configs.<task>.test_split/validation_split", "limit": "config.limit",
-        "max_length": "max_length"}
     not_replayed = {"device": "a replay runs on this machine's device",
                     "scoring_strategy": "lm-eval scores full sequences: the replay does too"}
 
@@ -66,7 +43,7 @@ class LmevalAdapter(Adapter):
         return Recognition(False)
 
     def load(self, path: Path, obj: Any, samples: list[Path] | None = None, tokenizer: Any = None) -> Loaded:
-        from repaudit.importers.lmeval.factors import clean
+        from repaudit.importers.lmeval.fields import clean
         from repaudit.importers.lmeval.results import load_lmeval
 
         run, res = load_lmeval(path, samples, obj, tokenizer)

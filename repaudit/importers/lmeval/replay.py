@@ -1,5 +1,6 @@
 """Replay of an lm-eval run: the RunConfig that re-runs one of its tasks with repaudit's lm-eval-compatible path,
-read from the factors :mod:`repaudit.importers.lmeval.factors` mapped out of the results file."""
+read from the task's record (:mod:`repaudit.importers.lmeval.record`): what the file records, and lm-eval's own
+defaults where the file records the version they hold for."""
 
 from __future__ import annotations
 
@@ -7,39 +8,40 @@ from pathlib import Path
 from typing import Any
 
 from repaudit.errors import RepauditError
-from repaudit.importers.factors import UNKNOWN
-from repaudit.importers.factors import recorded as recorded_value
 from repaudit.run.config import RunConfig
-from repaudit.run.factors import FACTORS
-from repaudit.settings import field_info, named_in
+from repaudit.settings import field_info, harness_map
+from repaudit.vocabulary import Recorded
 
 #: lm-eval ``--model`` names (0.3's included) -> repaudit backend
 LMEVAL_BACKENDS = {"hf": "hf", "hf-auto": "hf", "huggingface": "hf", "hf-causal": "hf",
                    "hf-causal-experimental": "hf", "vllm": "vllm"}
 
 
-def _told(group: dict, key: str, default: Any) -> Any:
-    """``group[key]``, or ``default`` where the run's gen_kwargs did not state it (it ran at lm-eval's default)."""
-    v = group.get(key)
-    return default if v is None or v == UNKNOWN else v
+def _setting(rec: Recorded, path: str, fallback: Any = None) -> Any:
+    """A setting the replay can take at its field's default where the run did not state it (it ran at lm-eval's
+    default, which is repaudit's: the lm-eval-compatible path) or where it does not apply."""
+    v = rec.get(path)
+    if v is None or not v.known or v.value is None:
+        return field_info(path).get_default() if fallback is None else fallback
+    return v.value
 
 
-def _generation(factors: dict[str, dict[str, Any]], until: list[str], eos: Any) -> dict[str, Any]:
-    """A generate_until task's RunConfig settings; those its gen_kwargs did not state at lm-eval's default."""
-    out = dict(until=[u for u in until if u != eos], stop_at_eos=eos in until,
-               max_gen_toks=_told(factors.get("max_tokens", {}), "max_gen_toks", None),
-               do_sample=str(_told(factors.get("sampling", {}), "do_sample", False)).lower() in ("true", "1"))
-    # every other generation setting lm-eval takes, from its compare field; unstated: the setting's default
-    for factor in FACTORS:
-        name = factor.path.partition(".")[2] if factor.path and factor.path.startswith("generation.") else None
-        if name in named_in("lmeval") and name not in ("max_gen_toks", "do_sample") and factor.compare:
-            group, key = factor.compare
-            default = field_info(factor.path).get_default()
-            out[name] = type(default)(_told(factors.get(group, {}), key, default))
+def _generation(rec: Recorded) -> dict[str, Any]:
+    """A generate_until task's RunConfig settings: every generation field lm-eval's files can hold (the fields'
+    lmeval keys), each at its default where the run did not state it."""
+    out: dict[str, Any] = {"until": [u for u in _setting(rec, "generation.until", []) or []],
+                           "stop_at_eos": bool(_setting(rec, "generation.stop_at_eos", True)),
+                           "max_gen_toks": rec.value("generation.max_gen_toks")}
+    for path in harness_map("lmeval"):
+        name = path.partition(".")[2]
+        if path.startswith("generation.") and name not in out:
+            default = field_info(path).get_default()
+            value = _setting(rec, path)
+            out[name] = type(default)(value) if default is not None and value is not None else value
     return out
 
 
-def config_from_lmeval(task: str, factors: dict[str, dict[str, Any]], path: Path, data_dir: Path | None,
+def config_from_lmeval(task: str, rec: Recorded, path: Path, data_dir: Path | None,
                        model: str | None = None, cache_dir: Path | None = None,
                        task_config: dict[str, Any] | None = None,
                        configs: dict[str, dict[str, Any]] | None = None) -> RunConfig:
@@ -61,37 +63,25 @@ def config_from_lmeval(task: str, factors: dict[str, dict[str, Any]], path: Path
     # errors (an unknown !function, a bad template) are the real reason a replay fails, so they are raised
     recorded = task_config if task_config is not None else (configs or {}).get(task)
     get_task(task, recorded)
-
-    def need(group: str, name: str) -> Any:
-        return recorded_value(factors, group, name, path)
-
-    dtype = str(need("dtype", "dtype")).removeprefix("torch.")
-    lm_backend = str(need("backend", "name"))
+    dtype = str(rec.need("serving.dtype", path)).removeprefix("torch.")
+    lm_backend = str(rec.need("serving.backend", path))
     if lm_backend not in LMEVAL_BACKENDS:
         raise RepauditError(f"'{path}' ran with lm-eval's '{lm_backend}' model type, which repaudit cannot replay "
                             f"(replayable: {', '.join(sorted(LMEVAL_BACKENDS))})")
-    batch_size = need("batch_size", "batch_size")
-    if not isinstance(batch_size, int):
+    batch_size = rec.need("serving.batch_size", path)
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool):
         raise RepauditError(f"'{path}' ran with batch size {batch_size!r}: replay needs a number")
-    seeds = factors.get("seed", {})
-    stop = factors.get("stop", {})
-    eos = stop.get("eos_token")
-    until = stop.get("until")
-    split = factors.get("data", {}).get("split")
-    cfg = dict(task=task, task_config=recorded, model=model or str(need("model", "name")), data_dir=data_dir,
-               cache_dir=cache_dir,
-               split=None if split == UNKNOWN else split, limit=factors.get("data", {}).get("limit"),
-               num_fewshot=int(need("fewshot", "num_fewshot")), prompt_format="lmeval", dtype=dtype,
+    split = rec.value("data.split")
+    cfg = dict(task=task, task_config=recorded, model=model or str(rec.need("model.name", path)), data_dir=data_dir,
+               cache_dir=cache_dir, split=split, limit=rec.value("data.limit"),
+               num_fewshot=int(rec.need("fewshot.num_fewshot", path)), prompt_format="lmeval", dtype=dtype,
                batch_size=batch_size, device="cpu", backend=LMEVAL_BACKENDS[lm_backend],
-               seed=seeds.get("python", 0), numpy_seed=seeds.get("numpy", 1234), torch_seed=seeds.get("torch", 1234),
-               fewshot_seed=seeds.get("fewshot", 1234),
-               chat_template=bool(factors.get("chat_template", {}).get("applied", False)),
-               fewshot_as_multiturn=bool(factors.get("chat_template", {}).get("fewshot_as_multiturn", False)),
-               system_prompt=factors.get("chat_template", {}).get("system_prompt"),
-               add_bos_token=bos if isinstance(bos := factors.get("bos", {}).get("bos_first"), bool) else None)
-    if until is not None:
-        cfg.update(_generation(factors, until, eos))
-    if any(v == UNKNOWN for v in cfg.values()):
-        bad = [k for k, v in cfg.items() if v == UNKNOWN]
-        raise RepauditError(f"'{path}' does not record {', '.join(bad)}: it cannot be replayed")
+               seed=_setting(rec, "seeds.seed"), numpy_seed=_setting(rec, "seeds.numpy_seed"),
+               torch_seed=_setting(rec, "seeds.torch_seed"), fewshot_seed=_setting(rec, "seeds.fewshot_seed"),
+               chat_template=bool(rec.value("prompt.chat_template", False)),
+               fewshot_as_multiturn=bool(rec.value("prompt.fewshot_as_multiturn", False)),
+               system_prompt=rec.value("prompt.system_prompt"),
+               add_bos_token=bos if isinstance(bos := rec.value("serving.add_bos_token"), bool) else None)
+    if rec.value("data.output_type") in ("generate_until", "greedy_until"):
+        cfg.update(_generation(rec))
     return RunConfig(**cfg)

@@ -2,7 +2,7 @@
 
 Both go through :mod:`repaudit.boundary` into the typed models of
 :mod:`repaudit.importers.lmeval.schema`; the factors each task records are mapped by
-:mod:`repaudit.importers.lmeval.factors`. Quirks handled: log-likelihoods and is_greedy inside
+:mod:`repaudit.importers.lmeval.record`. Quirks handled: log-likelihoods and is_greedy inside
 ``resps`` as strings; ``"N/A"`` stderrs; group placeholder rows; ``Infinity``/``NaN`` in JSON; one
 samples line per doc *and filter*.
 """
@@ -18,8 +18,10 @@ from repaudit.boundary import LIMITS, InputError, decode, parse_json, read_bytes
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json, sha256_text
 from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome, check_per_doc_means
-from repaudit.importers.lmeval.factors import fewshot_list_order, task_factors
+from repaudit.importers.lmeval.fields import fewshot_list_order
+from repaudit.importers.lmeval.record import task_record
 from repaudit.importers.lmeval.schema import LmevalResults, SampleLine
+from repaudit.vocabulary import Recorded
 
 _TS = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d+)")
 #: results keys that are not metrics
@@ -216,7 +218,7 @@ def load_lmeval(results_path: Path, samples: list[Path] | None = None, raw: Any 
             check_per_doc_means(sp, results_path, scores, docs, "samples file")
         counts = (res.n_samples or {}).get(task)
         n = len(docs) if docs else getattr(counts, "effective", None)
-        run.factors[task] = task_factors(res, task)
+        run.factors[task] = task_record(res, task)
         hib = {k: v for m, v in ((res.higher_is_better or {}).get(task) or {}).items() if isinstance(v, bool)
                for k in scores if k.partition(",")[0] == m}
         run.tasks[task] = TaskOutcome(task=task, reported=scores, docs=docs, n_docs=n,
@@ -234,7 +236,7 @@ def _is_group(res: LmevalResults, task: str) -> bool:
 
 
 
-def lmeval_diagnostics(docs: dict[int, DocOutcome], factors: dict, tokenizer: Any = None):
+def lmeval_diagnostics(docs: dict[int, DocOutcome], rec: Recorded, tokenizer: Any = None):
     """Diagnostics of an lm-eval task from its samples.
 
     lm-eval records the raw generation (``resps``, already cut at the stop sequences) and each
@@ -243,15 +245,13 @@ def lmeval_diagnostics(docs: dict[int, DocOutcome], factors: dict, tokenizer: An
     with at least ``max_gen_toks`` tokens hit the budget (an estimate: decoding and re-encoding can
     merge tokens). Without it, truncation is *unknown*.
     """
-    from repaudit.importers.factors import UNKNOWN
     from repaudit.run.diagnostics import diagnose
 
-    generative = factors.get("stop", {}).get("until") is not None or any(
+    generative = rec.value("data.output_type") in ("generate_until", "greedy_until") or any(
         d.generation is not None for d in docs.values())
-    few = factors.get("fewshot", {})
-    n_shot = few.get("num_fewshot")
+    n_shot = rec.value("fewshot.num_fewshot")
     unknown = {} if n_shot == 0 else {"fewshot_leaked": "lm-eval records no few-shot ids per doc"}
-    budget = factors.get("max_tokens", {}).get("max_gen_toks")
+    budget = rec.value("generation.max_gen_toks")
     if generative:
         if tokenizer is None or not isinstance(budget, int):
             why = ("generated token counts need the model's tokenizer (compare --tokenizer)" if tokenizer is None
@@ -262,8 +262,8 @@ def lmeval_diagnostics(docs: dict[int, DocOutcome], factors: dict, tokenizer: An
                 if d.generation is not None:
                     d.generated_tokens = len(tokenizer.encode(d.generation, add_special_tokens=False))
                     d.finish = "length" if d.generated_tokens >= budget else "stop_or_eos"
-    split = factors.get("data", {}).get("split")
-    from_eval = (None if UNKNOWN in (few.get("split"), split, n_shot) or not isinstance(n_shot, int)
-                 else bool(n_shot) and few.get("split") == split)
+    split, pool = rec.value("data.split"), rec.value("fewshot.fewshot_split")
+    from_eval = (None if split is None or pool is None or not isinstance(n_shot, int)
+                 else bool(n_shot) and pool == split)
     return diagnose(list(docs.values()), generative, leaked=[] if n_shot == 0 else None, from_eval_split=from_eval,
                     unknown=unknown)

@@ -11,7 +11,7 @@ from typing import Any
 
 from repaudit.boundary import InputError, read_json
 from repaudit.errors import RepauditError
-from repaudit.importers.lmeval.factors import clean
+from repaudit.importers.lmeval.fields import clean
 from repaudit.tasks.lmeval_yaml import read_task_yaml
 
 __all__ = ["load_task_config", "read_task_yaml"]
