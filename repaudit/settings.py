@@ -128,7 +128,7 @@ class ServingSettings(Settings):
     backend: Backend = "hf"
     """Inference backend: hf (transformers) or vllm."""
     device: str = Field("cpu", min_length=1, max_length=64, json_schema_extra=engine(
-        lmeval="config.device", lighteval="model_config.device", inspect="model_args.device"))
+        lmeval="config.device|model_args.device", lighteval="model_config.device", inspect="model_args.device"))
     """torch device the model runs on (where it runs, not what it computes)."""
     dtype: Dtype = Field("float32", json_schema_extra=engine(
         lmeval="config.model_dtype|model_args.dtype|model_args.torch_dtype",

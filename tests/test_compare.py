@@ -18,9 +18,9 @@ from repaudit.escape import latex as latex_escape
 from repaudit.report.compare import render_latex, render_markdown
 
 # What actually differs between the three runs (shared/lmeval_runs/README.md).
-EXPECTED = {("s1", "s2"): {("batch_size", "batch_size")},
-            ("s1", "s3"): {("dtype", "dtype")},
-            ("s2", "s3"): {("dtype", "dtype"), ("batch_size", "batch_size")}}
+EXPECTED = {("s1", "s2"): {"serving.batch_size"},
+            ("s1", "s3"): {"serving.dtype"},
+            ("s2", "s3"): {"serving.dtype", "serving.batch_size"}}
 
 
 def _results(lmeval_runs, s) -> Path:
@@ -35,9 +35,14 @@ def _samples(lmeval_runs, s) -> dict[int, dict]:
 @pytest.mark.parametrize("x,y", list(EXPECTED))
 def test_lists_exactly_the_factors_that_differ(lmeval_runs, x, y):
     c = compare(load_run(_results(lmeval_runs, x)), load_run(_results(lmeval_runs, y)), n_boot=500)
-    assert {(f.group, f.field) for f in c.differing()} == EXPECTED[(x, y)]
-    # unrecorded factors are unknown, never "same"
-    assert ("padding", "padding_side") in {(f.group, f.field) for f in c.factors if f.status == "unknown"}
+    assert {f.path for f in c.differing()} == EXPECTED[(x, y)]
+    # unrecorded factors are unknown, never "same"; lm-eval's own defaults of the version the files record are
+    # shown as such (with where in lm-eval they live), never as recorded
+    rows = {f.path: f for f in c.factors}
+    assert rows["serving.add_bos_token"].status == "unknown"
+    pad = rows["serving.padding_side"]
+    assert pad.a.source == "default" and pad.a.harness == "lm-eval" and pad.a.version == "0.4.13"
+    assert "huggingface.py" in pad.a.key
 
 
 @pytest.mark.parametrize("x,y", list(EXPECTED))
@@ -153,10 +158,14 @@ def test_cli_compare_formats(lmeval_runs, tmp_path, fmt):
                                    "-o", str(out), "--n-boot", "200"])
     assert res.exit_code == 0, res.output
     text = out.read_text()
-    assert ("batch_size" if fmt == "json" else "batch size") in text
+    assert ("batch\\_size" if fmt == "latex" else "batch_size") in text
     if fmt == "json":
         data = json.loads(text)
         assert {"factors", "scores", "flips", "docs", "notes"} <= set(data)
+        assert data["format_version"] == 2
+        row = next(f for f in data["factors"] if f["path"] == "serving.batch_size")
+        assert row["a"] == {"value": 8, "source": "recorded", "key": "config.batch_size", "harness": None,
+                            "version": None, "note": ""} and row["status"] == "differs"
 
 
 @pytest.mark.parametrize("make,needle", [

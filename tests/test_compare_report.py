@@ -38,7 +38,7 @@ def _rich(obj, render, width: int = 100) -> str:
 
 
 def _fewshot(c, status: str | None = None) -> dict[str, tuple]:
-    return {f.task: (f.a, f.b) for f in c.factors if f.group == "fewshot" and f.field == "num_fewshot"
+    return {f.task: (f.a.value, f.b.value) for f in c.factors if f.path == "fewshot.num_fewshot"
             and (status is None or f.status == status)}
 
 
@@ -54,7 +54,7 @@ def test_a_per_task_nshot_list_is_read_in_the_forks_command_line_order():
     raw = json.loads(STABJP[0].read_text())
     expected = dict(zip(raw["versions"], raw["config"]["num_fewshot"]))
     run = load_run(STABJP[0])
-    assert {t: run.factors[t]["fewshot"]["num_fewshot"] for t in run.factors} == expected
+    assert {t: run.factors[t].value("fewshot.num_fewshot") for t in run.factors} == expected
     assert expected["xwinograd_ja"] == 0
 
 
@@ -66,7 +66,7 @@ def test_reordering_results_keys_changes_nothing_and_sorted_keys_make_nshot_unkn
     assert not c.differing() and all(r.delta == 0 for r in c.scores)
     (tmp_path / "sorted.json").write_text(json.dumps(raw, sort_keys=True))
     run = load_run(tmp_path / "sorted.json")
-    assert {run.factors[t]["fewshot"]["num_fewshot"] for t in run.factors} == {"<not recorded>"}
+    assert {run.factors[t].source("fewshot.num_fewshot") for t in run.factors} == {"not_recorded"}
     assert any("does not establish which task each entry belongs to" in n for n in run.notes)
 
 
@@ -248,9 +248,14 @@ def test_flips_of_every_metric_in_every_format(lmeval_runs):
 def test_a_model_args_key_set_in_one_run_only_is_shown_as_not_set(public):
     c = compare(load_run(public / "lm-evaluation-harness__Qwen2.5-1.5B__results_2025-03-03T00-05-12.300060.json"),
                 load_run(FIX / "lmeval" / "pythia__160m-5shot_step143000.json"), n_boot=200)
-    dtype = next(f for f in c.factors if f.group == "dtype" and f.field == "dtype")
-    assert (dtype.a, dtype.b, dtype.status) == ("bfloat16", "<not set>", "differs")
-    assert "dtype: bfloat16 → (not set)" in " ".join(_rich(c, lambda x, con: render_rich(x, con)).split())
+    dtype = next(f for f in c.factors if f.path == "serving.dtype")
+    # B (lm-eval 0.3) passed no dtype=: lm-eval's default applied, and B records no lm-eval version to say which
+    assert (dtype.a.value, dtype.b.source, dtype.b.harness, dtype.b.version) == ("bfloat16", "default", "lm-eval",
+                                                                                 None)
+    assert dtype.status == "unknown"
+    assert "serving: dtype" not in " ".join(_rich(c, lambda x, con: render_rich(x, con)).split()).split(
+        "Not recorded")[0]
+    assert "dtype" in " ".join(_rich(c, lambda x, con: render_rich(x, con)).split()).split("Not recorded")[1]
 
 
 @pytest.fixture(scope="module")

@@ -177,7 +177,8 @@ def test_versioned_fork_names_pair_with_plain_ones_and_the_prompt_version_is_a_f
              "stabjp__stablelm-jp-3b_result_template-0.2.json")
     tasks = {r.task for r in c.scores}
     assert {"jnli", "jcommonsenseqa", "jsquad"} <= tasks  # 'jnli' ↔ 'jnli-1.1-0.2', both versioned ↔ each other
-    pv = {f.task: (f.a, f.b) for f in c.factors if f.field == "prompt_version" and f.status != "same"}
+    pv = {f.task: (f.a.value, f.b.value) for f in c.factors if f.path == "prompt.prompt_version"
+          and f.status != "same"}
     assert pv["jcommonsenseqa"] == ("0.1", "0.2")
     assert any("versioned lm-eval 0.3-fork name" in n for n in c.notes)
     assert _row(c, "jcommonsenseqa", "acc").moved == "worse"  # the template moved it 23 points
@@ -194,20 +195,22 @@ def test_pair_tasks_takes_patterns(public):
 
 def test_backend_aliases_and_function_spellings_compare_equal_with_a_note(public):
     c = _cmp(public, PYTHIA, QWEN)
-    name = next(f for f in c.factors if f.group == "backend" and f.field == "name")
-    assert (name.a, name.b, name.status) == ("hf-causal", "hf", "same") and "one backend" in name.note
-    few = next(f for f in c.factors if f.group == "fewshot" and f.field == "num_fewshot")
-    assert (few.a, few.status) == (5, "differs")  # 0.3's config.num_fewshot is read
+    name = next(f for f in c.factors if f.path == "serving.backend")
+    assert (name.a.value, name.b.value, name.status) == ("hf-causal", "hf", "same") and "one backend" in name.note
+    few = next(f for f in c.factors if f.path == "fewshot.num_fewshot")
+    assert (few.a.value, few.status) == (5, "differs")  # 0.3's config.num_fewshot is read
     c = _cmp(public, W_LIMIT2, WINO)
-    text = next(f for f in c.factors if f.field == "doc_to_text")
-    assert text.a == "<function doc_to_text>" and text.b.startswith("def doc_to_text(") and text.status == "same"
-    assert "by name" in text.note
-    # --device not given in either file: B's environment shows GPUs, A's records none (lm-eval's default)
-    device = next(f for f in c.factors if f.group == "backend" and f.field == "device")
-    assert (device.b, device.status) == ("cuda", "same") and "did not set --device" in device.note
+    text = next(f for f in c.factors if f.path == "prompt.doc_to_text")
+    assert text.a.value == "<function doc_to_text>" and text.b.value.startswith("def doc_to_text(")
+    assert text.status == "same" and "by name" in text.note
+    # --device not given in either file: B's environment shows GPUs (lm-eval then takes cuda: derived), A records
+    # neither a device nor an environment nor its lm-eval version: not recorded
+    device = next(f for f in c.factors if f.path == "serving.device")
+    assert (device.b.value, device.b.source, device.status) == ("cuda", "derived", "unknown")
+    assert "cuda when it is available" in device.b.key and device.a.source != "recorded"
     # a 0.3 fork's per-task n-shot list, in the order of its results
     run = load_run(EXTRA / "stabjp__open-calm-1b_result.json")
-    assert [run.factors[t]["fewshot"]["num_fewshot"] for t in run.tasks] == [2, 3, 3, 3, 1, 0]
+    assert [run.factors[t].value("fewshot.num_fewshot") for t in run.tasks] == [2, 3, 3, 3, 1, 0]
 
 
 def test_model_args_show_the_keys_that_differ(public):
@@ -219,15 +222,16 @@ def test_model_args_show_the_keys_that_differ(public):
 
 def test_load_in_8bit_is_a_quantisation_factor():
     c = _cmp(EXTRA, "jlmfin__rinna-3.6b-ppo_8bit_result.json", "jlmfin__rinna-3.6b-ppo_fullbit_result.json")
-    q = next(f for f in c.factors if f.group == "quantisation" and f.field == "method")
-    assert (q.a, q.b, q.status) == ("bitsandbytes 8-bit", "none", "differs")
-    assert "quantisation" in c.summary.differing and "quantization: bitsandbytes 8-bit" in render_markdown(c)
-    assert "load_in_8bit" not in json.dumps([f.a for f in c.factors if f.field == "args"])  # not twice
+    q = next(f for f in c.factors if f.path == "serving.quantization")
+    assert (q.a.value, q.b.value, q.status) == ("bitsandbytes 8-bit", "none", "differs")
+    assert q.a.source == "recorded" and q.b.source == "derived"  # none: derived from model_args having no such key
+    assert "serving" in c.summary.differing and "quantization: bitsandbytes 8-bit" in render_markdown(c)
+    assert "load_in_8bit" not in json.dumps([f.a.value for f in c.factors if f.path == "model.args"])  # not twice
 
 
 def test_int_tokenizer_ids_of_lmeval_0_4_3_are_read():
     run = load_run(EXTRA / "czechfork__CSTinyLlama-1.2B_results_2024-07-15.json")
-    assert run.factors["benczechmark_essay"]["tokenizer"]["pad"] == "[EOS]" and not run.notes
+    assert run.factors["benczechmark_essay"].value("tokenizer.pad_token") == "[EOS]" and not run.notes
     assert run.tasks["benczechmark_essay"].higher_is_better == {"word_perplexity": False}
 
 
@@ -237,19 +241,20 @@ def test_int_tokenizer_ids_are_read(public, tmp_path):
     obj["tokenizer_eos_token"] = ["<|eot_id|>", 128009]
     (tmp_path / "r.json").write_text(json.dumps(obj))
     run = load_run(tmp_path / "r.json", [])
-    assert run.factors["asdiv"]["tokenizer"]["pad"] == "<|eot_id|>" and not run.notes
+    assert run.factors["asdiv"].value("tokenizer.pad_token") == "<|eot_id|>" and not run.notes
 
 
 def test_until_has_no_synthetic_element(public):
     run = load_run(public / GSM_04)  # 0.4.2: no tokenizer_* keys, so the EOS lm-eval appends is not recorded
-    until = run.factors["gsm8k"]["stop"]["until"]
-    assert "<not recorded>" not in until and until == ["Question:", "</s>", "<|im_end|>"]
+    until = run.factors["gsm8k"].value("generation.until")
+    assert until == ["Question:", "</s>", "<|im_end|>"]
+    assert run.factors["gsm8k"]["generation.until"].key == "configs.gsm8k.generation_kwargs.until"
 
 
 def test_other_recorded_settings_that_differ_are_shown(public):
     c = _cmp(public, PYTHIA, QWEN)
     other = {f.field: f for f in c.factors if f.group == "other"}
-    assert other["config.bootstrap_iters"].a == 100000
+    assert other["config.bootstrap_iters"].a.value == 100000
 
 
 # --- paste-ready reports and the first screen -----------------------------------------------------------
@@ -306,7 +311,7 @@ def test_another_prompt_format_is_a_factor_not_other_docs(tiny_model, shared_dat
     c = compare(load_run(tmp_path / "a.json"), load_run(tmp_path / "b.json"), n_boot=200)
     assert c.docs[0].doc_hash_equal == 24 and c.docs[0].choices_equal == 0
     assert all(r.verdict in ("within noise", "significant") for r in c.scores)
-    assert ("prompt_format", "format") in {(f.group, f.field) for f in c.differing()}
+    assert "prompt.prompt_format" in {f.path for f in c.differing()}
 
 
 def test_counts_take_the_plural_they_need():

@@ -99,7 +99,7 @@ def test_every_fixture_run_comes_back_as_the_same_run(run, tmp_path):
         assert back.parsed.record == orig.parsed
     c = api.compare(a, b, n_boot=200)
     assert not c.flips
-    assert all(r.status in ("same", "unknown") and r.a == r.b for r in c.factors)
+    assert all(r.status in ("same", "unknown", "n/a") and r.a == r.b for r in c.factors)
     assert all(r.a == r.b or (r.a != r.a and r.b != r.b) for r in c.scores)  # NaN == NaN too
 
 
@@ -164,9 +164,9 @@ def test_eees_own_conversions_flip_the_docs_lmeval_flips(converted):
     counts = Counter((f.metric, f.direction) for f in c.flips)
     assert counts == {("acc", "right_to_wrong"): 6, ("acc", "wrong_to_right"): 1, ("acc_norm", "right_to_wrong"): 2}
     assert {(f.metric, f.doc_id) for f in c.flips} == S1_S3_FLIPS
-    assert [(r.group, r.field, r.a, r.b) for r in c.factors if r.status == "differs"] == [
-        ("dtype", "dtype", "float32", "bfloat16")]
-    assert {r.field for r in c.factors if r.status == "unknown"} >= {"batch_size", "python", "padding_side"}
+    assert [(r.path, r.a.value, r.b.value, r.a.key) for r in c.factors if r.status == "differs"] == [
+        ("serving.dtype", "float32", "bfloat16", "model_info.additional_details.dtype")]
+    assert {r.path for r in c.factors if r.status == "unknown"} >= {"serving.batch_size", "serving.padding_side"}
     assert c.docs[0].doc_hash_equal == 570 and c.docs[0].prediction_equal == 562
 
 

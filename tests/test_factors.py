@@ -11,11 +11,12 @@ import pytest
 from typer.testing import CliRunner
 
 from repaudit.cli import app
-from repaudit.importers.factors import FactorGroup, factors_from_fingerprint
+from repaudit.importers.factors import record_from_fingerprint
 from repaudit.run.config import RunConfig
 from repaudit.run.factors import COMMANDS, FACTORS, NON_FACTOR_FIELDS, replayable, support
 from repaudit.run.records import read_record
 from repaudit.settings import stage_of
+from repaudit.vocabulary import known_path
 
 ROOT = Path(__file__).resolve().parents[1]
 OLD_RUNS = Path(__file__).resolve().parent / "fixtures" / "repaudit_runs"
@@ -45,29 +46,25 @@ def test_every_factor_takes_part_in_every_command_or_says_why():
     for r in rows:
         for c in COMMANDS:
             assert r[c] is True or (isinstance(r[c], str) and len(r[c]) > 10), (r["factor"], c, r[c])
-        assert r["compare"] is None or r["compare"].split(".")[0] in {g.value for g in FactorGroup}
+        assert r["compare"] is None or known_path(r["compare"]), r["compare"]
 
 
 @pytest.mark.parametrize("name", ["arc_easy_3docs.json", "gsm8k_2docs.json"])
 def test_run_files_written_before_the_registry_read_and_digest_as_before(name):
     rec = read_record(OLD_RUNS / name)
     assert rec.fingerprint.digest() == rec.fingerprint_digest
-    factors = factors_from_fingerprint(rec.fingerprint)
-    generative = rec.fingerprint.generation is not None
-    # recorded only where they apply: lettered prompts, an overridden description, generations, sampling,
-    # leaderboard-normalised scores
-    conditional = {("prompt_format", "label_style"), ("prompt_format", "choice_separator"),
-                   ("metric_variant", "random_baseline"), ("sampling", "seed")}
-    if not generative:
-        conditional |= {("metric_variant", "answer_match"), ("metric_variant", "exact_match_options"),
-                        ("sampling", "temperature"), ("sampling", "top_p"), ("sampling", "top_k"),
-                        ("sampling", "repetition_penalty"),
-                        ("backend", "generation_strategy")}
-    for f in FACTORS:  # every recorded factor's value is found where the registry says, in the run's factors
+    rec_ = record_from_fingerprint(rec.fingerprint, rec.repaudit_version)
+    for f in FACTORS:  # every recorded factor's value is found at its path, recorded (or not applicable, with why)
         if f.fingerprint is not None:
             assert isinstance(f.fingerprint(rec.fingerprint), tuple), f.name
-        if f.compare and f.supports("recorded") and f.compare not in conditional:
-            assert f.compare[1] in factors[f.compare[0]], (f.name, f.compare)
+        if f.path and f.supports("recorded") and f.path in rec_:
+            v = rec_[f.path]
+            assert v.source in ("recorded", "derived") or (v.source == "not_applicable" and v.note), (f.name, v)
+    # every settings field of the fingerprint is in the record, and nothing is shown as a harness default
+    from repaudit.vocabulary import setting_paths
+
+    assert set(setting_paths()) <= set(rec_)
+    assert all(v.source != "default" for v in rec_.values())
 
 
 def test_a_replay_of_an_old_run_file_is_its_own_configuration():
@@ -179,10 +176,13 @@ def test_serving_settings_are_read_from_lmeval_model_args_and_lighteval_model_co
     (tmp_path / "lm.json").write_text(json.dumps(data))
     run = load_run(tmp_path / "lm.json")
     f = next(iter(run.factors.values()))
-    assert f["serving"]["tensor_parallel_size"] == 2 and f["serving"]["kv_cache_dtype"] == "fp8"
-    assert f["serving"]["enable_prefix_caching"] is False and f["quantisation"]["method"] == "awq"
-    assert f["serving"]["pipeline_parallel_size"] == 1 and f["serving"]["batch_invariant"] == "<not recorded>"
-    assert f["serving"]["max_num_seqs"] == 64 and "tensor_parallel_size" not in f["model"]["args"]
+    assert f.value("serving.tensor_parallel_size") == 2 and f.value("serving.kv_cache_dtype") == "fp8"
+    assert f.value("serving.enable_prefix_caching") is False and f.value("serving.quantization") == "awq"
+    # not passed: vLLM's own default, which the file does not state
+    assert f.source("serving.pipeline_parallel_size") == "not_recorded"
+    assert f.source("serving.batch_invariant") == "not_recorded"
+    assert f.value("serving.max_num_seqs") == 64 and "tensor_parallel_size" not in f.value("model.args")
+    assert f["serving.tensor_parallel_size"].key == "config.model_args: tensor_parallel_size"
 
     import shutil
 
@@ -197,9 +197,9 @@ def test_serving_settings_are_read_from_lmeval_model_args_and_lighteval_model_co
               max_num_seqs=128)
     res.write_text(json.dumps(data))
     f = next(iter(load_run(light).factors.values()))
-    assert f["backend"]["name"] == "vllm" and f["serving"]["tensor_parallel_size"] == 4
-    assert f["serving"]["enable_prefix_caching"] is True and f["quantisation"]["method"] == "gptq"
-    assert f["serving"]["max_num_seqs"] == 128
+    assert f.value("serving.backend") == "vllm" and f.value("serving.tensor_parallel_size") == 4
+    assert f.value("serving.enable_prefix_caching") is True and f.value("serving.quantization") == "gptq"
+    assert f.value("serving.max_num_seqs") == 128
 
 
 def test_a_vllm_setting_on_the_transformers_backend_is_one_error_line(tmp_path):

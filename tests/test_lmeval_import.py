@@ -10,8 +10,7 @@ import pytest
 
 from repaudit.audit.compare import compare, diff_factors, load_run
 from repaudit.boundary import InputError, read_json, validate
-from repaudit.importers.factors import UNKNOWN
-from repaudit.importers.lmeval.factors import task_factors
+from repaudit.importers.lmeval.record import task_record
 from repaudit.importers.lmeval.schema import LmevalResults
 from repaudit.report.compare import render_latex, render_markdown
 
@@ -22,47 +21,50 @@ PUBLIC = Path(__file__).resolve().parents[2] / "shared" / "lmeval_public"
 def _factors(name: str, task: str | None = None):
     path = FIXTURES / name
     res, _ = validate(LmevalResults, read_json(path), path)
-    return task_factors(res, task or next(iter(res.results)))
+    return task_record(res, task or next(iter(res.results)))
 
 
 def test_lmeval_03_num_fewshot_is_read():
-    assert _factors("lm-evaluation-harness__llama-7B_gsm8k_8-shot.json")["fewshot"]["num_fewshot"] == 8
+    f = _factors("lm-evaluation-harness__llama-7B_gsm8k_8-shot.json")
+    assert f.value("fewshot.num_fewshot") == 8 and f["fewshot.num_fewshot"].key == "config.num_fewshot"
     pythia = load_run(FIXTURES / "pythia__160m-5shot_step143000.json")
-    assert {f["fewshot"]["num_fewshot"] for f in pythia.factors.values()} == {5}
+    assert {f.value("fewshot.num_fewshot") for f in pythia.factors.values()} == {5}
     assert len(pythia.factors) == 65
 
 
 def test_every_model_args_key_is_compared():
     base = _factors("lm-evaluation-harness__asdiv__results_2024-08-21T03-44-09.494230.json")
     peft = _factors("lm-evaluation-harness__asdiv-peft-epoch_20__results_2024-08-21T04-37-55.218014.json")
-    assert base["model"]["args"] == {} and peft["model"]["args"]["peft"].startswith("../prompt-pursuit/")
-    rows = {(r.group, r.field): r for r in diff_factors("asdiv", base, peft)}
-    assert rows[("model", "args")].status == "differs"
-    assert rows[("model", "name")].status == "same"  # same base model: only the adapter differs
+    assert base.value("model.args") == {} and peft.value("model.args")["peft"].startswith("../prompt-pursuit/")
+    rows = {r.path: r for r in diff_factors("asdiv", base, peft)}
+    assert rows["model.args"].status == "differs"
+    assert rows["model.name"].status == "same"  # same base model: only the adapter differs
 
 
 def test_model_sha_is_read_and_an_empty_one_is_unknown(tmp_path):
     a = _factors("lm-evaluation-harness__asdiv__results_2024-08-21T03-44-09.494230.json")
     b = _factors("lm-evaluation-harness__rwkv7-1.5B-world__results_2025-02-24T22-03-50.422486.json")
-    assert a["model"]["sha"].startswith("e1945c40cd546c78e41") and b["model"]["sha"].startswith("13d1530e")
-    rows = {(r.group, r.field): r.status for r in diff_factors("t", a, b)}
-    assert rows[("model", "sha")] == "differs"
+    assert a.value("model.sha").startswith("e1945c40cd546c78e41") and b.value("model.sha").startswith("13d1530e")
+    rows = {r.path: r.status for r in diff_factors("t", a, b)}
+    assert rows["model.sha"] == "differs"
     local = json.loads((FIXTURES / "lm-evaluation-harness__asdiv__results_2024-08-21T03-44-09.494230.json").read_text())
     local["config"]["model_sha"] = ""  # a local model folder: lm-eval writes ""
     p = tmp_path / "results_2024-08-21T03-44-09.494230.json"
     p.write_text(json.dumps(local))
     c = load_run(p).factors["asdiv"]
-    assert c["model"]["sha"] == UNKNOWN
-    assert {(r.group, r.field): r.status for r in diff_factors("asdiv", a, c)}[("model", "sha")] == "unknown"
+    assert c.source("model.sha") == "not_recorded"
+    assert {r.path: r.status for r in diff_factors("asdiv", a, c)}["model.sha"] == "unknown"
 
 
 def test_hardware_an_error_string_does_not_record_is_unknown_not_same():
     f = _factors("lm-evaluation-harness__rwkv7-1.5B-world__results_2025-02-24T22-03-50.422486.json")
-    assert all(v == UNKNOWN for v in f["hardware"].values()), f["hardware"]
+    assert not [p for p in f if p.startswith("hardware.")], [p for p in f if p.startswith("hardware.")]
     rows = [r for r in diff_factors("t", f, f) if r.group == "hardware"]
-    assert rows and all(r.status == "unknown" for r in rows)
-    full = _factors("lm-evaluation-harness__asdiv__results_2024-08-21T03-44-09.494230.json")
-    assert full["hardware"]["cpu_model"] != UNKNOWN and full["hardware"]["gpus"] != UNKNOWN
+    assert not rows  # nothing recorded: nothing compared, nothing "same"
+    other = _factors("lm-evaluation-harness__asdiv__results_2024-08-21T03-44-09.494230.json")
+    rows = {r.path: r.status for r in diff_factors("t", f, other) if r.group == "hardware"}
+    assert rows and set(rows.values()) == {"unknown"}
+    assert other.known("hardware.cpu_model") and other.known("hardware.gpus")
 
 
 def test_zero_shot_runs_with_different_limits_agree_on_fewshot_ids(tiny_model, shared_data, lmeval_runs, tmp_path):
@@ -73,8 +75,8 @@ def test_zero_shot_runs_with_different_limits_agree_on_fewshot_ids(tiny_model, s
                         cache_dir=tmp_path))
     write_record(rec, tmp_path / "r.json")
     c = compare(load_run(tmp_path / "r.json"), load_run(lmeval_runs / "s1"), n_boot=100)
-    assert ("fewshot", "ids_sha256") not in {(f.group, f.field) for f in c.differing()}
-    assert ("data", "limit") in {(f.group, f.field) for f in c.differing()}  # the limit itself does differ
+    assert "fewshot.ids_sha256" not in {f.path for f in c.differing()}
+    assert "data.limit" in {f.path for f in c.differing()}  # the limit itself does differ
 
 
 def test_runs_that_share_no_metric_say_so():

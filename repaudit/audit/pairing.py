@@ -9,7 +9,7 @@ Harnesses and harness versions name one benchmark differently. Tasks are paired,
    unpaired and said in a note: 0.3 ``hendrycksTest-X`` ↔ 0.4 ``mmlu_X``; 0.3 ``truthfulqa_mc``
    (metrics ``mc1``/``mc2``) ↔ 0.4 ``truthfulqa_mc1``/``truthfulqa_mc2`` (``acc``); 0.3 gsm8k ``acc``
    ↔ 0.4 ``exact_match,strict-match``; versioned 0.3-fork names ``chabsa-1.0-0.1`` ↔ ``chabsa`` (the
-   prompt version, the name's last part, becomes the factor ``prompt_format.prompt_version``);
+   prompt version, the name's last part, becomes the fact ``prompt.prompt_version``, derived from the name);
 4. two one-task runs whose shared docs have the same content (``doc_hash`` or scored continuations):
    a lighteval custom task ``arc_easy_local`` is lm-eval's ``arc_easy``;
 5. two one-task runs of which one (inspect_ai) names its docs' question, choices and target, when at
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from repaudit.errors import RepauditError
 from repaudit.importers.comparable import ComparableRun, TaskOutcome
-from repaudit.vocabulary import Recorded
+from repaudit.vocabulary import Recorded, derived
 
 #: lm-eval 0.3 task names -> 0.4 names (regex, replacement)
 TASK_RENAMES: list[tuple[re.Pattern, str, str]] = [
@@ -173,7 +173,8 @@ def _canonical_run(run: ComparableRun, names: list[str], other: set[str]) -> tup
         del tasks[name]
         f = _renamed_factors(factors.pop(name), new)
         if prompt_version is not None:
-            f.setdefault("prompt_format", {})["prompt_version"] = prompt_version
+            f["prompt.prompt_version"] = derived(prompt_version, f"the last part of the task name '{name}' "
+                                                                 "(NAME-TASKVERSION-PROMPTVERSION)")
         tasks[new], factors[new] = _renamed(t, new), f
         rules[name] = why
     return _with_tasks(run, tasks, factors), rules

@@ -192,7 +192,10 @@ def factor_lines(c: Comparison, width: int = 60) -> list[FactorLine]:
         by_path.setdefault(f.path, []).append(f)
     out = []
     for path, rows in sorted(by_path.items(), key=lambda kv: order(kv[0])):
-        uniform = len(rows) == len(tasks) > 1 and all(r.a == rows[0].a and r.b == rows[0].b for r in rows)
+        # one line for every task when every task's pair of values reads the same (keys name each task's own place)
+        uniform = len(rows) == len(tasks) > 1 and all(
+            (display_value(r.a), display_value(r.b)) == (display_value(rows[0].a), display_value(rows[0].b))
+            for r in rows)
         for r in rows[:1] if uniform else rows:
             a, b = values_diff(r.a, r.b, width)
             out.append(FactorLine(None if uniform or len(tasks) == 1 else r.task, factor_label(path), a, b))

@@ -18,6 +18,7 @@ from repaudit.errors import RepauditError
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
 from repaudit.importers.comparable import ComparableRun, TaskOutcome
 from repaudit.importers.eee.files import Record, folder_records, is_aggregate, is_row, read_record
+from repaudit.importers.eee.native import SOURCES
 from repaudit.run.records import RunRecord
 from repaudit.vocabulary import Recorded
 
@@ -48,6 +49,8 @@ class EeeAdapter(Adapter):
     name = "eee"
     harness = "Every Eval Ever"
     folder_runs = True
+    map_name = "eee"
+    sources = SOURCES
     not_replayed = {"device": "a replay runs on this machine's device"}
 
     def recognise(self, obj: Any) -> Recognition:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
+from repaudit.importers.inspectai.factors import SOURCES
 
 
 @register
@@ -15,6 +16,8 @@ class InspectAdapter(Adapter):
 
     name = "inspect"
     harness = "inspect_ai"
+    map_name = "inspect"
+    sources = SOURCES
     not_replayed = {"device": "a replay runs on this machine's device"}
 
     def recognise_path(self, path: Path) -> Recognition:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
+from repaudit.importers.lighteval.record import SOURCES
 
 
 @register
@@ -16,6 +17,8 @@ class LightevalAdapter(Adapter):
 
     name = "lighteval"
     harness = "lighteval"
+    map_name = "lighteval"
+    sources = SOURCES
     not_replayed = {"chat_template": "lighteval does not record the templated prompt",
                     "device": "a replay runs on this machine's device"}
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
+from repaudit.importers.lmeval.record import SOURCES
 from repaudit.importers.lmeval.schema import LmevalResults
 
 
@@ -26,6 +27,8 @@ class LmevalAdapter(Adapter):
 
     name = "lmeval"
     harness = "lm-evaluation-harness"
+    map_name = "lmeval"
+    sources = SOURCES
     not_replayed = {"device": "a replay runs on this machine's device",
                     "scoring_strategy": "lm-eval scores full sequences: the replay does too"}
 

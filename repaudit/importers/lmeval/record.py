@@ -96,13 +96,13 @@ def task_record(res: LmevalResults, task: str) -> Recorded:
     rec = Recorded()
     _identity(rec, res, task, cfg)
     read_declared("lmeval", _sources(res, task, cfg), rec)
+    _machine(rec, res)
     _backend(rec, res)
     _fewshot(rec, res, task, cfg)
     _prompt(rec, res, task, cfg)
     _generation(rec, res, cfg)
     _scoring(rec, task, cfg)
     _model(rec, res)
-    _machine(rec, res)
     apply_defaults(rec, HARNESS, version, DEFAULTS)
     return apply_conditions(rec.fill(setting_paths())).sorted()
 
@@ -157,6 +157,12 @@ def _backend(rec: Recorded, res: LmevalResults) -> None:
     if res.config and res.config.batch_sizes:
         rec.put("engine.batch_sizes_used", {str(s): None for s in res.config.batch_sizes}, "config.batch_sizes",
                 note="the sizes lm-eval chose (auto), not how many batches of each")
+    if not rec.known("serving.device") and not is_api(backend):
+        gpus = rec.value("hardware.gpus")
+        if isinstance(gpus, list):  # --device unset: HFLM takes cuda when available; the environment tells
+            rec["serving.device"] = derived("cuda" if gpus else "cpu", "--device not set: lm-eval takes cuda when it "
+                                            "is available, and the recorded environment (pretty_env_info) has "
+                                            + (f"{len(gpus)} GPU(s)" if gpus else "none"))
     margs = model_args(res.config)
     if is_api(backend):
         why = f"an API model ({backend}): the provider serves it"
