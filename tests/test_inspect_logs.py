@@ -82,9 +82,9 @@ def test_compare_names_factors_and_flips_equal_an_independent_count():
     down = sorted(s for s in ra["samples"] if ra["samples"][s]["1"][0] == "C" and rb["samples"][s]["1"][0] == "I")
     run_a = load_run(a)
     c = compare(run_a, load_run(b), n_boot=500)
-    differ = {(f.group, f.field) for f in c.differing()}
-    assert {("batch_size", "batch_size"), ("chat_template", "system_prompt")} <= differ
-    assert not {g for g, _ in differ} - {"batch_size", "chat_template", "prompt_format", "data"}, differ
+    differ = {f.path for f in c.differing()}
+    assert {"serving.batch_size", "prompt.system_prompt", "other.max_connections"} <= differ
+    assert not {p.partition(".")[0] for p in differ} - {"serving", "prompt", "data", "other"}, differ
     (row,) = c.scores
     keys = {d.doc_id: d.key for d in run_a.tasks["arc_easy_mc"].docs.values()}
     flips = {d: sorted(keys[f.doc_id] for f in c.flips if f.direction == d) for d in ("wrong_to_right",
@@ -121,22 +121,26 @@ def test_epochs_give_a_noise_note():
     run, t = _task(FIX / "arc_easy_epochs.eval")
     (note,) = [n for n in run.notes if "epochs" in n]
     assert "over 3 epochs" in note and "score differently between epochs" in note
-    assert run.factors["arc_easy_mc"]["data"]["epochs"] == 3
-    assert run.factors["arc_easy_mc"]["sampling"]["do_sample"] is True
+    f = run.factors["arc_easy_mc"]
+    assert f.value("data.epochs") == 3
+    assert f.value("generation.do_sample") is True and f["generation.do_sample"].key == "eval.model_args.do_sample"
 
 
 def test_factors_of_a_real_log():
     run, _ = _task(FIX / "arc_easy_b.eval")
     f = run.factors["arc_easy_mc"]
-    assert f["batch_size"]["batch_size"] == 16
-    assert f["model"]["name"] == "models/SmolLM2-135M-Instruct"
-    assert f["dtype"]["dtype"] == "float32"
-    assert f["sampling"]["do_sample"] is False
-    assert f["max_tokens"]["max_gen_toks"] == 8
-    assert f["fewshot"]["num_fewshot"] == 2 and f["fewshot"]["as_multiturn"] is True
-    assert f["chat_template"]["system_prompt"].startswith("You are a careful science teacher")
-    assert f["library_versions"]["inspect_ai"] == "0.3.285"
-    assert f["data"]["task_args"]["data"] == "arc_easy_validation.jsonl"  # a path, kept by its name only
+    assert f.value("serving.batch_size") == 16 and f["serving.batch_size"].key.endswith("max_connections")
+    assert f.value("model.name") == "models/SmolLM2-135M-Instruct"
+    assert f.value("serving.dtype") == "float32" and f["serving.dtype"].key == "eval.model_args.dtype"
+    assert f.value("generation.do_sample") is False and f["generation.do_sample"].source == "recorded"
+    assert f.value("generation.max_gen_toks") == 8
+    assert f.value("fewshot.num_fewshot") == 2 and f.value("prompt.fewshot_as_multiturn") is True
+    assert f["fewshot.num_fewshot"].source == "derived"  # counted from the samples' turns
+    assert f.value("prompt.system_prompt").startswith("You are a careful science teacher")
+    assert f.value("software.inspect_ai") == "0.3.285"
+    assert f.value("data.task_args")["data"] == "arc_easy_validation.jsonl"  # a path, kept by its name only
+    # greedy decoding: the sampling settings do not apply (n/a, with why), whatever the log holds
+    assert f.source("generation.temperature") == "not_applicable" and "greedy" in f["generation.temperature"].note
 
 
 def test_inspect_vs_lmeval_pairs_docs_by_content(lmeval_runs):

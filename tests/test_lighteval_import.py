@@ -17,7 +17,7 @@ from repaudit.cli import app
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_text
 from repaudit.importers.detect import load_run
-from repaudit.importers.lighteval.results import canonical_task, split_task_key
+from repaudit.importers.lighteval.record import canonical_task, split_task_key
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lighteval"
 ZERO = FIXTURES / "arc_easy_0shot"
@@ -51,10 +51,13 @@ def test_results_and_details_map_onto_factors_and_docs():
     acc = sum(d.metrics["acc"] for d in task.docs.values()) / 40
     assert task.reported["acc"][0] == pytest.approx(acc)
     f = run.factors["arc_easy_local"]
-    assert f["dtype"]["dtype"] == "float32" and f["batch_size"]["batch_size"] == 8
-    assert f["backend"]["name"] == "hf" and f["chat_template"]["applied"] is False
-    assert f["fewshot"]["num_fewshot"] == 0 and f["data"]["limit"] == 40 and f["data"]["split"] == "validation"
-    assert f["model"]["name"] == "models/SmolLM2-135M-Instruct" and f["seed"]["fewshot"] == 42
+    assert f.value("serving.dtype") == "float32" and f.value("serving.batch_size") == 8
+    assert f.value("serving.backend") == "hf" and f.value("prompt.chat_template") is False
+    assert f.value("fewshot.num_fewshot") == 0 and f.value("data.limit") == 40 and f.value("data.split") == "validation"
+    assert f.value("model.name") == "models/SmolLM2-135M-Instruct"
+    # lighteval draws with Random(42) but records neither that seed nor its own version: shown as its default of
+    # an unrecorded version, never as a recorded value (and it does not apply to a 0-shot run at all)
+    assert f["seeds.fewshot_seed"].source == "not_applicable" and f["serving.dtype"].key.endswith("model_config.dtype")
     for d in task.docs.values():
         assert d.prediction == max(range(len(d.loglikelihoods)), key=lambda i: d.loglikelihoods[i])
         assert d.metrics["acc"] == float(str(d.prediction) == d.target)
@@ -64,8 +67,11 @@ def test_few_shot_examples_are_recorded_per_doc():
     run = load_run(THREE)
     task = run.tasks["arc_easy_local"]
     f = run.factors["arc_easy_local"]
-    assert f["fewshot"]["num_fewshot"] == 3 and f["fewshot"]["split"] == "validation"  # no few-shot split: eval split
-    assert f["fewshot"]["sampler"] == "random_sampling_from_train"
+    assert f.value("fewshot.num_fewshot") == 3
+    assert f.value("fewshot.fewshot_split") == "validation" and f.source("fewshot.fewshot_split") == "derived"
+    assert f.value("fewshot.sampler") == "random_sampling_from_train"
+    seed = f["seeds.fewshot_seed"]  # Random(42) in lighteval's code; its files record no version: not a value
+    assert (seed.source, seed.harness, seed.version, seed.known) == ("default", "lighteval", None, False)
     assert all(len(d.fewshot_ids) == 3 for d in task.docs.values())
     # the prompt hash covers the examples: no two docs share it, and none equals the 0-shot one
     zero = load_run(ZERO).tasks["arc_easy_local"].docs
@@ -84,10 +90,11 @@ def test_lighteval_and_lmeval_runs_pair_docs_and_map_factors():
     assert ag.prediction_equal >= 39
     acc = next(s for s in c.scores if s.metric == "acc")
     assert acc.method == "paired_score" and acc.verdict == "within noise"
-    rows = {(r.group, r.field): r.status for r in c.factors}
-    assert rows[("dtype", "dtype")] == "same" and rows[("batch_size", "batch_size")] == "same"
-    assert rows[("model", "name")] == "same" and rows[("seed", "fewshot")] == "differs"
-    assert rows[("hardware", "cpu_model")] == "unknown"  # lighteval does not record it
+    rows = {r.path: r.status for r in c.factors}
+    assert rows["serving.dtype"] == "same" and rows["serving.batch_size"] == "same"
+    # both 0-shot: lighteval's Random(42) and lm-eval's 1234 are few-shot seeds that do not apply
+    assert rows["model.name"] == "same" and rows["seeds.fewshot_seed"] == "n/a"
+    assert rows["hardware.cpu_model"] == "unknown"  # lighteval does not record it
 
 
 def test_docs_that_do_not_match_are_not_paired(tmp_path):
@@ -146,7 +153,7 @@ def test_chat_template_runs_have_no_prompt_hash(tmp_path):
     obj["config_general"]["model_config"]["override_chat_template"] = None  # lighteval's default
     res.write_text(json.dumps(obj))
     run = load_run(res)
-    assert run.factors["arc_easy_local"]["chat_template"]["applied"] == "<not recorded>"
+    assert run.factors["arc_easy_local"].source("prompt.chat_template") == "not_recorded"
     assert all(d.prompt_hash is None for d in run.tasks["arc_easy_local"].docs.values())
 
 

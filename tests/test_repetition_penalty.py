@@ -38,9 +38,9 @@ def test_it_moves_generations_is_recorded_compared_and_replayed(tiny_model, shar
     write_record(plain, a)
     write_record(penalised, b)
     res = CliRunner().invoke(app, ["compare", str(a), str(b), "--json", "--n-boot", "200"])
-    differing = [(f["group"], f["field"], f["a"], f["b"]) for f in json.loads(res.stdout)["factors"]
+    differing = [(f["path"], f["a"]["value"], f["b"]["value"]) for f in json.loads(res.stdout)["factors"]
                  if f["status"] == "differs"]
-    assert ("sampling", "repetition_penalty", 1.0, 3.0) in differing
+    assert ("generation.repetition_penalty", 1.0, 3.0) in differing
     from repaudit.importers.runfile import config_from_record
 
     assert config_from_record(read_record(b), shared_data).repetition_penalty == 3.0
@@ -60,8 +60,9 @@ def test_lm_eval_gen_kwargs_are_read_and_replayed(tmp_path):
     raw["config"]["gen_kwargs"] = {"max_gen_toks": 32, "repetition_penalty": 1.3}
     results.write_text(json.dumps(raw))
     factors = load_run(run_dir).factors["gsm8k_local"]
-    assert factors["sampling"]["repetition_penalty"] == 1.3
-    assert load_run(GSM).factors["gsm8k_local"]["sampling"]["repetition_penalty"] == "<not recorded>"
+    assert factors.value("generation.repetition_penalty") == 1.3
+    assert factors["generation.repetition_penalty"].key == "config.gen_kwargs.repetition_penalty"
+    assert load_run(GSM).factors["gsm8k_local"].source("generation.repetition_penalty") == "not_recorded"
     from repaudit.importers.lmeval.replay import config_from_lmeval
 
     cfg = config_from_lmeval("gsm8k_local", factors, results, None, "default", tmp_path,

@@ -186,7 +186,7 @@ def _fewshot(rec: Recorded, key: str, tc: TaskConfig | None, docs: dict[int, Doc
         rec.put("fewshot.num_fewshot", tc.num_fewshots, f"config_tasks.{key}.num_fewshots")
     if tc is None:
         return
-    if not rec.known("fewshot.fewshot_split") and tc.evaluation_splits:
+    if rec.value("fewshot.fewshot_split") is None and tc.evaluation_splits:  # unset (null): the eval split
         rec["fewshot.fewshot_split"] = derived(tc.evaluation_splits[0], "lighteval draws examples from the "
                                                "evaluation split when few_shots_split is unset (fewshot_docs)")
     if tc.few_shots_select:

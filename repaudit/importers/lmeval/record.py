@@ -184,7 +184,7 @@ def _fewshot(rec: Recorded, res: LmevalResults, task: str, cfg: TaskConfig | Non
         rec.put("fewshot.num_fewshot", int_or(shots[0]), shots[1])
     if cfg is None:
         return
-    if not rec.known("fewshot.fewshot_split"):
+    if rec.value("fewshot.fewshot_split") is None:  # unset (null): lm-eval's own pool
         pool = cfg.training_split or cfg.validation_split or cfg.test_split
         if pool:
             rec["fewshot.fewshot_split"] = derived(pool, "lm-eval's pool where fewshot_split is unset: training_split, "
