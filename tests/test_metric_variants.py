@@ -39,7 +39,7 @@ def test_runs_differing_only_in_acc_norm_share_batches_compare_names_it_and_attr
     write_record(a, tmp_path / "a.json")
     write_record(b, tmp_path / "b.json")
     c = compare(load_run(tmp_path / "a.json"), load_run(tmp_path / "b.json"), n_boot=200)
-    assert {(f.group, f.field) for f in c.differing()} == {("metric_variant", "acc_norm")}
+    assert {f.path for f in c.differing()} == {"scoring.acc_norm"}
     assert "acc_norm" in {s.metric for s in c.scores}  # still compared as the same metric
     srcs = [load_replay_source(tmp_path / f, shared_data, str(tiny_model), tmp_path / "c")
             for f in ("a.json", "b.json")]
@@ -58,24 +58,24 @@ def test_runs_differing_only_in_acc_norm_share_batches_compare_names_it_and_attr
 
 _ARC = dict(task="arc_easy", limit=12)
 _GSM = dict(task="gsm8k", limit=4, num_fewshot=1, max_gen_toks=12)
-#: factor -> (common settings, A's, B's, the (group, field) compare must name, attribution factor(s): lm-eval's
-#: exact_match options are one compare field but one registry factor each)
+#: factor -> (common settings, A's, B's, the vocabulary paths compare must name, attribution factor(s): lm-eval's
+#: exact_match options are one setting each, and the resolved options a fact beside them)
 FACTORS = {
     "label_style": ({**_ARC, "prompt_format": "lettered"}, {}, {"label_style": "(A)"},
-                    ("prompt_format", "label_style"), "label_style"),
+                    {"prompt.label_style"}, "label_style"),
     "label_style_none": ({**_ARC, "prompt_format": "lettered"}, {"label_style": "A:"}, {"label_style": "none"},
-                         ("prompt_format", "label_style"), "label_style"),
+                         {"prompt.label_style"}, "label_style"),
     "choice_separator": ({**_ARC, "prompt_format": "lettered"}, {}, {"choice_separator": "\nOptions:\n"},
-                         ("prompt_format", "choice_separator"), "choice_separator"),
+                         {"prompt.choice_separator"}, "choice_separator"),
     "description": ({**_ARC, "num_fewshot": 1}, {}, {"description": "Answer the science question.\n\n"},
-                    ("prompt_format", "description"), "description"),
+                    {"prompt.description"}, "description"),
     "fewshot_as_multiturn": ({**_ARC, "num_fewshot": 2, "chat_template": True, "limit": 6}, {},
-                             {"fewshot_as_multiturn": True}, ("chat_template", "fewshot_as_multiturn"),
+                             {"fewshot_as_multiturn": True}, {"prompt.fewshot_as_multiturn"},
                              "fewshot_as_multiturn"),
-    "acc_norm_pmi": (_ARC, {}, {"acc_norm": "pmi"}, ("metric_variant", "acc_norm"), "acc_norm"),
-    "answer_match": (_GSM, {}, {"answer_match": "quasi_exact"}, ("metric_variant", "answer_match"), "answer_match"),
+    "acc_norm_pmi": (_ARC, {}, {"acc_norm": "pmi"}, {"scoring.acc_norm"}, "acc_norm"),
+    "answer_match": (_GSM, {}, {"answer_match": "quasi_exact"}, {"scoring.answer_match"}, "answer_match"),
     "exact_match_options": (_GSM, {}, {"ignore_case": False, "regexes_to_ignore": []},
-                            ("metric_variant", "exact_match_options"), ["ignore_case", "regexes_to_ignore"]),
+                            {"scoring.ignore_case", "scoring.regexes_to_ignore", "metric.exact_match_options"}, ["ignore_case", "regexes_to_ignore"]),
 }
 
 
@@ -101,7 +101,7 @@ def test_each_factor_is_recorded_named_alone_by_compare_and_replayed_with_residu
     c = compare(load_run(tmp_path / "a.json"), load_run(tmp_path / "b.json"), n_boot=100)
     # batch_sizes_used is a consequence, not a setting: " (A)" is several tokens where " A" is one, so
     # lm-eval's grouping of one-token continuations batches the requests differently
-    assert {(f.group, f.field) for f in c.differing()} - {("batch_size", "batch_sizes_used")} == {field}
+    assert {f.path for f in c.differing()} - {"engine.batch_sizes_used"} == field
     srcs = [load_replay_source(tmp_path / f, shared_data, str(tiny_model), tmp_path / "c")
             for f in ("a.json", "b.json")]
     pool = BackendPool()

@@ -79,18 +79,18 @@ def test_kendall_tau_b_equals_scipy_on_the_same_points(pythia):
 
 def test_changing_batch_size_and_device_are_listed_as_confounders(pythia):
     raw = {name: cfg for name, _, _, cfg in _raw("160m")}
-    found = {(c.series, c.group, c.field): c for c in pythia.confounders}
-    batch = found[(M160, "batch_size", "batch_size")]
+    found = {(c.series, c.path): c for c in pythia.confounders}
+    batch = found[(M160, "serving.batch_size")]
     assert batch.values == {name: str(cfg["batch_size"]) for name, cfg in raw.items()}
     assert set(batch.values.values()) == {"32", "16"} and batch.judged == "differs" and not batch.by_design
-    device = found[(M160, "backend", "device")]
-    assert {n for n, v in device.values.items() if v.startswith("default")} == {n for n, c in raw.items()
-                                                                               if c["device"] is None}
+    device = found[(M160, "serving.device")]
+    # --device not given: lm-eval's default (cuda if available), and these 0.3 files record no environment to say
+    unset = {n for n, v in device.values.items() if v.startswith("not set (lm-eval: cuda if available")}
+    assert unset == {n for n, c in raw.items() if c["device"] is None}
     assert {v for v in device.values.values() if v.startswith("cuda")} == {f"cuda:{i}" for i in range(8)}
-    assert device.judged == "one setting as compare judges it" and not device.by_design  # listed, with that view
-    assert "taken as CUDA" in device.note
-    assert found[(M160, "model", "revision")].by_design
-    assert (M1B, "batch_size", "batch_size") in found
+    assert device.judged == "not recorded by every run" and not device.by_design
+    assert found[(M160, "model.revision")].by_design
+    assert (M1B, "serving.batch_size") in found
     assert not [c for c in pythia.confounders if c.group == "fewshot"]
 
 
@@ -107,7 +107,7 @@ def test_files_named_5shot_are_read_by_their_config_and_named():
     assert row["n_runs"] == 6  # the 5shot-named runs are in the 0-shot series, as recorded
     by_file = {f.name: json.loads(f.read_text())["results"]["piqa"]["acc"] for f in files}
     assert {p["run"]: p["score"] for p in row["points"]} == pytest.approx({k: 100 * v for k, v in by_file.items()})
-    batch = next(c for c in rep["confounders"] if c["field"] == "batch_size")
+    batch = next(c for c in rep["confounders"] if c["path"] == "serving.batch_size")
     assert {k for k, v in batch["values"].items() if v == "2"} == set(named)
     terminal = runner.invoke(app, ["variance", *map(str, files), "--across", "checkpoint", "--task", "piqa"])
     assert "1b-bf16-5shot_step128.json: its name says 5-shot" in terminal.stdout
@@ -169,8 +169,8 @@ def test_seed_series_on_three_fewshot_seeds_of_the_default_model():
         assert row.within_se == pytest.approx(analytic, rel=0.05) and row.within_se_from == "bootstrap over docs"
         assert row.sd_over_se == pytest.approx(row.sd / row.within_se)
         assert all(p.ci_low < p.score < p.ci_high for p in row.points)
-    kinds = {(c.group, c.field): c for c in rep.confounders}
-    assert kinds[("seed", "fewshot")].by_design and not kinds[("fewshot", "ids_sha256")].by_design
+    kinds = {c.path: c for c in rep.confounders}
+    assert kinds["seeds.fewshot_seed"].by_design and not kinds["fewshot.ids_sha256"].by_design
 
 
 def test_a_run_of_other_docs_is_left_out_with_the_reason():
