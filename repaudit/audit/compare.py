@@ -102,6 +102,34 @@ class DocAgreement(BaseModel):
     """Shared docs with the same scored continuations (``choices_hash``)."""
 
 
+class ScoredAnswers(BaseModel):
+    """generate_until: one filter's scored (filtered) answers on the shared docs of a task, as the metric saw them
+    — what changed, and which became empty (the raw generations' empties beside: a filter can empty an answer the
+    model did write)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    task: str
+    """The task."""
+    filter: str
+    """The answer filter (``none``, ``strict-match``, ``flexible-extract``)."""
+    n_shared: int
+    """Shared docs whose scored answer both runs record under this filter."""
+    changed: int
+    """Of those, docs whose scored answers differ as text."""
+    empty_a: int
+    """Docs whose scored answer is empty (after stripping whitespace) in A."""
+    empty_b: int
+    """As ``empty_a``, in B."""
+    became_empty: int
+    """Docs with a non-empty scored answer in A and an empty one in B."""
+    became_nonempty: int
+    """Docs with an empty scored answer in A and a non-empty one in B."""
+    raw_empty_a: int | None
+    """Docs whose raw generation is empty in A; None: raw generations not recorded."""
+    raw_empty_b: int | None
+    """As ``raw_empty_a``, in B."""
+
+
 class TaskSet(BaseModel):
     """Tasks compared, and tasks that only one run has, by their names in the files (groups listed apart)."""
 
@@ -202,6 +230,8 @@ class Comparison(BaseModel):
     """Every factor field of every shared task."""
     docs: list[DocAgreement]
     """Doc agreement per shared task where both runs have per-doc results."""
+    scored: list[ScoredAnswers] = []
+    """generate_until tasks with per-doc results in both runs: each filter's scored answers compared doc by doc."""
     scores: list[ScoreRow]
     """One row per shared task and metric both runs report."""
     flips: list[FlippedDoc]
@@ -295,6 +325,28 @@ def _doc_agreement(task: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int
                         fewshot_equal=count("fewshot_ids"), choices_equal=count("choices_hash"))
 
 
+def scored_answers(task: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int]) -> list[ScoredAnswers]:
+    """Each filter's scored answers on the shared docs of a generate_until task (empty where a run records none)."""
+    if not (ta.docs and tb.docs and shared):
+        return []
+    filters = dict.fromkeys(f for i in shared for f in (ta.docs[i].extracted or {}) if f in
+                            (tb.docs[i].extracted or {}))
+    out = []
+    for flt in filters:
+        pairs = [(ta.docs[i].extracted[flt], tb.docs[i].extracted[flt], i) for i in shared
+                 if flt in (ta.docs[i].extracted or {}) and flt in (tb.docs[i].extracted or {})]
+        ea = {i for x, _, i in pairs if not x.strip()}
+        eb = {i for _, y, i in pairs if not y.strip()}
+        ids = [i for _, _, i in pairs]
+        raw_a, raw_b = ([t.docs[i].generation for i in ids] for t in (ta, tb))
+        out.append(ScoredAnswers(
+            task=task, filter=flt, n_shared=len(pairs), changed=sum(x != y for x, y, _ in pairs), empty_a=len(ea),
+            empty_b=len(eb), became_empty=len(eb - ea), became_nonempty=len(ea - eb),
+            raw_empty_a=None if None in raw_a else sum(not g.strip() for g in raw_a),
+            raw_empty_b=None if None in raw_b else sum(not g.strip() for g in raw_b)))
+    return out
+
+
 def _not_comparable_reason(ag: DocAgreement) -> str | None:
     if ag.n_shared == 0:
         return f"no doc ids in common (A {ag.n_a} docs, B {ag.n_b} docs)"
@@ -353,7 +405,7 @@ def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: i
     if not shared_tasks:
         raise RepauditError(f"'{a.path}' ({_few(sets.only_a)}) and '{b.path}' ({_few(sets.only_b)}) have no task in "
                             "common (the same benchmark under two names: --pair-tasks B_TASK=A_TASK, '*' allowed)")
-    factors, agreements, scores, flips = [], [], [], []
+    factors, agreements, scores, flips, scored = [], [], [], [], []
     diagnostics, mechanisms, warnings = [], [], []
     notes = list(a.notes) + list(b.notes) + sets.notes
     one_harness = a.source.split(" ")[0] == b.source.split(" ")[0]
@@ -362,6 +414,7 @@ def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: i
         ta, tb = a.tasks[task], b.tasks[task]
         same_task = one_harness and task_base(ta.source_name or task) == task_base(tb.source_name or task)
         shared, reason, basis = _doc_sets(task, ta, tb, a.factors[task], b.factors[task], agreements)
+        scored += scored_answers(task, ta, tb, shared or [])
         common = [m for m in ta.reported if m in tb.reported]
         if not common and (ta.reported or tb.reported):
             notes.append(_no_shared_metric(task, ta, tb, a.source, b.source))
@@ -380,7 +433,8 @@ def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: i
     _scale_mechanisms(mechanisms, scores)
     taskset = _task_set(sets, shared_tasks)
     cmp = Comparison(a=run_label(a, label_a), b=run_label(b, label_b), tie_eps=tie_eps, alpha=alpha, adjust=adjust,
-                     tasks=taskset, factors=factors, docs=agreements, scores=scores, flips=flips, notes=notes,
+                     tasks=taskset, factors=factors, docs=agreements, scored=scored, scores=scores, flips=flips,
+                     notes=notes,
                      diagnostics=diagnostics, mechanisms=mechanisms, warnings=warnings)
     cmp.summary = summarise(cmp)
     return cmp

@@ -147,6 +147,8 @@ def explain(task: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | Non
                 reasons.append(f"{len(ids)} of {n} docs in {side} ({100 * len(ids) / n:.0f} %)")
         if not reasons:
             continue
+        if name.startswith("scored_empty") and "empty" in sa and "empty" in sb:  # the raw empties beside
+            reasons.append(f"raw generations empty: A {len(sa['empty'])}, B {len(sb['empty'])}")
         flt = name.partition("[")[2].rstrip("]")
         metric = next((m for m in metrics if flt and m.endswith("," + flt)), metrics[0] if metrics else None)
         mechanisms.append(_unaffected_score(task, name, "; ".join(reasons), ta, tb, shared, ia | ib, metric,

@@ -297,14 +297,19 @@ def _paired(task, metric, ta, tb, shared, ka, kb, kind, tie_eps, n_boot, alpha, 
         return _row(task, metric, kind, extra["a_reported"] or 0.0, extra["b_reported"] or 0.0, "none", "no verdict",
                     f"{len(bad)} docs have a non-finite per-doc {metric} (e.g. doc {bad[0]})", len(shared), **extra)
     subset = len(shared) < max(len(ta.docs), len(tb.docs))
-    if len(shared) < MIN_DOCS:
-        return _row(task, metric, kind, float(xa.mean() * s_a), float(xb.mean() * s_b), "none", "no verdict",
-                    f"{len(shared)} shared docs: fewer than the floor of {MIN_DOCS} for a verdict", len(shared),
-                    subset=subset, **extra)
+    binary = set(np.unique(np.concatenate([xa, xb]))) <= {0.0, 1.0}
+    if len(shared) < MIN_DOCS:  # the floor withholds a verdict; the flips are facts and are always listed
+        row = _row(task, metric, kind, float(xa.mean() * s_a), float(xb.mean() * s_b), "none", "no verdict",
+                   f"{len(shared)} shared docs: fewer than the floor of {MIN_DOCS} for a verdict", len(shared),
+                   subset=subset, **extra)
+        if binary:
+            _, row.right_to_wrong, row.wrong_to_right = mcnemar_exact(xa, xb)
+            row.flip_ids = _flips(task, metric, ta, tb, shared, xa, xb, tie_eps, flips)
+            row.near_tie_flips = len(row.flip_ids["churn"])
+        return row
     cl = [ta.docs[i].cluster or tb.docs[i].cluster for i in shared]
     clusters = np.array(cl) if all(c is not None for c in cl) else None  # partial labels would mix unlike units
     res = paired_bootstrap(xa * s_a, xb * s_b, clusters, n_boot=n_boot, alpha=alpha)
-    binary = set(np.unique(np.concatenate([xa, xb]))) <= {0.0, 1.0}
     row = ScoreRow(task=task, metric=metric, kind=kind.kind, unit=kind.display_unit, direction=kind.direction,
                    a=float(xa.mean() * s_a), b=float(xb.mean() * s_b), delta=res.delta, se=res.se,
                    ci_low=res.ci_low, ci_high=res.ci_high,

@@ -403,14 +403,21 @@ def scores_caption(c: Comparison) -> str:
 
 
 def agreement_lines(c: Comparison) -> list[str]:
-    """One sentence per task on how the shared docs line up (content, targets, prompts, predictions)."""
+    """One sentence per task on how the shared docs line up (content, targets, prompts, predictions), and one per
+    filter of a generate_until task on its scored answers (changed, empty; raw empties beside)."""
     def n(v: int | None) -> str:
         return "not recorded" if v is None else str(v)
 
-    return [f"{one_line(ag.task)}: {ag.n_shared} shared docs (A {ag.n_a}, B {ag.n_b}); identical doc content "
-            f"{n(ag.doc_hash_equal)}, choices {n(ag.choices_equal)}, targets {n(ag.target_equal)}, prompt texts "
-            f"{n(ag.prompt_hash_equal)}, few-shot ids {n(ag.fewshot_equal)}, predictions {n(ag.prediction_equal)}"
-            for ag in c.docs]
+    out = [f"{one_line(ag.task)}: {ag.n_shared} shared docs (A {ag.n_a}, B {ag.n_b}); identical doc content "
+           f"{n(ag.doc_hash_equal)}, choices {n(ag.choices_equal)}, targets {n(ag.target_equal)}, prompt texts "
+           f"{n(ag.prompt_hash_equal)}, few-shot ids {n(ag.fewshot_equal)}, predictions {n(ag.prediction_equal)}"
+           for ag in c.docs]
+    for s in c.scored:
+        out.append(f"{one_line(s.task)}: scored answers ({one_line(s.filter)}) changed on {s.changed} of "
+                   f"{plural(s.n_shared, 'shared doc')}; empty in A {s.empty_a}, in B {s.empty_b} ({s.became_empty} "
+                   f"became empty, {s.became_nonempty} stopped being empty); raw generations empty: A "
+                   f"{n(s.raw_empty_a)}, B {n(s.raw_empty_b)}")
+    return out
 
 
 def doc_name(doc_id: int, key: str | None) -> str:

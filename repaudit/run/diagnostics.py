@@ -25,7 +25,8 @@ from pydantic import BaseModel, ConfigDict
 from repaudit.tasks.filters import INVALID
 
 #: diagnostics that name a set of docs, in report order (``extraction_failed`` is per filter)
-DOC_SETS = ("truncated", "empty", "extraction_failed", "ties", "context_truncated", "fewshot_leaked")
+DOC_SETS = ("truncated", "scored_empty", "empty", "extraction_failed", "ties", "context_truncated",
+            "fewshot_leaked")
 
 
 class Diagnostics(BaseModel):
@@ -44,6 +45,10 @@ class Diagnostics(BaseModel):
     empty: list[int] | None = None
     """generate_until: doc_ids whose generation is empty or whitespace; None for log-likelihood tasks or where raw
     generations are not recorded."""
+    scored_empty: dict[str, list[int]] | None = None
+    """generate_until: answer filter → doc_ids whose scored (filtered) answer is empty or whitespace — what the
+    metric saw, which a filter can empty where the raw generation is not (``empty``); None for log-likelihood tasks
+    or where filtered answers are not recorded."""
     extraction_failed: dict[str, list[int]] | None = None
     """generate_until: answer filter → doc_ids whose extracted answer is ``[invalid]`` or empty; None for
     log-likelihood tasks or where filtered answers are not recorded."""
@@ -118,6 +123,8 @@ def diagnose(docs: Iterable[Any], generative: bool, *, leaked: list[int] | None 
         if names:
             d.extraction_failed = {n: sorted(x.doc_id for x in docs if (x.extracted or {}).get(n) in (INVALID, ""))
                                    for n in names}
+            d.scored_empty = {n: sorted(x.doc_id for x in docs if n in (x.extracted or {})
+                                        and not x.extracted[n].strip()) for n in names}
         else:
             unknown.setdefault("extraction_failed", "filtered answers are not recorded")
     else:

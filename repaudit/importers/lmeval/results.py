@@ -99,9 +99,9 @@ def read_samples(path: Path, task: str) -> dict[int, DocOutcome]:
                     if _pair(v := extra.get(m))} or None
         lls = _loglikelihoods(s.filtered_resps)
         pred: Any = int(max(range(len(lls)), key=lambda i: (lls[i], -i))) if lls else None
-        if lls is None and s.filtered_resps and isinstance(s.filtered_resps[0], str):
-            pred = s.filtered_resps[0]
-        answer = s.filtered_resps[0] if lls is None and s.filtered_resps else None
+        answer = _scored(s.filtered_resps) if lls is None else None
+        if isinstance(answer, str):
+            pred = answer
         if s.doc_id in docs:  # another filter of the same doc
             docs[s.doc_id].metrics.update(values)
             if weighted:
@@ -127,6 +127,17 @@ def _pair(v: Any) -> bool:
     """A per-doc ``[log-likelihood, words|bytes]`` pair (wikitext's word_perplexity, bits_per_byte)."""
     return (isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
                                                          and math.isfinite(x) for x in v))
+
+
+def _scored(filtered: list[Any] | None) -> str | None:
+    """The scored answer of a generate_until sample: ``filtered_resps[0]``, or its first element where a filter
+    pipeline without ``take_first`` left the list of one request's answers (``[["answer"]]``)."""
+    if not filtered:
+        return None
+    first = filtered[0]
+    if isinstance(first, list) and first and isinstance(first[0], str):
+        first = first[0]
+    return first if isinstance(first, str) else None
 
 
 def _generation(resps: list[Any] | None) -> str | None:
