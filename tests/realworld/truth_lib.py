@@ -55,6 +55,38 @@ lm-evaluation-harness (0.3 and 0.4.x) — where each value comes from
 * ``filtered`` (generate_until tasks): the scored answer is ``filtered_resps[0]`` (its first element again when
   it is a list), the raw answer ``resps[0][0]``; ``changed`` = shared docs whose scored answers differ as strings;
   ``empty_*`` = scored answer empty after ``strip()``; ``raw_empty_*`` likewise for the raw answer.
+
+HELM run folders
+----------------
+* settings from ``run_spec.adapter_spec`` only: ``model`` (model.name), ``temperature``, ``max_tokens``
+  (generation.max_gen_toks), ``stop_sequences`` (generation.until), ``max_train_instances`` (fewshot.num_fewshot),
+  ``max_eval_instances`` (data.limit). ``model_deployment``, ``num_outputs``, the prompt affixes are not vocabulary.
+* task = the run name without its ``model=`` entry; scores = the ``mean`` of every unperturbed stat of stats.json,
+  named ``name.name`` (``@<split>`` appended unless the split is ``test``); per-doc = per_instance_stats' instance ids
+  (trial 0); flips = 0/1 per-instance stats whose name contains ``exact_match`` or ``accuracy``.
+
+Every Eval Ever 0.1.x / 0.2.x
+-----------------------------
+* ``model.name`` = ``model_info.id``; ``serving.dtype`` = ``model_info.additional_details.precision`` when given;
+  per result (``settings_by_task``) the ``generation_config`` (or ``generation_config.generation_args``) keys
+  temperature/max_tokens/stop_sequences/top_p/top_k. Everything else (source, scaffold, effort) is not vocabulary.
+* task = ``evaluation_name``; metric = ``metric_config.metric_id``, else ``score`` (see eee_results for repeats);
+  value = ``score_details.score``.
+
+inspect_ai
+----------
+* ``model.name`` = ``eval.model``; ``data.limit`` = ``eval.config.limit``; generation settings from
+  ``eval.model_generate_config``, then ``plan.config``, then ``eval.config`` (temperature, top_p, top_k, max_tokens,
+  stop_seqs, seed → generation.sampling_seed); ``prompt.system_prompt`` = the first ``system_message`` solver's
+  template in ``plan.steps``.
+* task = ``eval.task``; metric = ``<scorer>/<metric>`` of ``results.scores``; per-doc = sample ids (epoch 1);
+  flips = per-sample score values ``"C"``/``"I"`` read as 1/0 (numbers as they are).
+
+Series
+------
+* ``steps`` as each case's truth.py reads them from the files (NeoX: ``config.model_args.iteration``); ``scores``
+  per task and metric present in every file, in step order; ``kendall_tau_b`` =
+  ``scipy.stats.kendalltau(steps, values, variant="b").statistic``, metrics with one constant value skipped.
 """
 from __future__ import annotations
 
