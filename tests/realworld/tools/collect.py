@@ -213,6 +213,15 @@ add("neox_pythia19m_intervention_series", [
         "intervention-19m-deduped-step140000_eval_results_01-21-2023-21-41-21.json",
         "intervention-19m-deduped-step143000_eval_results_01-21-2023-21-41-13.json")
 ])
+add("neox_pythia410m_winobias_series", [
+    (f"eval_results_410m-deduped_{step}.json", PYTHIA,
+     f"evals/bias-evals/winobias/intervene_7/410M/eval_results_410m-deduped_{step}.json", _PY)
+    for step in range(134000, 144000, 1000)
+])
+add("lmeval03_pythia14b_0shot_vs_5shot", [
+    ("a/1.4b_step143000.json", PYTHIA, "evals/pythia-v1/pythia-1.4b/zero-shot/1.4b_step143000.json", _PY),
+    ("b/1.4b-5shot_step143000.json", PYTHIA, "evals/pythia-v1/pythia-1.4b/five-shot/1.4b-5shot_step143000.json", _PY),
+])
 # HELM run folders (stanford-crfm/helm, a branch that committed benchmark_output)
 _HC = "865aaae70bbd4acd49cc67eaf022eb57404a71c6"
 _HELM_FILES = ("run_spec.json", "scenario.json", "scenario_state.json", "stats.json", "per_instance_stats.json")
