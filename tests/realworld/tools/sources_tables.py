@@ -23,8 +23,11 @@ def main():
             what = f"series over {t['step_key']}: steps {t['steps']}"
         else:
             d = list(t.get("differs", []))
+            per = {}
             for task, lst in (t.get("differs_by_task") or {}).items():
-                d += [f"{p} ({task})" for p in lst]
+                for p in lst:
+                    per.setdefault(p, []).append(task)
+            d += [f"{p} ({tasks[0]})" if len(tasks) == 1 else f"{p} ({len(tasks)} tasks)" for p, tasks in per.items()]
             what = ", ".join(d) if d else "none"
             if t.get("per_doc"):
                 what += "; per-doc on both sides"
