@@ -182,7 +182,8 @@ class PromptSettings(Settings):
     description: str | None = Field(None, max_length=100_000, json_schema_extra=engine(
         lmeval="task.description", helm="adapter_spec.instructions"))
     """Text before the examples; None = the task's own, "" = none."""
-    chat_template: bool = False
+    chat_template: bool = Field(False, json_schema_extra=engine(
+        lmeval="model_args.use_chat_template|model_args.apply_chat_template"))
     """Wrap prompts in the model's chat template."""
     fewshot_as_multiturn: bool = Field(False, json_schema_extra=engine(fewshot_only=True,
                                                                        lmeval="top.fewshot_as_multiturn"))

@@ -202,6 +202,8 @@ def missing(note: str = "") -> Value:
 
 def not_applicable(why: str, held: Value | None = None) -> Value:
     """A setting that does not apply (``why``), keeping what the file held (``held``), if anything."""
+    if held is not None and held.source == "not_applicable":
+        return held  # the first reason stands
     keep = held if held is not None and held.source in ("recorded", "derived") else None
     return Value(value=keep.value if keep else None, source="not_applicable", key=keep.key if keep else None,
                  note=why)

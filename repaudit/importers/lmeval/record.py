@@ -202,9 +202,9 @@ def _prompt(rec: Recorded, res: LmevalResults, task: str, cfg: TaskConfig | None
         for k in ("doc_to_text", "doc_to_choice", "doc_to_target", "target_delimiter", "fewshot_delimiter"):
             if raw.get(k) is not None:
                 rec.put(f"prompt.{k}", raw[k], f"configs.{task}.{k}")
-    if "chat_template" in res.model_fields_set:
-        rec.put("prompt.chat_template", bool(res.chat_template), "chat_template",
-                note="" if res.chat_template else "null: no chat template applied")
+    if "chat_template" in res.model_fields_set:  # the template text where one was applied ("" for an API's)
+        rec.put("prompt.chat_template", res.chat_template is not None, "chat_template",
+                note="" if res.chat_template is not None else "null: no chat template applied")
         if res.chat_template_sha:
             rec.put("prompt.chat_template_sha256", res.chat_template_sha, "chat_template_sha")
 

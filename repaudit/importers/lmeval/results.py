@@ -225,9 +225,13 @@ def load_lmeval(results_path: Path, samples: list[Path] | None = None, raw: Any 
         scores = reported(task_res)
         sp = explicit.get(task) or (find_samples(results_path, task) if samples is None else None)
         docs = read_samples(sp, task) if sp else None
-        if docs:
-            check_per_doc_means(sp, results_path, scores, docs, "samples file")
         counts = (res.n_samples or {}).get(task)
+        effective = getattr(counts, "effective", None)
+        if docs and isinstance(effective, int) and len(docs) < effective:  # a trimmed or partial samples file
+            run.notes.append(f"{task}: the samples file holds {len(docs)} of the {effective} docs the results "
+                             "report: per-doc values of those docs only (their mean is not the reported score)")
+        elif docs:
+            check_per_doc_means(sp, results_path, scores, docs, "samples file")
         n = len(docs) if docs else getattr(counts, "effective", None)
         run.factors[task] = task_record(res, task)
         hib = {k: v for m, v in ((res.higher_is_better or {}).get(task) or {}).items() if isinstance(v, bool)
