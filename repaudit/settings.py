@@ -238,7 +238,7 @@ class GenerationSettings(Settings):
     """Top-k sampling (0 = off)."""
     repetition_penalty: float = Field(1.0, gt=0, le=100, json_schema_extra=engine(
         hf="repetition_penalty", vllm="repetition_penalty", lmeval="gen_kwargs.repetition_penalty",
-        lighteval="generation_parameters.repetition_penalty", eee="generation_args.repetition_penalty",
+        lighteval="generation_parameters.repetition_penalty", eee="generation_details.repetition_penalty",
         later=True))
     """Penalty on the logits of tokens already in the context or generated (1 = none; CTRL, Keskar et al. 2019),
     greedy decoding included."""

@@ -246,7 +246,10 @@ class ScoreDetails(_Eee):
 
 
 class GenerationArgs(_Eee):
-    """``generation_config.generation_args``."""
+    """``generation_config.generation_args``: EEE's named arguments, and any other a converter writes (EEE: "properties
+    may vary by model type"), kept for the settings fields that declare an ``eee`` key."""
+
+    model_config = ConfigDict(extra="allow", protected_namespaces=())
 
     temperature: float | None = None
     top_p: float | None = None
