@@ -201,8 +201,8 @@ def _changed(record: Path, sidecar: Path) -> None:
     sidecar.write_text(sidecar.read_text().replace('"score": 0.0', '"score": 1.0', 1))
 
 
-def _old_schema(record: Path, sidecar: Path) -> None:
-    record.write_text(record.read_text().replace('"schema_version": "0.3.0"', '"schema_version": "0.2.2"', 1))
+def _unknown_schema(record: Path, sidecar: Path) -> None:
+    record.write_text(record.read_text().replace('"schema_version": "0.3.0"', '"schema_version": "0.9.0"', 1))
 
 
 def _number_in_metadata(record: Path, sidecar: Path) -> None:
@@ -229,7 +229,8 @@ def _score_edited(record: Path, sidecar: Path) -> None:
 @pytest.mark.parametrize("damage,needle", [
     (_truncated, "differs from the record's checksum"),
     (_changed, "differs from the record's checksum"),
-    (_old_schema, '$.schema_version: is "0.2.2": this repaudit reads Every Eval Ever schema 0.3.0 only'),
+    (_unknown_schema, '$.schema_version: is "0.9.0": this repaudit reads records of Every Eval Ever schemas 0.1.x, '
+                      '0.2.x and 0.3.0'),
     (_number_in_metadata, "line 1: $.metadata.doc_hash: 5 is not of type 'string'"),
     (_row_dropped, "rows; its record"),
 ])

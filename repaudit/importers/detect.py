@@ -1,8 +1,8 @@
 """What a file is, and the one entry point that loads any run file — through the adapter of its harness.
 
 Files are recognised by their content, never by their name: every registered adapter
-(:mod:`repaudit.importers.adapter`: repaudit runs, lm-evaluation-harness, lighteval, inspect_ai, Every Eval Ever) is
-asked in turn;
+(:mod:`repaudit.importers.adapter`: HELM, inspect_ai, lighteval, lm-evaluation-harness, repaudit runs, Every Eval
+Ever) is asked in turn;
 an adapter that declines with a reason (an lm-eval samples line) gives the error line, and repaudit's own reports
 (compare, attribute, sweep in ``--format json``) are refused by what they are. A file is read once per process:
 :func:`load_source` keeps what it read, keyed by the file's path, size and modification time.
@@ -16,6 +16,7 @@ from typing import Any
 
 # every harness's adapter registers itself when its module is imported; the registry's order is the order
 # adapters are asked and named in messages (Every Eval Ever, added last, after the harnesses whose files it holds)
+import repaudit.importers.helm.adapter  # noqa: F401
 import repaudit.importers.inspectai.adapter  # noqa: F401
 import repaudit.importers.lighteval.adapter  # noqa: F401
 import repaudit.importers.lmeval.adapter  # noqa: F401

@@ -23,7 +23,7 @@ from typing import Any
 
 from repaudit.boundary import InputError
 from repaudit.hashing import sha256_json
-from repaudit.importers.comparable import DocOutcome, TaskOutcome, check_per_doc_means
+from repaudit.importers.comparable import DocOutcome, TaskOutcome, per_doc_warnings
 from repaudit.importers.eee.files import Record
 from repaudit.importers.eee.schema import (
     K_DIRECTION,
@@ -100,13 +100,14 @@ def _json_or_text(text: str) -> Any:
         return text
 
 
-def tasks(rec: Record) -> tuple[dict[str, Recorded], dict[str, TaskOutcome]]:
-    """Every task of a record of any converter: factors, reported scores, per-doc outcomes from the sidecar.
+def tasks(rec: Record) -> tuple[dict[str, Recorded], dict[str, TaskOutcome], list[str]]:
+    """Every task of a record of any converter: factors, reported scores (with each metric's declared direction,
+    unit and range), per-doc outcomes from the sidecar, and a warning per metric whose per-doc mean is not the
+    reported score (another converter's rows may disagree with its aggregate: read, and said).
 
     Raises:
         InputError: two results of one task and metric, a row naming no result of the record, a sample twice under
             one result, a per-choice metadata value that is not a JSON list of numbers.
-        RepauditError: per-doc means that differ from the reported scores (the sidecar is another run's).
     """
     results: dict[str, dict[str, EvaluationResult]] = {}
     index: dict[int, int] = {}
@@ -119,7 +120,7 @@ def tasks(rec: Record) -> tuple[dict[str, Recorded], dict[str, TaskOutcome]]:
                                                                     f"task '{r.evaluation_name[:40]}'")
         per_task[key] = r
     docs = _docs(rec, {t: set(m) for t, m in results.items()}) if rec.rows is not None else {}
-    fs, outcomes = {}, {}
+    fs, outcomes, warnings = {}, {}, []
     for task, metrics in results.items():
         first = next(iter(metrics.values()))
         unc = first.score_details.uncertainty
@@ -129,11 +130,23 @@ def tasks(rec: Record) -> tuple[dict[str, Recorded], dict[str, TaskOutcome]]:
         direction = {k: not r.metric_config.lower_is_better for k, r in metrics.items()
                      if (r.metric_config.additional_details or {}).get(K_DIRECTION) != "unknown"}
         if task_docs:
-            check_per_doc_means(rec.sidecar, rec.path, reported, task_docs, "EEE sidecar")
+            warnings += per_doc_warnings(rec.sidecar, task, reported, task_docs, "sidecar's rows")
         fs[task] = record(rec.agg, first, n, f"evaluation_results[{index[id(first)]}]")
         outcomes[task] = TaskOutcome(task=task, reported=reported, docs=task_docs, n_docs=n,
-                                     higher_is_better=direction)
-    return fs, outcomes
+                                     higher_is_better=direction,
+                                     declared={k: d for k, r in metrics.items() if (d := _declared(r)) is not None})
+    return fs, outcomes, warnings
+
+
+def _declared(r: EvaluationResult) -> tuple[str | None, float | None, float | None] | None:
+    """``(metric_unit, min_score, max_score)`` of a result (``Infinity`` strings infinite); ``None``: none stated."""
+    mc = r.metric_config
+
+    def bound(x: float | str | None) -> float | None:
+        return float(x.replace("Infinity", "inf")) if isinstance(x, str) else x
+
+    out = (mc.metric_unit or None, bound(mc.min_score), bound(mc.max_score))
+    return None if out == (None, None, None) else out
 
 
 def _stderr(r: EvaluationResult) -> float | None:
