@@ -113,16 +113,17 @@ def metric_key(name: str, variant: str) -> str:
     return name if variant in ("none", "char_length", "micro", "") else f"{name},{variant}"
 
 
-def per_doc_gaps(scores: dict[str, tuple[float, float | None]], docs: dict[int, DocOutcome]
-                 ) -> list[tuple[str, float, float]]:
+def per_doc_gaps(scores: dict[str, tuple[float, float | None]], docs: dict[int, DocOutcome],
+                 declared: dict[str, tuple] | None = None) -> list[tuple[str, float, float]]:
     """``(metric, mean of its per-doc values, reported score)`` for every metric that every doc carries, that
-    aggregates as a mean (:mod:`repaudit.importers.metric_kinds`; not perplexity) and whose mean differs from the
-    reported score by more than 1e-6 (a percentage may be reported over per-doc 0/1 values: ×100 is no gap)."""
+    aggregates as a mean (:mod:`repaudit.importers.metric_kinds`, with what the file ``declared`` of it; not
+    perplexity) and whose mean differs from the reported score by more than 1e-6 (a percentage may be reported over
+    per-doc 0/1 values: ×100 is no gap)."""
     from repaudit.importers.metric_kinds import metric_kind
 
     out = []
     for key, (value, _) in scores.items():
-        if metric_kind(key, [value]).aggregation != "mean":  # perplexity: per-doc log-likelihoods, not a mean
+        if metric_kind(key, [value], declared=(declared or {}).get(key)).aggregation != "mean":  # perplexity: no mean
             continue
         vals = [d.metrics[key] for d in docs.values() if key in d.metrics]
         if len(vals) == len(docs) and vals and all(math.isfinite(v) for v in vals) and math.isfinite(value):
@@ -146,10 +147,10 @@ def check_per_doc_means(per_doc: Path, results: Path, scores: dict[str, tuple[fl
 
 
 def per_doc_warnings(per_doc: Path, task: str, scores: dict[str, tuple[float, float | None]],
-                     docs: dict[int, DocOutcome], what: str) -> list[str]:
+                     docs: dict[int, DocOutcome], what: str, declared: dict[str, tuple] | None = None) -> list[str]:
     """One warning per metric whose per-doc mean is not its reported score (:func:`per_doc_gaps`), for files of
     converters whose per-doc rows and aggregates may disagree (Every Eval Ever records of other tools, HELM runs):
     the run is still read, its score rows compared unpaired, and the warning says which numbers disagree."""
     return [f"'{per_doc}': task '{task}': the mean {key} of the {what} ({mean:.6g}) is not the reported score "
             f"({value:.6g}): the run's per-doc values and its aggregate disagree" for key, mean, value in
-            per_doc_gaps(scores, docs)]
+            per_doc_gaps(scores, docs, declared)]

@@ -48,11 +48,13 @@ def coerce(path: str, raw: Any) -> tuple[Any, str]:
     members = _members(path)
     value = raw
     if isinstance(value, str):
-        value = value.strip()
-        if bool in members and value.lower() in ("true", "false", "1", "0", "yes", "no"):
-            value = value.lower() in ("true", "1", "yes")
+        stripped = value.strip()
+        if bool in members and stripped.lower() in ("true", "false", "1", "0", "yes", "no"):
+            value = stripped.lower() in ("true", "1", "yes")
         elif path.endswith("dtype"):
-            value = value.removeprefix("torch.")
+            value = stripped.removeprefix("torch.")
+        elif str not in members and not any(typing.get_origin(m) is tuple for m in members):
+            value = stripped  # a number or a name written with spaces; a text (a prompt, a stop sequence) keeps its own
     if isinstance(value, str) and any(typing.get_origin(m) is tuple for m in members):
         value = [value]  # one stop sequence written as a string
     if isinstance(value, tuple):

@@ -92,18 +92,23 @@ def find_results(directory: Path) -> Path:
     Raises:
         InputError: no results file, or more than one (they are listed).
     """
-    found = _scan(directory)
+    whys: list[tuple[Path, str]] = []
+    found = _scan(directory, whys)
     if found and len({a.name for _, a in found}) == 1 and found[0][1].folder_runs:
         return directory  # its adapter reads the folder (and refuses a damaged file of its own there)
     if len(found) != 1:
         listed = ", ".join(str(p.relative_to(directory)) for p, _ in found[:5])
+        if not found and whys:  # what its files are, where an adapter can tell (a HELM stats.json alone)
+            raise InputError(directory, None, f"holds 0 results files ({whys[0][0].relative_to(directory)} is "
+                                              f"{whys[0][1]})")
         raise InputError(directory, None, f"holds {len(found)} results files{': ' + listed if listed else ''}: "
                                           "pass one of them")
     return found[0][0]
 
 
-def _scan(directory: Path) -> list[tuple[Path, Adapter]]:
-    """Every results file under ``directory`` with the adapter that recognises it."""
+def _scan(directory: Path, whys: list[tuple[Path, str]] | None = None) -> list[tuple[Path, Adapter]]:
+    """Every results file under ``directory`` with the adapter that recognises it; ``whys`` collects the files an
+    adapter names as something of its harness that is not a run (a HELM stats.json), with the reason."""
     found: list[tuple[Path, Adapter]] = []
     files = sorted(p for p in directory.rglob("*") if p.suffix in (".json", ".eval"))
     for n, p in enumerate(files):
@@ -120,9 +125,12 @@ def _scan(directory: Path) -> list[tuple[Path, Adapter]]:
             obj = read_json(p)
         except InputError:
             continue
-        claimed = next((a for a in adapters() if a.recognise(obj).ok), None)
+        answers = [(a, a.recognise(obj)) for a in adapters()]
+        claimed = next((a for a, r in answers if r.ok), None)
         if claimed is not None:
             found.append((p, claimed))
+        elif whys is not None and (why := next((r.why for _, r in answers if r.why), "")):
+            whys.append((p, why))
     return found
 
 
@@ -186,12 +194,16 @@ def check_names(run: ComparableRun, path: Path, limit: int = MAX_NAME) -> Compar
 def _load(path: Path, samples: list[Path] | None, tokenizer: Any) -> Loaded:
     if path.is_dir():  # a folder of one run's files, all of one adapter's (find_results returned it)
         return _scan(path)[0][1].load(path, None, samples, tokenizer)
-    for a in adapters():
-        if a.recognise_path(path).ok:
+    by_bytes = [(a, a.recognise_path(path)) for a in adapters()]
+    for a, r in by_bytes:
+        if r.ok:
             return a.load(path, None, samples, tokenizer)
     try:
         obj = read_json(path)
     except InputError:
+        why = next((r.why for _, r in by_bytes if r.why), "")
+        if why:  # a binary file an adapter names (a lighteval details parquet)
+            raise InputError(path, None, "is " + why) from None
         _refuse_json_lines(path)
         raise
     for a in adapters():

@@ -76,15 +76,15 @@ def tasks(rec: LegacyRecord) -> tuple[dict[str, Recorded], dict[str, TaskOutcome
         task_docs = docs.get(task)
         unc = first.score_details.uncertainty
         n = len(task_docs) if task_docs else (unc.num_samples if unc is not None else None)
+        said = {m: d for m, (_, r) in metrics.items() if (d := declared(r)) is not None}
         if task_docs:
             warnings += per_doc_warnings(rec.sidecar or rec.path, task, reported, task_docs,
-                                         "sidecar's rows" if rec.sidecar else "record's per-sample rows")
+                                         "sidecar's rows" if rec.sidecar else "record's per-sample rows", said)
         factors[task] = record(rec.agg, first, i, n)
         outcomes[task] = TaskOutcome(
-            task=task, reported=reported, docs=task_docs, n_docs=n,
+            task=task, reported=reported, docs=task_docs, n_docs=n, declared=said,
             higher_is_better={m: not r.metric_config.lower_is_better for m, (_, r) in metrics.items()
-                              if r.metric_config.lower_is_better is not None},
-            declared={m: d for m, (_, r) in metrics.items() if (d := declared(r)) is not None})
+                              if r.metric_config.lower_is_better is not None})
     return factors, outcomes, warnings
 
 

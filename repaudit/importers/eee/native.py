@@ -129,12 +129,12 @@ def tasks(rec: Record) -> tuple[dict[str, Recorded], dict[str, TaskOutcome], lis
         reported = {k: (r.score_details.score, _stderr(r)) for k, r in metrics.items()}
         direction = {k: not r.metric_config.lower_is_better for k, r in metrics.items()
                      if (r.metric_config.additional_details or {}).get(K_DIRECTION) != "unknown"}
+        said = {k: d for k, r in metrics.items() if (d := _declared(r)) is not None}
         if task_docs:
-            warnings += per_doc_warnings(rec.sidecar, task, reported, task_docs, "sidecar's rows")
+            warnings += per_doc_warnings(rec.sidecar, task, reported, task_docs, "sidecar's rows", said)
         fs[task] = record(rec.agg, first, n, f"evaluation_results[{index[id(first)]}]")
         outcomes[task] = TaskOutcome(task=task, reported=reported, docs=task_docs, n_docs=n,
-                                     higher_is_better=direction,
-                                     declared={k: d for k, r in metrics.items() if (d := _declared(r)) is not None})
+                                     higher_is_better=direction, declared=said)
     return fs, outcomes, warnings
 
 

@@ -77,7 +77,7 @@ def _scenario(rec: Recorded, spec: RunSpec) -> None:
         if sc.args:
             rec.put("data.task_args", _plain(sc.args), "run_spec.scenario_spec.args")
     if spec.metric_specs:
-        rec.put("metric.metrics", [m.class_name.rsplit(".", 1)[-1] for m in spec.metric_specs],
+        rec.put("metric.metrics", [m.class_name for m in spec.metric_specs],
                 "run_spec.metric_specs[].class_name")
 
 
