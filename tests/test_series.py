@@ -296,3 +296,24 @@ def test_a_neox_series_reads_its_steps_and_model_and_gives_scipys_tau_b(case, se
               for r in rep["checkpoint"]}
     assert all(np.allclose(points[(t, m)], v) for t, ms in truth["scores"].items() for m, v in ms.items())
     assert not rep["left_out"]
+
+
+def test_a_peft_series_reads_its_epoch_from_the_folder_with_step_from(tmp_path):
+    """Three PEFT adapters of one model (lm-eval 0.4, tests/realworld): the epoch is only in the adapter's path and
+    the folder name, so no step is recorded; --step-from reads it from the nearest folder that matches, and tau-b
+    is scipy's (the truth's); the adapter path is listed among the model arguments that differ."""
+    case = REALWORLD / "lmeval_asdiv_cot_peft_epoch_series"
+    truth = json.loads((case / "truth.json").read_text())
+    folders = [str((case / f).parent) for f in truth["files"]]
+    res = runner.invoke(app, ["variance", *folders, "--across", "checkpoint"])
+    assert res.exit_code == 1 and "--step-from REGEX to read it from the file name or its folder" in res.stderr
+    out = tmp_path / "series.json"
+    res = runner.invoke(app, ["variance", *folders, "--across", "checkpoint", "--step-from", r"epoch_(\d+)",
+                              "--format", "json", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    rep = json.loads(out.read_text())
+    assert [(r["step"], r["step_from"]) for r in rep["runs"]] == [(s, f"folder 'epoch_{s}' (--step-from)")
+                                                                  for s in truth["steps"]]
+    got = {(r["task"], r["metric"]): r["kendall_tau_raw"] for r in rep["checkpoint"]}
+    assert got == pytest.approx({(t, m): v for t, ms in truth["kendall_tau_b"].items() for m, v in ms.items()})
+    assert [c["path"] for c in rep["confounders"]] == ["model.args"]
