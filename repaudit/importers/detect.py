@@ -98,9 +98,10 @@ def find_results(directory: Path) -> Path:
         return directory  # its adapter reads the folder (and refuses a damaged file of its own there)
     if len(found) != 1:
         listed = ", ".join(str(p.relative_to(directory)) for p, _ in found[:5])
-        if not found and whys:  # what its files are, where an adapter can tell (a HELM stats.json alone)
-            raise InputError(directory, None, f"holds 0 results files ({whys[0][0].relative_to(directory)} is "
-                                              f"{whys[0][1]})")
+        if not found and whys:  # a file that could not be read, else what its files are (a HELM stats.json alone)
+            p, why = min(whys, key=lambda w: not w[1].startswith(":"))
+            raise InputError(directory, None, f"holds 0 results files ({p.relative_to(directory)}"
+                                              f"{why if why.startswith(':') else ' is ' + why})")
         raise InputError(directory, None, f"holds {len(found)} results files{': ' + listed if listed else ''}: "
                                           "pass one of them")
     return found[0][0]
@@ -108,7 +109,8 @@ def find_results(directory: Path) -> Path:
 
 def _scan(directory: Path, whys: list[tuple[Path, str]] | None = None) -> list[tuple[Path, Adapter]]:
     """Every results file under ``directory`` with the adapter that recognises it; ``whys`` collects the files an
-    adapter names as something of its harness that is not a run (a HELM stats.json), with the reason."""
+    adapter names as something of its harness that is not a run (a HELM stats.json), with the reason, and the JSON
+    files that could not be read (the problem after a colon)."""
     found: list[tuple[Path, Adapter]] = []
     files = sorted(p for p in directory.rglob("*") if p.suffix in (".json", ".eval"))
     for n, p in enumerate(files):
@@ -123,7 +125,9 @@ def _scan(directory: Path, whys: list[tuple[Path, str]] | None = None) -> list[t
             continue
         try:
             obj = read_json(p)
-        except InputError:
+        except InputError as exc:
+            if whys is not None:
+                whys.append((p, f": {exc.path + ': ' if exc.path else ''}{exc.problem}"))
             continue
         answers = [(a, a.recognise(obj)) for a in adapters()]
         claimed = next((a for a, r in answers if r.ok), None)
