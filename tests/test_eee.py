@@ -455,3 +455,43 @@ def test_an_unknown_legacy_field_type_is_not_recorded_and_a_missing_score_is_one
     (tmp_path / "b.json").write_text(json.dumps(agg))
     line = _one_error_line(runner.invoke(app, ["compare", str(tmp_path / "b.json"), str(src)]))
     assert "$.evaluation_results[2].score_details.score" in line and "EEE schema 0.2.0" in line
+
+
+def _renamed_metric(converted: Path, run: str, dst: Path, declared: bool) -> Path:
+    """EEE's conversion of ``run`` with its acc renamed to a metric repaudit does not know (``judge_score``),
+    resealed; ``declared``: whether its metric_config keeps metric_unit and the bounds."""
+    record, sidecar = _copy(converted / run, dst)
+    agg = json.loads(record.read_text())
+    for r in agg["evaluation_results"]:
+        if r.get("evaluation_result_id") == "acc":
+            r["evaluation_result_id"] = "judge_score"
+            if not declared:  # the bounds are required (null: not provided), the unit is not
+                r["metric_config"].update(min_score=None, max_score=None)
+                r["metric_config"].pop("metric_unit", None)
+    record.write_text(json.dumps(agg))
+    rows = [json.loads(line) for line in sidecar.read_text().splitlines()]
+    for r in rows:
+        if r.get("evaluation_result_id") == "acc":
+            r["evaluation_result_id"] = "judge_score"
+    sidecar.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _reseal(record, sidecar)
+    return dst
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_0_3_0_records_metric_config_gives_an_unknown_metric_its_unit_and_range(converted, tmp_path, declared):
+    """A metric repaudit's table does not know: with EEE's metric_unit 'proportion' and bounds 0–1 it is a
+    proportion (points, a paired 0/1 test, a gate in points); without them its unit and scale are unknown."""
+    a = _renamed_metric(converted, "s1", tmp_path / "a", declared)
+    b = _renamed_metric(converted, "s3", tmp_path / "b", declared)
+    detect._cache.clear()
+    c = api.compare(a, b, n_boot=200)
+    row = next(r for r in c.scores if r.metric == "judge_score")
+    assert row.direction == "higher"  # lower_is_better false
+    if declared:
+        assert row.kind == "proportion" and row.unit == "pts" and row.method == "paired_score"
+        assert "unknown" not in row.note and row.right_to_wrong == 6
+        res = runner.invoke(app, ["gate", str(a), str(b), "--max-drop", "5", "--n-boot", "200"])
+        assert res.exit_code in (0, 1), res.output  # GO or NO-GO in points, not INCONCLUSIVE on an unknown scale
+    else:
+        assert row.kind == "score" and "its unit and scale are unknown" in row.note

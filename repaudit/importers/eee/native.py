@@ -4,14 +4,17 @@ declare their EEE keys), scores and per-doc outcomes; every other setting is *no
 
 * **Tasks and metrics**: each ``evaluation_results[]`` entry is one metric of one task — the metric key from its
   ``evaluation_result_id`` (``exact_match:strict-match`` → ``exact_match,strict-match``), else its
-  ``metric_config.metric_name``; the task is its ``evaluation_name`` without a trailing ``/<filter>`` (EEE's
+  ``metric_config.metric_id``, else its ``metric_name``; the task is its ``evaluation_name`` without a trailing ``/<filter>`` (EEE's
   lm-eval converter appends the filter).
 * **Docs**: one per ``sample_id``. Integer sample ids (lm-eval's row numbers) are the doc ids; any other ids
   number the docs in file order. Every doc also keeps its ``sample_id`` as its key, so two EEE runs pair by
   ``sample_id`` whatever their order, then by ``metadata.doc_hash`` (where both carry one), then — for docs
   whose ids are not row numbers — by content (question, choices, reference). ``sample_hash`` is never used: EEE's
   converters compute it three different ways, so it is no doc id across converters.
-* **Per-doc values**: each row's ``evaluation.score`` under its result's metric. **Predictions** come from
+* **Direction, unit, range**: ``lower_is_better``, ``metric_unit``, ``min_score``/``max_score`` as the record
+  states them (:attr:`~repaudit.importers.comparable.TaskOutcome.declared`).
+* **Per-doc values**: each row's ``evaluation.score`` under its result's metric (a mean other than the reported
+  score is a warning of the run: another converter's rows and aggregate may disagree). **Predictions** come from
   ``answer_attribution`` (the terminal item) of the ``acc`` row where there is one — never from ``output.raw``,
   which EEE's lm-eval converter fills with acc's answer on acc_norm rows too.
 """
@@ -44,7 +47,7 @@ def metric_key(r: EvaluationResult) -> str:
     """The metric key of one result (see the module docstring)."""
     if r.evaluation_result_id:
         return metric_of(r.evaluation_result_id)
-    return r.metric_config.metric_name or "score"
+    return r.metric_config.metric_id or r.metric_config.metric_name or "score"
 
 
 def task_name(evaluation_name: str, metric: str) -> str:

@@ -222,6 +222,7 @@ class SourceData(_Eee):
 class MetricConfig(_Eee):
     """``evaluation_results[].metric_config``."""
 
+    metric_id: str | None = None
     metric_name: str | None = None
     metric_unit: str | None = None
     min_score: float | Literal["Infinity", "-Infinity"] | None = None
