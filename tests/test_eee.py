@@ -495,3 +495,22 @@ def test_a_0_3_0_records_metric_config_gives_an_unknown_metric_its_unit_and_rang
         assert res.exit_code in (0, 1), res.output  # GO or NO-GO in points, not INCONCLUSIVE on an unknown scale
     else:
         assert row.kind == "score" and "its unit and scale are unknown" in row.note
+
+
+@pytest.mark.parametrize("run", [
+    CASES / "eee010_helm_instruct_claude_vs_gpt35" / "a", CASES / "eee020_hfopenllm_yi34b_32k_vs_chat16k" / "a",
+    CASES / "helm_vs_eee010_hellaswag_pythia1b" / "eee",
+    next(p for p in (CASES / "helm_simple_safety_v3_claude35_vs_gpt4o").iterdir() if p.is_dir())],
+    ids=lambda p: p.parent.name)
+def test_a_legacy_record_and_a_helm_run_export_as_0_3_0_and_come_back_the_same(run, tmp_path):
+    """0.3.0 stays the export format: records of 0.1.x/0.2.x and HELM runs are written as 0.3.0 records (valid
+    against EEE's schemas) and read back as the same run, declared units and ranges included."""
+    detect._cache.clear()
+    res = runner.invoke(app, ["export", str(run), "--evaluator-relationship", "third_party", "-o", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    v = _validators()
+    for f in tmp_path.rglob("*.json"):
+        obj = json.loads(f.read_text())
+        assert obj["schema_version"] == "0.3.0" and not list(v["aggregate"].iter_errors(obj)), f
+    a, b = detect.load_run(run), detect.load_run(tmp_path)
+    assert (a.source, a.factors, a.tasks, a.notes) == (b.source, b.factors, b.tasks, b.notes)

@@ -1,7 +1,7 @@
 """What a file is, and the one entry point that loads any run file — through the adapter of its harness.
 
 Files are recognised by their content, never by their name: every registered adapter
-(:mod:`repaudit.importers.adapter`: HELM, inspect_ai, lighteval, lm-evaluation-harness, repaudit runs, Every Eval
+(:mod:`repaudit.importers.adapter`: inspect_ai, lighteval, lm-evaluation-harness, repaudit runs, HELM, Every Eval
 Ever) is asked in turn;
 an adapter that declines with a reason (an lm-eval samples line) gives the error line, and repaudit's own reports
 (compare, attribute, sweep in ``--format json``) are refused by what they are. A file is read once per process:
@@ -16,11 +16,13 @@ from typing import Any
 
 # every harness's adapter registers itself when its module is imported; the registry's order is the order
 # adapters are asked and named in messages (Every Eval Ever, added last, after the harnesses whose files it holds)
-import repaudit.importers.helm.adapter  # noqa: F401
 import repaudit.importers.inspectai.adapter  # noqa: F401
 import repaudit.importers.lighteval.adapter  # noqa: F401
 import repaudit.importers.lmeval.adapter  # noqa: F401
 import repaudit.importers.runfile  # noqa: F401
+
+# isort: split
+import repaudit.importers.helm.adapter  # noqa: F401
 
 # isort: split
 import repaudit.importers.eee.adapter  # noqa: F401
@@ -77,8 +79,10 @@ def refuse(obj: Any, path: Path) -> InputError:
         return InputError(path, None, "is " + _REPORTS[kind])
     if not isinstance(obj, (dict, list)):
         return InputError(path, None, "is a bare JSON value, not an evaluation file")
-    keys = ", ".join(sorted(str(k)[:30] for k in obj)[:8]) if isinstance(obj, dict) else ""
     names = ", ".join(a.harness for a in adapters())
+    if isinstance(obj, list):
+        return InputError(path, None, f"is a JSON array, not an evaluation file (not a run of {names})")
+    keys = ", ".join(sorted(str(k)[:30] for k in obj)[:8])
     return InputError(path, None, f"is not an evaluation file: not a run of {names} (top-level keys: "
                                   f"{keys or 'none'})")
 

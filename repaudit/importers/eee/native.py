@@ -4,8 +4,8 @@ declare their EEE keys), scores and per-doc outcomes; every other setting is *no
 
 * **Tasks and metrics**: each ``evaluation_results[]`` entry is one metric of one task — the metric key from its
   ``evaluation_result_id`` (``exact_match:strict-match`` → ``exact_match,strict-match``), else its
-  ``metric_config.metric_id``, else its ``metric_name``; the task is its ``evaluation_name`` without a trailing ``/<filter>`` (EEE's
-  lm-eval converter appends the filter).
+  ``metric_config.metric_id``, else its ``metric_name``; the task is its ``evaluation_name`` without a trailing
+  ``/<filter>`` (EEE's lm-eval converter appends the filter).
 * **Docs**: one per ``sample_id``. Integer sample ids (lm-eval's row numbers) are the doc ids; any other ids
   number the docs in file order. Every doc also keeps its ``sample_id`` as its key, so two EEE runs pair by
   ``sample_id`` whatever their order, then by ``metadata.doc_hash`` (where both carry one), then — for docs
