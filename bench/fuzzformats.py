@@ -49,6 +49,7 @@ class HelmGenerator:
         self.bases = bases or HELM_BASES
 
     def case(self, i: int, category: str) -> Case:
+        """Case ``i`` of ``category`` (:data:`HELM_CATEGORIES`): two run folders, B's mutated."""
         rng = self.rng
         base = rng.choice(self.bases)
         folder = self.workdir / f"helm{i:05d}"

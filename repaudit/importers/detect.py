@@ -96,6 +96,8 @@ def find_results(directory: Path) -> Path:
     Raises:
         InputError: no results file, or more than one (they are listed).
     """
+    if _folder_adapter(directory) is not None:
+        return directory  # a run folder its adapter tells by one small file (a HELM run's run_spec.json)
     whys: list[tuple[Path, str]] = []
     found = _scan(directory, whys)
     if found and len({a.name for _, a in found}) == 1 and found[0][1].folder_runs:
@@ -109,6 +111,12 @@ def find_results(directory: Path) -> Path:
         raise InputError(directory, None, f"holds {len(found)} results files{': ' + listed if listed else ''}: "
                                           "pass one of them")
     return found[0][0]
+
+
+def _folder_adapter(directory: Path) -> Adapter | None:
+    """The adapter whose run the folder itself is, told without reading every file in it (a HELM run folder by its
+    ``run_spec.json``: its other files can be hundreds of megabytes), or ``None``."""
+    return next((a for a in adapters() if a.folder_runs and a.recognise_path(directory).ok), None)
 
 
 def _scan(directory: Path, whys: list[tuple[Path, str]] | None = None) -> list[tuple[Path, Adapter]]:
@@ -201,7 +209,7 @@ def check_names(run: ComparableRun, path: Path, limit: int = MAX_NAME) -> Compar
 
 def _load(path: Path, samples: list[Path] | None, tokenizer: Any) -> Loaded:
     if path.is_dir():  # a folder of one run's files, all of one adapter's (find_results returned it)
-        return _scan(path)[0][1].load(path, None, samples, tokenizer)
+        return (_folder_adapter(path) or _scan(path)[0][1]).load(path, None, samples, tokenizer)
     by_bytes = [(a, a.recognise_path(path)) for a in adapters()]
     for a, r in by_bytes:
         if r.ok:

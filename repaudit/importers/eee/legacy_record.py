@@ -147,6 +147,7 @@ def sources(agg: Aggregate, result: Result, index: int) -> dict[str, dict[str, t
     from repaudit.importers.declared import source
 
     def known(obj: Any) -> dict[str, Any]:
+        """The entries of a dict whose value is a value (not null, not ``unknown``)."""
         return {k: v for k, v in obj.items() if _known(v)} if isinstance(obj, dict) else {}
 
     at = f"evaluation_results[{index}]"

@@ -61,12 +61,31 @@ class HelmAdapter(Adapter):
     sources = SOURCES
     folder_runs = True
 
+    def recognise_path(self, path: Path) -> Recognition:
+        """A run folder, told by its ``run_spec.json`` (read whole: a few kilobytes), so that its large files are
+        not read to find the run."""
+        from repaudit.boundary import InputError, read_json
+
+        spec = Path(path) / "run_spec.json"
+        if not (Path(path).is_dir() and spec.is_file()) or spec.stat().st_size > (16 << 20):
+            return Recognition(False)
+        try:
+            return Recognition(is_run_spec(read_json(spec)))
+        except InputError:
+            return Recognition(False)  # a damaged run_spec.json: the scan names it
+
     def recognise(self, obj: Any) -> Recognition:
+        """A ``run_spec.json``; HELM's other files are declined with what they are (:func:`helm_file`)."""
         if is_run_spec(obj):
             return Recognition(True)
         return Recognition(False, helm_file(obj))
 
     def load(self, path: Path, obj: Any, samples: list[Path] | None = None, tokenizer: Any = None) -> Loaded:
+        """The run folder of ``path`` (the folder, one below it, or the folder of a ``run_spec.json``) read once.
+
+        Raises:
+            InputError: ``--samples`` given, no run folder or several, a file that fails its checks.
+        """
         from repaudit.boundary import InputError
         from repaudit.importers.helm.results import load_helm
 
@@ -79,6 +98,11 @@ class HelmAdapter(Adapter):
 
     def replay(self, loaded: Loaded, task: str, data_dir: Path | None, model: str | None, cache_dir: Path | None,
                task_config: dict[str, Any] | None = None) -> Replay:
+        """Never: a HELM run is not replayed.
+
+        Raises:
+            RepauditError: always, saying why.
+        """
         raise RepauditError(f"'{loaded.path}' cannot be replayed: it is a HELM run, and repaudit does not rebuild "
                             "HELM's adapters (prompts, in-context examples, its model clients)")
 
