@@ -1,6 +1,7 @@
 """Fuzz ``repaudit compare`` with ≥ 2,000 seeded mutations of real files and print a table of outcomes.
 
-    .venv/bin/python bench/fuzz.py [--cases 2400] [--eval-cases 500] [--seed 0] [--run-file run.json]
+    .venv/bin/python bench/fuzz.py [--cases 2400] [--eval-cases 500] [--format-cases 500] [--seed 0]
+                                   [--run-file run.json]
 
 Inputs: a repaudit run file of the default model (made here, 20 ARC-Easy docs, unless ``--run-file``
 is given), lm-eval 0.4.13's own run ``../shared/lmeval_runs/s1`` (results + 570 samples), and public
@@ -11,6 +12,9 @@ one ``error:`` line and no output file; injected strings must be shown literally
 was written is then opened in headless Chromium (Selenium; skipped with the reason where absent): it must
 finish loading, open no alert, keep its title, hold no ``img``/``iframe`` and log no console error
 (``script_ran`` / ``broken_page`` otherwise). Failures are listed with their first lines.
+
+``--format-cases`` more cases mutate the formats people publish (``bench/fuzzformats.py``): HELM run folders of
+``tests/realworld`` (one file mutated, or removed) and Every Eval Ever 0.1.x/0.2.x records, half each.
 
 ``--eval-cases`` more cases mutate a real inspect_ai ``.eval`` log (``tests/fixtures/inspect/arc_easy_a.eval``):
 truncated ZIPs, flipped bytes, wrong types and injections inside members, bombs (a declared size over the
@@ -29,6 +33,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fuzzformats import HELM_CATEGORIES, HelmGenerator, eee_bases  # noqa: E402
 from fuzzgen import (  # noqa: E402
     CATEGORIES,
     EVAL_CATEGORIES,
@@ -97,10 +102,35 @@ def browse(pages: list[tuple[int, str, Path]], table, failures) -> str:
     return f"{len(pages)} HTML reports opened in headless Chromium"
 
 
+def formats(args, work: Path, table, failures, examples, pages) -> None:
+    """The ``--format-cases``: HELM run folders and Every Eval Ever 0.1/0.2 records, alternating."""
+    helm = HelmGenerator(work / "helm-cases", seed=args.seed)
+    eee = Generator(eee_bases(), work / "eee-cases", seed=args.seed)
+    for i in range(args.format_cases):
+        gen, cats = (helm, HELM_CATEGORIES) if i % 2 == 0 else (eee, CATEGORIES)
+        category = cats[(i // 2) % len(cats)]
+        label = f"{'helm' if gen is helm else 'eee01/02'}:{category}"
+        fmt = FORMATS[(i // 26) % len(FORMATS)]
+        out_dir = work / "format-out" / f"{i}"
+        out_dir.mkdir(parents=True)
+        outcome = run_case(gen.case(i, category), fmt, out_dir)
+        n = args.cases + args.eval_cases + i
+        if fmt == "html" and outcome.status == "ok":
+            pages.append((n, label, out_dir / "report.html"))
+        else:
+            table[label][outcome.status] += 1
+        if outcome.status == "refused" and label not in examples:
+            examples[label] = outcome.detail.split(str(work))[-1][:160]
+        if outcome.status not in ("ok", "refused"):
+            failures.append((n, label, fmt, outcome))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=2400)
     ap.add_argument("--eval-cases", type=int, default=500, help="cases that mutate an inspect_ai .eval log")
+    ap.add_argument("--format-cases", type=int, default=500, help="cases that mutate HELM run folders and Every "
+                                                                    "Eval Ever 0.1/0.2 records")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--run-file", type=Path)
     args = ap.parse_args()
@@ -151,6 +181,7 @@ def main() -> None:
                 examples[category] = outcome.detail.split(str(work))[-1][:160]
             if outcome.status not in ("ok", "refused"):
                 failures.append((args.cases + i, category, fmt, outcome))
+        formats(args, work, table, failures, examples, pages)
         t_cases = time.perf_counter() - t0
         browser_note = browse(pages, table, failures)
     statuses = ["ok", "refused", "traceback", "partial_output", "bad_error", "bad_output", "not_literal",
@@ -158,12 +189,14 @@ def main() -> None:
     print(f"| category | cases | {' | '.join(statuses)} |")
     print("|---|---:|" + "---:|" * len(statuses))
     total: collections.Counter = collections.Counter()
-    for cat in CATEGORIES + EVAL_CATEGORIES:
+    for cat in CATEGORIES + EVAL_CATEGORIES + [f"helm:{c}" for c in HELM_CATEGORIES] + [f"eee01/02:{c}" for c in
+                                                                                         CATEGORIES]:
         c = table[cat]
         total.update(c)
         print(f"| {cat} | {sum(c.values())} | " + " | ".join(str(c[s]) for s in statuses) + " |")
     print(f"| **all** | {sum(total.values())} | " + " | ".join(str(total[s]) for s in statuses) + " |")
-    print(f"\n{args.cases} + {args.eval_cases} cases in {time.perf_counter() - t0:.0f} s ({t_cases:.0f} s compare, "
+    print(f"\n{args.cases} + {args.eval_cases} + {args.format_cases} cases in {time.perf_counter() - t0:.0f} s "
+          f"({t_cases:.0f} s compare, "
           "the rest in the "
           f"browser), seed {args.seed}; {len(failures)} failures; {browser_note}")
     print("\nOne refusal per category (paths shortened):")

@@ -249,7 +249,7 @@ def literal_forms(injected: str) -> list[str]:
 
     vis = visible_controls(injected).replace("\t", " ")
     one = vis.replace("\n", "\\n")
-    return [vis, vis.replace("\n", " "), one, md(injected), latex(injected), str(escape(one))]
+    return [vis, vis.replace("\n", " "), one, md(injected), latex(injected), latex(one), str(escape(one))]
 
 
 def markdown_text(body: str) -> str:

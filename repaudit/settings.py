@@ -133,7 +133,7 @@ class ServingSettings(Settings):
     dtype: Dtype = Field("float32", json_schema_extra=engine(
         lmeval="config.model_dtype|model_args.dtype|model_args.torch_dtype",
         lighteval="model_config.dtype|config_general.model_dtype", inspect="model_args.dtype|model_args.torch_dtype",
-        eee="model_details.dtype"))
+        eee="model_details.dtype|model_details.precision"))
     """Weights and activations dtype."""
     batch_size: int = Field(8, ge=1, le=MAX_BATCH, json_schema_extra=engine(
         lmeval="config.batch_size", lighteval="model_config.batch_size"))
@@ -212,7 +212,8 @@ class GenerationSettings(Settings):
 
     until: tuple[str, ...] | None = Field(None, json_schema_extra=engine(
         lmeval="gen_kwargs.until", lighteval="generation_parameters.stop_tokens|task.stop_sequence",
-        inspect="generate_config.stop_seqs", eee="generation_details.until", helm="adapter_spec.stop_sequences"))
+        inspect="generate_config.stop_seqs", eee="generation_details.until|generation_args.stop_sequences",
+        helm="adapter_spec.stop_sequences"))
     """Stop sequences; None = the task's."""
     stop_at_eos: bool = True
     """Add the tokenizer's EOS to the stop sequences (lm-eval does)."""
@@ -230,11 +231,11 @@ class GenerationSettings(Settings):
     """Sampling temperature (0 = greedy)."""
     top_p: float = Field(1.0, gt=0, le=1, json_schema_extra=engine(
         sampling=True, lmeval="gen_kwargs.top_p", lighteval="generation_parameters.top_p",
-        inspect="generate_config.top_p", eee="generation_args.top_p", helm="adapter_spec.top_p"))
+        inspect="generate_config.top_p", eee="generation_args.top_p"))
     """Nucleus sampling mass."""
     top_k: int = Field(0, ge=0, le=10**7, json_schema_extra=engine(
         sampling=True, lmeval="gen_kwargs.top_k", lighteval="generation_parameters.top_k",
-        inspect="generate_config.top_k", eee="generation_args.top_k", helm="adapter_spec.top_k_per_token"))
+        inspect="generate_config.top_k", eee="generation_args.top_k"))
     """Top-k sampling (0 = off)."""
     repetition_penalty: float = Field(1.0, gt=0, le=100, json_schema_extra=engine(
         hf="repetition_penalty", vllm="repetition_penalty", lmeval="gen_kwargs.repetition_penalty",

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from truthcheck import CASES, check_docs, check_scores, check_settings, compare_json, recorded_values_are_in_the_files
 from typer.testing import CliRunner
 
 from repaudit import api
@@ -201,8 +202,8 @@ def _changed(record: Path, sidecar: Path) -> None:
     sidecar.write_text(sidecar.read_text().replace('"score": 0.0', '"score": 1.0', 1))
 
 
-def _old_schema(record: Path, sidecar: Path) -> None:
-    record.write_text(record.read_text().replace('"schema_version": "0.3.0"', '"schema_version": "0.2.2"', 1))
+def _unknown_schema(record: Path, sidecar: Path) -> None:
+    record.write_text(record.read_text().replace('"schema_version": "0.3.0"', '"schema_version": "0.9.0"', 1))
 
 
 def _number_in_metadata(record: Path, sidecar: Path) -> None:
@@ -229,7 +230,8 @@ def _score_edited(record: Path, sidecar: Path) -> None:
 @pytest.mark.parametrize("damage,needle", [
     (_truncated, "differs from the record's checksum"),
     (_changed, "differs from the record's checksum"),
-    (_old_schema, '$.schema_version: is "0.2.2": this repaudit reads Every Eval Ever schema 0.3.0 only'),
+    (_unknown_schema, '$.schema_version: is "0.9.0": this repaudit reads records of Every Eval Ever schemas 0.1.x, '
+                      '0.2.x and 0.3.0'),
     (_number_in_metadata, "line 1: $.metadata.doc_hash: 5 is not of type 'string'"),
     (_row_dropped, "rows; its record"),
 ])
@@ -358,3 +360,157 @@ def test_an_exported_interval_stays_inside_the_metrics_range(tmp_path):
         assert cfg["min_score"] <= ci["lower"] <= r["score_details"]["score"] <= ci["upper"] <= cfg["max_score"]
         cut += "cut to the metric's range" in ci["method"]
     assert cut >= 1
+
+
+# --- Every Eval Ever 0.1.x and 0.2.x: the records on public GitHub (tests/realworld) ---------------------------
+LEGACY_CASES = ["eee010_helm_instruct_claude_vs_gpt35", "eee_010_vs_020_helm_instruct_claude",
+                "eee020_hfopenllm_yi34b_32k_vs_chat16k", "eee022_hal_corebench_opus41_default_vs_high",
+                "eee020_ai2arc_inspect_qwen_vs_sonnet"]
+
+
+@pytest.mark.parametrize("case", LEGACY_CASES)
+def test_a_legacy_eee_pair_compares_as_its_truth_says(case, tmp_path):
+    folder = CASES / case
+    truth = json.loads((folder / "truth.json").read_text())
+    cmp = compare_json(folder / truth["a"], folder / truth["b"], tmp_path)
+    for side in "ab":
+        version = (truth.get("harness") or truth[f"harness_{side}"]).removeprefix("Every Eval Ever ")
+        assert cmp[side]["source"].startswith(f"EEE {version}: "), cmp[side]
+    shared = [t for t, m in truth["scores"].items() if any(v["a"] is not None and v["b"] is not None
+                                                              for v in m.values())]
+    assert sorted(cmp["tasks"]["shared"]) == sorted(shared)
+    assert set(cmp["tasks"]["only_a"]) == {t for t, m in truth["scores"].items()
+                                           if all(v["b"] is None for v in m.values())}
+    for task in shared:
+        check_settings(cmp, task, truth, task)
+        check_scores(cmp, task, truth["scores"][task])
+        check_docs(cmp, task, None, {})
+    files = {s: {"": json.loads((folder / truth[s]).read_text())} for s in "ab"}
+    assert recorded_values_are_in_the_files(cmp, files) >= len(shared) * 2
+    assert all(r["direction"] == "higher" for r in cmp["scores"])  # metric_config.lower_is_better false
+
+
+def test_a_declared_range_and_unit_give_an_unknown_metric_its_scale(tmp_path):
+    """EEE 0.1.0's helm_instruct scores declare 0–5 (harmlessness) and 0–1 (win rate): the win rate is a proportion
+    shown in points, the 0–5 score keeps its range (no 'unit and scale are unknown'), both higher-is-better."""
+    folder = CASES / "eee010_helm_instruct_claude_vs_gpt35"
+    cmp = compare_json(folder / "a", folder / "b", tmp_path)
+    rows = {r["task"]: r for r in cmp["scores"]}
+    assert rows["Mean win rate"]["kind"] == "proportion" and rows["Mean win rate"]["a_reported"] == 61.1
+    harm = rows["Vicuna - Harmlessness"]
+    assert harm["kind"] == "score" and harm["direction"] == "higher" and "declares its range 0–5" in harm["note"]
+    assert "unit and scale are unknown" not in harm["note"]
+
+
+def _legacy_with_sidecar(tmp_path: Path, scores: list[float], reseal: bool = True) -> Path:
+    """The 0.2.0 ai2_arc record of the corpus with the 3-row sidecar it names, written (EEE never published it)."""
+    src = next((CASES / "eee020_ai2arc_inspect_qwen_vs_sonnet" / "a").glob("*.json"))
+    folder = tmp_path / "run"
+    folder.mkdir(parents=True)
+    agg = json.loads(src.read_text())
+    rows = [{"schema_version": "0.2.0", "evaluation_id": agg["evaluation_id"], "model_id": "ollama/qwen2.5:0.5b",
+             "evaluation_name": "choice", "sample_id": str(i + 1), "interaction_type": "single_turn",
+             "input": {"raw": f"question {i}", "reference": "A", "choices": ["x", "y", "z"]},
+             "output": {"raw": "A" if s else "B"}, "answer_attribution": [], "evaluation": {"score": s,
+                                                                                            "is_correct": s == 1}}
+            for i, s in enumerate(scores)]
+    det = agg["detailed_evaluation_results"]
+    sidecar = folder / det["file_path"]
+    sidecar.parent.mkdir(parents=True)
+    sidecar.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    if reseal:
+        det["checksum"] = hashlib.sha256(sidecar.read_bytes()).hexdigest()
+    (folder / src.name).write_text(json.dumps(agg))
+    return folder / src.name
+
+
+def test_a_legacy_sidecar_gives_per_doc_values_checked_against_the_aggregate(tmp_path):
+    detect._cache.clear()
+    run = detect.load_run(_legacy_with_sidecar(tmp_path / "ok", [1.0, 0.0, 0.0]))
+    (task,) = run.tasks.values()
+    assert sorted(task.docs) == [1, 2, 3] and task.docs[1].metrics == {"score": 1.0} and task.docs[2].key == "2"
+    assert not run.warnings and not any("not beside" in n for n in run.notes)
+    detect._cache.clear()
+    off = detect.load_run(_legacy_with_sidecar(tmp_path / "off", [1.0, 1.0, 0.0]))
+    assert len(off.warnings) == 1 and "the mean score of the sidecar's rows (0.666667) is not the reported score " \
+                                       "(0.333333)" in off.warnings[0]
+    res = runner.invoke(app, ["compare", str(off.path), str(run.path), "--format", "json"])
+    assert res.exit_code == 0 and off.warnings[0] in json.loads(res.stdout)["warnings"]
+    bad = _legacy_with_sidecar(tmp_path / "bad", [1.0, 0.0, 0.0], reseal=False)
+    detect._cache.clear()
+    assert "differs from the record's checksum" in _one_error_line(runner.invoke(app, ["compare", str(bad),
+                                                                                     str(run.path)]))
+
+
+def test_an_unknown_legacy_field_type_is_not_recorded_and_a_missing_score_is_one_error_line(tmp_path):
+    src = next((CASES / "eee020_hfopenllm_yi34b_32k_vs_chat16k" / "a").glob("*.json"))
+    agg = json.loads(src.read_text())
+    agg["model_info"]["additional_details"] = ["not", "an", "object"]
+    (tmp_path / "a.json").write_text(json.dumps(agg))
+    detect._cache.clear()
+    run = detect.load_run(tmp_path / "a.json")
+    assert run.factors["BBH"]["serving.dtype"].source == "not_recorded"
+    assert any("$.model_info.additional_details" in n and "treated as not recorded" in n for n in run.notes)
+    del agg["evaluation_results"][2]["score_details"]["score"]
+    (tmp_path / "b.json").write_text(json.dumps(agg))
+    line = _one_error_line(runner.invoke(app, ["compare", str(tmp_path / "b.json"), str(src)]))
+    assert "$.evaluation_results[2].score_details.score" in line and "EEE schema 0.2.0" in line
+
+
+def _renamed_metric(converted: Path, run: str, dst: Path, declared: bool) -> Path:
+    """EEE's conversion of ``run`` with its acc renamed to a metric repaudit does not know (``judge_score``),
+    resealed; ``declared``: whether its metric_config keeps metric_unit and the bounds."""
+    record, sidecar = _copy(converted / run, dst)
+    agg = json.loads(record.read_text())
+    for r in agg["evaluation_results"]:
+        if r.get("evaluation_result_id") == "acc":
+            r["evaluation_result_id"] = "judge_score"
+            if not declared:  # the bounds are required (null: not provided), the unit is not
+                r["metric_config"].update(min_score=None, max_score=None)
+                r["metric_config"].pop("metric_unit", None)
+    record.write_text(json.dumps(agg))
+    rows = [json.loads(line) for line in sidecar.read_text().splitlines()]
+    for r in rows:
+        if r.get("evaluation_result_id") == "acc":
+            r["evaluation_result_id"] = "judge_score"
+    sidecar.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _reseal(record, sidecar)
+    return dst
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_0_3_0_records_metric_config_gives_an_unknown_metric_its_unit_and_range(converted, tmp_path, declared):
+    """A metric repaudit's table does not know: with EEE's metric_unit 'proportion' and bounds 0–1 it is a
+    proportion (points, a paired 0/1 test, a gate in points); without them its unit and scale are unknown."""
+    a = _renamed_metric(converted, "s1", tmp_path / "a", declared)
+    b = _renamed_metric(converted, "s3", tmp_path / "b", declared)
+    detect._cache.clear()
+    c = api.compare(a, b, n_boot=200)
+    row = next(r for r in c.scores if r.metric == "judge_score")
+    assert row.direction == "higher"  # lower_is_better false
+    if declared:
+        assert row.kind == "proportion" and row.unit == "pts" and row.method == "paired_score"
+        assert "unknown" not in row.note and row.right_to_wrong == 6
+        res = runner.invoke(app, ["gate", str(a), str(b), "--max-drop", "5", "--n-boot", "200"])
+        assert res.exit_code in (0, 1), res.output  # GO or NO-GO in points, not INCONCLUSIVE on an unknown scale
+    else:
+        assert row.kind == "score" and "its unit and scale are unknown" in row.note
+
+
+@pytest.mark.parametrize("run", [
+    CASES / "eee010_helm_instruct_claude_vs_gpt35" / "a", CASES / "eee020_hfopenllm_yi34b_32k_vs_chat16k" / "a",
+    CASES / "helm_vs_eee010_hellaswag_pythia1b" / "eee",
+    next(p for p in (CASES / "helm_simple_safety_v3_claude35_vs_gpt4o").iterdir() if p.is_dir())],
+    ids=lambda p: p.parent.name)
+def test_a_legacy_record_and_a_helm_run_export_as_0_3_0_and_come_back_the_same(run, tmp_path):
+    """0.3.0 stays the export format: records of 0.1.x/0.2.x and HELM runs are written as 0.3.0 records (valid
+    against EEE's schemas) and read back as the same run, declared units and ranges included."""
+    detect._cache.clear()
+    res = runner.invoke(app, ["export", str(run), "--evaluator-relationship", "third_party", "-o", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    v = _validators()
+    for f in tmp_path.rglob("*.json"):
+        obj = json.loads(f.read_text())
+        assert obj["schema_version"] == "0.3.0" and not list(v["aggregate"].iter_errors(obj)), f
+    a, b = detect.load_run(run), detect.load_run(tmp_path)
+    assert (a.source, a.factors, a.tasks, a.notes) == (b.source, b.factors, b.tasks, b.notes)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from fuzzformats import HELM_CATEGORIES, HelmGenerator, eee_bases  # noqa: E402
 from fuzzgen import (  # noqa: E402
     CATEGORIES,
     EVAL_CATEGORIES,
@@ -111,3 +112,26 @@ def test_compare_survives_mutated_eval_logs(tmp_path):
                      "zip_duplicate_sample"):
         assert statuses.get((category, "refused"), 0) == 6, (category, statuses)
     assert statuses.get(("zip_injection", "ok"), 0) == 6, statuses
+
+
+def test_compare_survives_mutated_helm_folders_and_legacy_eee_records(tmp_path):
+    """The formats people publish: HELM run folders with one file mutated or removed, Every Eval Ever 0.1/0.2
+    records mutated like any run file — one error line or a sane report in every format, never a traceback or a
+    partial output file; an injected task name is shown literally."""
+    helm = HelmGenerator(tmp_path / "helm", seed=11)
+    eee = Generator(eee_bases(), tmp_path / "eee", seed=13)
+    failures, statuses = [], {}
+    cases = [(helm, HELM_CATEGORIES[i % len(HELM_CATEGORIES)]) for i in range(4 * len(HELM_CATEGORIES))]
+    cases += [(eee, CATEGORIES[i % len(CATEGORIES)]) for i in range(4 * len(CATEGORIES))]
+    for i, (gen, category) in enumerate(cases):
+        fmt = FORMATS[(i // 13) % len(FORMATS)]
+        out_dir = tmp_path / "out" / str(i)
+        out_dir.mkdir(parents=True)
+        outcome = run_case(gen.case(i, category), fmt, out_dir)
+        key = ("helm" if gen is helm else "eee", outcome.status)
+        statuses[key] = statuses.get(key, 0) + 1
+        if outcome.status not in ("ok", "refused"):
+            failures.append((i, category, fmt, outcome.status, outcome.detail[:400]))
+    assert not failures, failures[:5]
+    for kind in ("helm", "eee"):  # both paths exercised for both formats
+        assert statuses.get((kind, "ok"), 0) >= 8 and statuses.get((kind, "refused"), 0) >= 8, statuses

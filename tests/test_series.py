@@ -264,3 +264,56 @@ def test_file_names_are_shown_literally_in_every_format(tmp_path):
     assert r"{[}red{]}a\textbar{}b*c" in tex
     html = runner.invoke(app, [*base, "--format", "html"]).stdout
     assert "[red]a|b*c-5shot_step1000.json" in html and "<red" not in html
+
+
+REALWORLD = Path(__file__).resolve().parent / "realworld" / "cases"
+
+
+@pytest.mark.parametrize("case,series", [
+    ("neox_pythia19m_intervention_series", "/fsx/hailey/pythia/ckpts/19M_dedup_intervention"),
+    ("neox_pythia410m_winobias_series", "410m-deduped"),
+])
+def test_a_neox_series_reads_its_steps_and_model_and_gives_scipys_tau_b(case, series, tmp_path):
+    """GPT-NeoX evaluate.py outputs (lm-eval 0.3's format with a 192-key model_args dict; the promptsource fork's
+    table_results with model_args {iteration, config_files}): the step is model_args.iteration, no --step-from; the
+    series is the model the files record (the checkpoint folder NeoX loads, else the one configuration file named);
+    Kendall tau-b equals the truth's (scipy's on the raw files; constant metrics have none)."""
+    truth = json.loads((REALWORLD / case / "truth.json").read_text())
+    files = [REALWORLD / case / f for f in truth["files"]]
+    out = tmp_path / "series.json"
+    res = runner.invoke(app, ["variance", *map(str, files), "--across", "checkpoint", "--format", "json", "-o",
+                              str(out)])
+    assert res.exit_code == 0, res.output
+    rep = json.loads(out.read_text())
+    assert [r["step"] for r in rep["runs"]] == truth["steps"] and {r["series"] for r in rep["runs"]} == {series}
+    assert all(r["step_from"].startswith("recorded step") and "iteration" in r["step_from"] for r in rep["runs"])
+    got = {(r["task"], r["metric"]): r["kendall_tau_raw"] for r in rep["checkpoint"]
+           if r["kendall_tau_raw"] is not None}
+    want = {(t, m): v for t, ms in truth["kendall_tau_b"].items() for m, v in ms.items()}
+    assert got.keys() == want.keys()
+    assert all(math.isclose(got[k], want[k], abs_tol=1e-12) for k in want), [(k, got[k], want[k]) for k in want]
+    points = {(r["task"], r["metric"]): [p["score"] / (100 if r["unit"] == "pts" else 1) for p in r["points"]]
+              for r in rep["checkpoint"]}
+    assert all(np.allclose(points[(t, m)], v) for t, ms in truth["scores"].items() for m, v in ms.items())
+    assert not rep["left_out"]
+
+
+def test_a_peft_series_reads_its_epoch_from_the_folder_with_step_from(tmp_path):
+    """Three PEFT adapters of one model (lm-eval 0.4, tests/realworld): the epoch is only in the adapter's path and
+    the folder name, so no step is recorded; --step-from reads it from the nearest folder that matches, and tau-b
+    is scipy's (the truth's); the adapter path is listed among the model arguments that differ."""
+    case = REALWORLD / "lmeval_asdiv_cot_peft_epoch_series"
+    truth = json.loads((case / "truth.json").read_text())
+    folders = [str((case / f).parent) for f in truth["files"]]
+    res = runner.invoke(app, ["variance", *folders, "--across", "checkpoint"])
+    assert res.exit_code == 1 and "--step-from REGEX to read it from the file name or its folder" in res.stderr
+    out = tmp_path / "series.json"
+    res = runner.invoke(app, ["variance", *folders, "--across", "checkpoint", "--step-from", r"epoch_(\d+)",
+                              "--format", "json", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    rep = json.loads(out.read_text())
+    assert [(r["step"], r["step_from"]) for r in rep["runs"]] == [(s, f"folder 'epoch_{s}' (--step-from)")
+                                                                  for s in truth["steps"]]
+    got = {(r["task"], r["metric"]): r["kendall_tau_raw"] for r in rep["checkpoint"]}
+    assert got == pytest.approx({(t, m): v for t, ms in truth["kendall_tau_b"].items() for m, v in ms.items()})
+    assert [c["path"] for c in rep["confounders"]] == ["model.args"]

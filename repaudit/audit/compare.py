@@ -243,7 +243,7 @@ class Comparison(BaseModel):
     mechanisms: list[Mechanism] = []
     """Diagnostics named as likely mechanisms of a gap, with the score on the docs they leave unaffected."""
     warnings: list[str] = []
-    """Warnings that make a run's scores doubtful (docs among their own few-shot examples)."""
+    """Warnings that make a run's scores doubtful (per-doc rows off their own aggregate; few-shot leaks)."""
 
     def differing(self) -> list[FactorRow]:
         return [f for f in self.factors if f.status == "differs"]
@@ -406,7 +406,7 @@ def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: i
         raise RepauditError(f"'{a.path}' ({_few(sets.only_a)}) and '{b.path}' ({_few(sets.only_b)}) have no task in "
                             "common (the same benchmark under two names: --pair-tasks B_TASK=A_TASK, '*' allowed)")
     factors, agreements, scores, flips, scored = [], [], [], [], []
-    diagnostics, mechanisms, warnings = [], [], []
+    diagnostics, mechanisms, warnings = [], [], [*a.warnings, *b.warnings]  # a reader's own doubts first
     notes = list(a.notes) + list(b.notes) + sets.notes
     one_harness = a.source.split(" ")[0] == b.source.split(" ")[0]
     for task in shared_tasks:

@@ -173,7 +173,7 @@ def side_kind(metric: str, t: TaskOutcome) -> MetricKind:
     mean = sum(vals) / len(vals) if t.docs and len(vals) == len(t.docs) and all(map(math.isfinite, vals)) else None
     siblings = {m: v for m, (v, _) in t.reported.items() if m != metric}
     return metric_kind(metric, [t.reported[metric][0]], t.higher_is_better.get(metric), task=t.source_name or t.task,
-                       siblings=siblings, per_doc_mean=mean)
+                       siblings=siblings, per_doc_mean=mean, declared=t.declared.get(metric))
 
 
 def row_kind(metric: str, ta: TaskOutcome, tb: TaskOutcome, same_task: bool = False
@@ -214,9 +214,10 @@ def score_row(task: str, metric: str, ta: TaskOutcome, tb: TaskOutcome, shared: 
     if why:
         row.note = f"{why}; {row.note}" if row.note else why
     if kind.kind == "score":
-        unknown = (f"repaudit does not know the metric '{metric}': its unit and scale are unknown, so the values "
-                   "are shown as the files report them" + (" and its direction is unknown" if kind.direction ==
-                                                           "unknown" else ""))
+        unknown = (f"repaudit does not know the metric '{metric}'" + (
+            f"; {kind.declared}" if kind.declared else ": its unit and scale are unknown") +
+            ", so the values are shown as the files report them" + (" and its direction is unknown" if
+                                                                     kind.direction == "unknown" else ""))
         row.note = f"{unknown}; {row.note}" if row.note else unknown
     return row
 

@@ -144,7 +144,7 @@ def _need_steps(members: list[Member]) -> None:
         raise RepauditError(f"'{first.path}'{more} record no training step (model revision: "
                             f"{', '.join(sorted(revisions)) or 'not recorded'}): a checkpoint series needs "
                             "revision=stepN in the model arguments (or a recorded step: GPT-NeoX's "
-                            "model_args.iteration), or --step-from REGEX to read it from the file name")
+                            "model_args.iteration), or --step-from REGEX to read it from the file name or its folder")
 
 
 def _shared(members: list[Member], patterns: list[str] | None) -> tuple[list[tuple[str, str]], list[LeftOut]]:

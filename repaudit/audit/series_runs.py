@@ -4,9 +4,9 @@ settings differ between the runs (confounders).
 
 * **step** — the recorded training step (``model.step``: GPT-NeoX evaluate.py's ``model_args.iteration``), else read
   from the recorded model revision (``revision=step83000`` in lm-eval's ``model_args``, a repaudit fingerprint's
-  model revision, OLMo's ``stage1-step1000-tokens4B``), else from the file name with
-  ``--step-from REGEX`` (its first group, or the group named ``step``) as a last resort. A recorded step
-  always wins over a name.
+  model revision, OLMo's ``stage1-step1000-tokens4B``), else from the file name — failing that, its folders'
+  names, nearest first (a PEFT series' ``epoch_5/results_….json``) — with ``--step-from REGEX`` (its first group,
+  or the group named ``step``) as a last resort. A recorded step always wins over a name.
 * **contradictions** — a file name that says ``5shot``, ``step128`` or ``bf16`` while the file records another
   n-shot, step or dtype is named, and the file is read by what it records (Pythia's ``1b-bf16-5shot_step128.json``
   records ``num_fewshot: 0``).
@@ -68,7 +68,8 @@ class SeriesRun(BaseModel):
     step: int | None
     """Training step, ``None`` where neither the revision nor ``--step-from`` gives one."""
     step_from: str | None
-    """Where the step was read: ``model revision 'step143000'`` or ``file name (--step-from)``."""
+    """Where the step was read: ``model revision 'step143000'``, ``file name (--step-from)`` or ``folder 'epoch_5'
+    (--step-from)``."""
     contradictions: list[str] = []
     """What the file name claims against what the file records, one sentence each (the recorded value is used)."""
 
@@ -162,12 +163,25 @@ def describe_runs(runs: list[ComparableRun], step_from: str | None = None) -> li
             step, source = steps[0], f"recorded step ({key})"
         elif revisions and (m := STEP.search(str(revisions[0]))):
             step, source = int(m.group(1)), f"model revision '{revisions[0]}'"
-        elif pattern is not None and (m := pattern.search(Path(run.path).name)):
-            step, source = _group_int(m, run.path, step_from), "file name (--step-from)"
+        elif pattern is not None and (found := _in_path(pattern, run.path)):
+            m, where = found
+            step, source = _group_int(m, run.path, step_from), f"{where} (--step-from)"
         out.append(SeriesRun(path=run.path, name=label, source=run.source,
                              series=str(names[0]) if names else NOT_RECORDED, step=step, step_from=source,
                              contradictions=_contradictions(run, step, source, pattern)))
     return out
+
+
+def _in_path(pattern: re.Pattern, path: str) -> tuple[re.Match, str] | None:
+    """The first match of ``pattern`` in a run's file name, else in its folders' names, nearest first (a PEFT
+    series' ``epoch_5/results_….json``), with where it matched (``file name``, ``folder 'epoch_5'``)."""
+    p = Path(path)
+    if m := pattern.search(p.name):
+        return m, "file name"
+    for folder in list(p.parents)[:-1] if not p.is_dir() else [p, *list(p.parents)[:-1]]:
+        if folder.name and (m := pattern.search(folder.name)):
+            return m, f"folder '{folder.name}'"
+    return None
 
 
 def _step_pattern(step_from: str | None) -> re.Pattern | None:
@@ -201,7 +215,7 @@ def _contradictions(run: ComparableRun, step: int | None, source: str | None, pa
         out.append(f"its name says {m.group(1)}-shot, its recorded configuration num_fewshot {said}: read as "
                    f"{said}-shot (as recorded)")
     named = (pattern.search(name) if pattern is not None else None) or STEP.search(name)
-    if named and step is not None and source != "file name (--step-from)":
+    if named and step is not None and not (source or "").endswith("(--step-from)"):
         digits = named.group("step") if "step" in named.re.groupindex else named.group(1)
         if digits is not None and digits.isdigit() and int(digits) != step:
             out.append(f"its name says step {int(digits)}, its {source} step {step}: read as step {step} "

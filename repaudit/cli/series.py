@@ -35,8 +35,8 @@ AcrossOption = Annotated[Optional[Across], typer.Option(
 LastOption = Annotated[int, typer.Option(help="With --across: checkpoints in the noise window (their standard "
                                               "deviation).")]
 StepFromOption = Annotated[Optional[str], typer.Option(
-    help="With --across: a regular expression with one group that reads the training step from a file name, "
-         "where the file records no revision=stepN (e.g. 'step(\\d+)').")]
+    help="With --across: a regular expression with one group that reads the training step from a file name "
+         "(else its folders' names, nearest first), where the file records no step (e.g. 'step(\\d+)').")]
 
 
 def _keys(plot_metric: Optional[str]) -> list[tuple[str, str]] | None:

@@ -59,6 +59,9 @@ class TaskOutcome:
         higher_is_better: the file's own direction per metric key (lm-eval 0.4's ``higher_is_better``).
         source_name: the task's name in its file when compare paired it under another name.
         metric_names: metric key -> the file's own ``task metric`` where a rename changed it.
+        declared: metric key -> ``(unit, low, high)`` as the file declares them (Every Eval Ever's
+            ``metric_config.metric_unit``, ``min_score``, ``max_score``; ``None`` where a part is not declared):
+            the metric's scale, unit and range for :func:`repaudit.importers.metric_kinds.metric_kind`.
     """
 
     task: str
@@ -71,6 +74,7 @@ class TaskOutcome:
     higher_is_better: dict[str, bool] = field(default_factory=dict)
     source_name: str | None = None
     metric_names: dict[str, str] = field(default_factory=dict)
+    declared: dict[str, tuple[str | None, float | None, float | None]] = field(default_factory=dict)
 
 
 @dataclass
@@ -83,6 +87,8 @@ class ComparableRun:
         factors: task -> its settings and facts, each with its provenance (:class:`~repaudit.vocabulary.Recorded`).
         tasks: task -> reported scores and per-doc outcomes.
         notes: what the import boundary dropped as not recorded (values of the wrong type), one line each.
+        warnings: what makes the run's own numbers doubtful, one line each naming the file (a converter's per-doc
+            rows whose mean is not the score it reports); ``compare`` adds them to its warnings.
     """
 
     path: str
@@ -90,6 +96,7 @@ class ComparableRun:
     factors: dict[str, Recorded]
     tasks: dict[str, TaskOutcome] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def metric_key(name: str, variant: str) -> str:
@@ -106,24 +113,44 @@ def metric_key(name: str, variant: str) -> str:
     return name if variant in ("none", "char_length", "micro", "") else f"{name},{variant}"
 
 
-def check_per_doc_means(per_doc: Path, results: Path, scores: dict[str, tuple[float, float | None]],
-                        docs: dict[int, DocOutcome], what: str) -> None:
-    """Refuse per-doc outcomes (lm-eval samples, lighteval details) whose mean of a metric every doc
-    carries differs from the score the results file reports (by more than 1e-6). Only metrics known to
-    aggregate as a mean are checked (:mod:`repaudit.importers.metric_kinds`; not perplexity).
-
-    Raises:
-        RepauditError: the per-doc file belongs to another run.
-    """
+def per_doc_gaps(scores: dict[str, tuple[float, float | None]], docs: dict[int, DocOutcome],
+                 declared: dict[str, tuple] | None = None) -> list[tuple[str, float, float]]:
+    """``(metric, mean of its per-doc values, reported score)`` for every metric that every doc carries, that
+    aggregates as a mean (:mod:`repaudit.importers.metric_kinds`, with what the file ``declared`` of it; not
+    perplexity) and whose mean differs from the reported score by more than 1e-6 (a percentage may be reported over
+    per-doc 0/1 values: ×100 is no gap)."""
     from repaudit.importers.metric_kinds import metric_kind
 
+    out = []
     for key, (value, _) in scores.items():
-        if metric_kind(key, [value]).aggregation != "mean":  # perplexity: per-doc log-likelihoods, not a mean
+        if metric_kind(key, [value], declared=(declared or {}).get(key)).aggregation != "mean":  # perplexity: no mean
             continue
         vals = [d.metrics[key] for d in docs.values() if key in d.metrics]
         if len(vals) == len(docs) and vals and all(math.isfinite(v) for v in vals) and math.isfinite(value):
             mean = sum(vals) / len(vals)
-            # a percentage may be reported over per-doc 0/1 values (×100 in the aggregate)
             if abs(mean - value) > 1e-6 and abs(100 * mean - value) > 1e-4:
-                raise RepauditError(f"{what} '{per_doc}' does not belong to '{results}': its mean {key} "
-                                    f"{mean:.6f} differs from the reported {value:.6f}")
+                out.append((key, mean, value))
+    return out
+
+
+def check_per_doc_means(per_doc: Path, results: Path, scores: dict[str, tuple[float, float | None]],
+                        docs: dict[int, DocOutcome], what: str) -> None:
+    """Refuse per-doc outcomes (lm-eval samples, lighteval details, rows of a repaudit export) whose mean of a
+    metric every doc carries differs from the score the results file reports (:func:`per_doc_gaps`).
+
+    Raises:
+        RepauditError: the per-doc file belongs to another run.
+    """
+    for key, mean, value in per_doc_gaps(scores, docs)[:1]:
+        raise RepauditError(f"{what} '{per_doc}' does not belong to '{results}': its mean {key} "
+                            f"{mean:.6f} differs from the reported {value:.6f}")
+
+
+def per_doc_warnings(per_doc: Path, task: str, scores: dict[str, tuple[float, float | None]],
+                     docs: dict[int, DocOutcome], what: str, declared: dict[str, tuple] | None = None) -> list[str]:
+    """One warning per metric whose per-doc mean is not its reported score (:func:`per_doc_gaps`), for files of
+    converters whose per-doc rows and aggregates may disagree (Every Eval Ever records of other tools, HELM runs):
+    the run is still read, its score rows compared unpaired, and the warning says which numbers disagree."""
+    return [f"'{per_doc}': task '{task}': the mean {key} of the {what} ({mean:.6g}) is not the reported score "
+            f"({value:.6g}): the run's per-doc values and its aggregate disagree" for key, mean, value in
+            per_doc_gaps(scores, docs, declared)]

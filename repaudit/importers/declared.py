@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from repaudit.settings import field_info, harness_map
-from repaudit.vocabulary import Recorded, Value, default, missing, recorded
+from repaudit.vocabulary import Recorded, Value, default, derived, missing, recorded
 
 #: a reader's source: key -> (value, the file's JSON path of that value)
 Source = dict[str, tuple[Any, str]]
@@ -48,11 +48,13 @@ def coerce(path: str, raw: Any) -> tuple[Any, str]:
     members = _members(path)
     value = raw
     if isinstance(value, str):
-        value = value.strip()
-        if bool in members and value.lower() in ("true", "false", "1", "0", "yes", "no"):
-            value = value.lower() in ("true", "1", "yes")
+        stripped = value.strip()
+        if bool in members and stripped.lower() in ("true", "false", "1", "0", "yes", "no"):
+            value = stripped.lower() in ("true", "1", "yes")
         elif path.endswith("dtype"):
-            value = value.removeprefix("torch.")
+            value = stripped.removeprefix("torch.")
+        elif str not in members and not any(typing.get_origin(m) is tuple for m in members):
+            value = stripped  # a number or a name written with spaces; a text (a prompt, a stop sequence) keeps its own
     if isinstance(value, str) and any(typing.get_origin(m) is tuple for m in members):
         value = [value]  # one stop sequence written as a string
     if isinstance(value, tuple):
@@ -144,3 +146,13 @@ def apply_defaults(rec: Recorded, harness: str, version: str | None, table: Mapp
 def generative(rec: Recorded) -> bool:
     """Whether the task's recorded output type is a generation (for :attr:`HarnessDefault.applies`)."""
     return rec.value("data.output_type") in ("generate_until", "greedy_until", "generation")
+
+
+def greedy_at_zero(rec: Recorded, how: str) -> Recorded:
+    """A recorded temperature of 0 where the file records no ``do_sample``: greedy decoding, derived (``how``: why
+    that harness decodes greedily at 0), so that sampling settings do not apply
+    (:func:`repaudit.vocabulary.apply_conditions`). In place; returned."""
+    t = rec.value("generation.temperature")
+    if not rec.known("generation.do_sample") and isinstance(t, (int, float)) and not isinstance(t, bool) and t == 0:
+        rec["generation.do_sample"] = derived(False, how)
+    return rec

@@ -1,8 +1,8 @@
 """What a file is, and the one entry point that loads any run file — through the adapter of its harness.
 
 Files are recognised by their content, never by their name: every registered adapter
-(:mod:`repaudit.importers.adapter`: repaudit runs, lm-evaluation-harness, lighteval, inspect_ai, Every Eval Ever) is
-asked in turn;
+(:mod:`repaudit.importers.adapter`: inspect_ai, lighteval, lm-evaluation-harness, repaudit runs, HELM, Every Eval
+Ever) is asked in turn;
 an adapter that declines with a reason (an lm-eval samples line) gives the error line, and repaudit's own reports
 (compare, attribute, sweep in ``--format json``) are refused by what they are. A file is read once per process:
 :func:`load_source` keeps what it read, keyed by the file's path, size and modification time.
@@ -20,6 +20,9 @@ import repaudit.importers.inspectai.adapter  # noqa: F401
 import repaudit.importers.lighteval.adapter  # noqa: F401
 import repaudit.importers.lmeval.adapter  # noqa: F401
 import repaudit.importers.runfile  # noqa: F401
+
+# isort: split
+import repaudit.importers.helm.adapter  # noqa: F401
 
 # isort: split
 import repaudit.importers.eee.adapter  # noqa: F401
@@ -76,8 +79,10 @@ def refuse(obj: Any, path: Path) -> InputError:
         return InputError(path, None, "is " + _REPORTS[kind])
     if not isinstance(obj, (dict, list)):
         return InputError(path, None, "is a bare JSON value, not an evaluation file")
-    keys = ", ".join(sorted(str(k)[:30] for k in obj)[:8]) if isinstance(obj, dict) else ""
     names = ", ".join(a.harness for a in adapters())
+    if isinstance(obj, list):
+        return InputError(path, None, f"is a JSON array, not an evaluation file (not a run of {names})")
+    keys = ", ".join(sorted(str(k)[:30] for k in obj)[:8])
     return InputError(path, None, f"is not an evaluation file: not a run of {names} (top-level keys: "
                                   f"{keys or 'none'})")
 
@@ -91,18 +96,33 @@ def find_results(directory: Path) -> Path:
     Raises:
         InputError: no results file, or more than one (they are listed).
     """
-    found = _scan(directory)
+    if _folder_adapter(directory) is not None:
+        return directory  # a run folder its adapter tells by one small file (a HELM run's run_spec.json)
+    whys: list[tuple[Path, str]] = []
+    found = _scan(directory, whys)
     if found and len({a.name for _, a in found}) == 1 and found[0][1].folder_runs:
         return directory  # its adapter reads the folder (and refuses a damaged file of its own there)
     if len(found) != 1:
         listed = ", ".join(str(p.relative_to(directory)) for p, _ in found[:5])
+        if not found and whys:  # a file that could not be read, else what its files are (a HELM stats.json alone)
+            p, why = min(whys, key=lambda w: not w[1].startswith(":"))
+            raise InputError(directory, None, f"holds 0 results files ({p.relative_to(directory)}"
+                                              f"{why if why.startswith(':') else ' is ' + why})")
         raise InputError(directory, None, f"holds {len(found)} results files{': ' + listed if listed else ''}: "
                                           "pass one of them")
     return found[0][0]
 
 
-def _scan(directory: Path) -> list[tuple[Path, Adapter]]:
-    """Every results file under ``directory`` with the adapter that recognises it."""
+def _folder_adapter(directory: Path) -> Adapter | None:
+    """The adapter whose run the folder itself is, told without reading every file in it (a HELM run folder by its
+    ``run_spec.json``: its other files can be hundreds of megabytes), or ``None``."""
+    return next((a for a in adapters() if a.folder_runs and a.recognise_path(directory).ok), None)
+
+
+def _scan(directory: Path, whys: list[tuple[Path, str]] | None = None) -> list[tuple[Path, Adapter]]:
+    """Every results file under ``directory`` with the adapter that recognises it; ``whys`` collects the files an
+    adapter names as something of its harness that is not a run (a HELM stats.json), with the reason, and the JSON
+    files that could not be read (the problem after a colon)."""
     found: list[tuple[Path, Adapter]] = []
     files = sorted(p for p in directory.rglob("*") if p.suffix in (".json", ".eval"))
     for n, p in enumerate(files):
@@ -117,11 +137,16 @@ def _scan(directory: Path) -> list[tuple[Path, Adapter]]:
             continue
         try:
             obj = read_json(p)
-        except InputError:
+        except InputError as exc:
+            if whys is not None:
+                whys.append((p, f": {exc.path + ': ' if exc.path else ''}{exc.problem}"))
             continue
-        claimed = next((a for a in adapters() if a.recognise(obj).ok), None)
+        answers = [(a, a.recognise(obj)) for a in adapters()]
+        claimed = next((a for a, r in answers if r.ok), None)
         if claimed is not None:
             found.append((p, claimed))
+        elif whys is not None and (why := next((r.why for _, r in answers if r.why), "")):
+            whys.append((p, why))
     return found
 
 
@@ -184,13 +209,17 @@ def check_names(run: ComparableRun, path: Path, limit: int = MAX_NAME) -> Compar
 
 def _load(path: Path, samples: list[Path] | None, tokenizer: Any) -> Loaded:
     if path.is_dir():  # a folder of one run's files, all of one adapter's (find_results returned it)
-        return _scan(path)[0][1].load(path, None, samples, tokenizer)
-    for a in adapters():
-        if a.recognise_path(path).ok:
+        return (_folder_adapter(path) or _scan(path)[0][1]).load(path, None, samples, tokenizer)
+    by_bytes = [(a, a.recognise_path(path)) for a in adapters()]
+    for a, r in by_bytes:
+        if r.ok:
             return a.load(path, None, samples, tokenizer)
     try:
         obj = read_json(path)
     except InputError:
+        why = next((r.why for _, r in by_bytes if r.why), "")
+        if why:  # a binary file an adapter names (a lighteval details parquet)
+            raise InputError(path, None, "is " + why) from None
         _refuse_json_lines(path)
         raise
     for a in adapters():

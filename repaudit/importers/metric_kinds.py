@@ -10,13 +10,15 @@ direction, or left unlabelled when the direction is unknown.
 
 Where each fact comes from, in order:
 
-1. **direction**: lm-eval 0.4's ``higher_is_better`` block for that task and metric, else the table
-   below, else *unknown*;
+1. **direction**: the file's own flag for that task and metric (lm-eval 0.4's ``higher_is_better`` block,
+   lighteval's, Every Eval Ever's ``lower_is_better``), else the table below, else *unknown*;
 2. **kind**: the table below by name (filter suffix dropped: ``exact_match,strict-match`` →
    ``exact_match``), then by suffix (``*_acc`` proportion, ``*_diff`` signed points, ``*_max`` of
    BLEU/ROUGE percentages); a name in neither is a *score* in the file's own unit;
    **scale** of a proportion-named metric (0–1 or 0–100) is a property of the task and metric, decided by
-   :func:`reported_scale` from the run's evidence — never by guessing from one value below 1;
+   :func:`reported_scale` from the run's evidence — never by guessing from one value below 1; a unit and
+   range the file **declares** (Every Eval Ever's ``metric_unit``, ``min_score``, ``max_score``) settle the scale,
+   and give a metric the table does not know its unit and range (:func:`declared_kind`);
 3. **aggregation**: the per-doc values of lm-eval's samples are means for most metrics, but
    ``perplexity`` aggregates per-doc log-likelihoods as ``exp(-mean)``, ``word_perplexity`` /
    ``byte_perplexity`` per-doc ``[log-likelihood, words|bytes]`` pairs as ``exp(-Σll/Σn)``, and
@@ -62,6 +64,9 @@ class MetricKind:
     scale_basis: str = ""
     #: ``False`` when the 0–1 scale is only assumed from the name (a value ≤ 1 and nothing else in the run)
     scale_certain: bool = True
+    #: what the file declares of the metric's unit and range (``metric_config: unit proportion, range 0–1``);
+    #: empty where it declares nothing
+    declared: str = ""
 
     @property
     def scale(self) -> float:
@@ -80,8 +85,9 @@ _PCT = ("percentage", "%", "higher", "corpus", 0.0, 100.0)
 TABLE: dict[str, tuple] = {
     **{m: _P for m in ("acc", "acc_norm", "acc_mutual_info", "acc_bytes", "acc_all", "exact_match", "em", "qem",
                        "pem", "pqem", "quasi_exact_match", "prefix_exact_match", "f1", "mc1", "mc2", "mc3",
-                       "contains", "pass@1", "pass@10", "pass_at_1", "prompt_level_strict_acc",
-                       "prompt_level_loose_acc", "maj@8", "map", "ndcg", "mrr",
+                       # HELM: quasi = normalised; prefix = the answer starts the generation
+                       "quasi_prefix_exact_match", "contains", "pass@1", "pass@10", "pass_at_1",
+                       "prompt_level_strict_acc", "prompt_level_loose_acc", "maj@8", "map", "ndcg", "mrr",
                        # inspect_ai's accuracy(): the mean of value_to_float over samples
                        "accuracy",
                        # lighteval's extractive_match: 0/1 per sample (the extracted answer equals the gold)
@@ -118,7 +124,9 @@ def base_name(metric: str) -> str:
 
 
 def _by_suffix(name: str) -> tuple | None:
-    if name.endswith("_acc"):
+    if name.endswith(("_acc", "_accuracy")):  # HELM: bbq_accuracy
+        return _P
+    if (m := re.fullmatch(r"(.+)@\d+", name)) and TABLE.get(m.group(1)) == _P:  # HELM: exact_match@5 (best of 5)
         return _P
     if name.endswith("_diff") and name.split("_")[0] in ("bleu", "rouge1", "rouge2", "rougeL", "rougeLsum", "bleurt"):
         # truthfulqa_gen: (similarity to true) − (similarity to false) in the metric's 0–100 scale
@@ -189,7 +197,7 @@ def reported_scale(metric: str, value: float, task: str = "", siblings: dict[str
 
 def metric_kind(metric: str, values: list[float] | None = None, higher_is_better: bool | None = None,
                 task: str = "", siblings: dict[str, float] | None = None,
-                per_doc_mean: float | None = None) -> MetricKind:
+                per_doc_mean: float | None = None, declared: tuple | None = None) -> MetricKind:
     """The kind of ``metric`` as one run reports it.
 
     Args:
@@ -197,7 +205,8 @@ def metric_kind(metric: str, values: list[float] | None = None, higher_is_better
         values: the reported value of this metric in this run (the first finite one is looked at): a
             proportion-named metric gets its scale from :func:`reported_scale` with ``task``, ``siblings``
             and ``per_doc_mean``.
-        higher_is_better: lm-eval's own flag for this task and metric, if the file records it.
+        higher_is_better: the file's own flag for this task and metric, if it records one.
+        declared: ``(unit, low, high)`` as the file declares them (:func:`declared_kind`), if it does.
     """
     name = base_name(metric)
     entry = TABLE.get(name) or _by_suffix(name)
@@ -206,7 +215,11 @@ def metric_kind(metric: str, values: list[float] | None = None, higher_is_better
     else:
         kind = MetricKind(*entry)
     finite = [v for v in values or [] if isinstance(v, (int, float)) and math.isfinite(v)]
-    if kind.kind == "proportion" and finite:
+    said = declared_kind(kind, declared) if declared is not None else None
+    if said is not None and not any(said.low is not None and said.high is not None and not
+                                    said.low - 1e-9 <= v <= said.high + 1e-9 for v in finite[:1]):
+        kind = said  # a declaration the file's own value contradicts is not used
+    if kind.kind == "proportion" and finite and not kind.declared:
         scale = reported_scale(metric, finite[0], task, siblings, per_doc_mean)
         kind = replace(kind, scale_basis=scale.basis, scale_certain=scale.certain)
         if scale.kind == "percentage":
@@ -216,6 +229,45 @@ def metric_kind(metric: str, values: list[float] | None = None, higher_is_better
     elif kind.direction == "unknown":
         kind = replace(kind, source="unknown")
     return kind
+
+
+#: declared units that name a 0–1 or a 0–100 scale
+_UNITS = {"proportion": "proportion", "fraction": "proportion", "ratio": "proportion", "percent": "percentage",
+          "percentage": "percentage", "%": "percentage", "pct": "percentage"}
+
+
+def declared_kind(kind: MetricKind, declared: tuple) -> MetricKind | None:
+    """``kind`` (the table's, or an unknown metric's *score*) settled by what the file declares, ``(unit, low,
+    high)``; ``None`` where the declaration says nothing usable (no unit, no finite range).
+
+    A unit of proportion (or a range 0–1) is a proportion on 0–1, a unit of percent (or a range 0–100) a
+    percentage, certain either way (``scale_certain``); any other declared range makes an unknown metric a *score*
+    in the declared unit with that range (a judge's 0–5 harmlessness). A metric the table knows as neither
+    proportion nor percentage (perplexity, an error, a correlation) keeps the table's kind.
+    """
+    unit, low, high = (list(declared) + [None, None, None])[:3]
+    unit = unit.strip() if isinstance(unit, str) and unit.strip() else None
+    bounded = all(isinstance(x, (int, float)) and math.isfinite(x) for x in (low, high)) and low < high
+    scale = _UNITS.get((unit or "").lower()) or (("proportion" if (low, high) == (0, 1) else "percentage"
+                                                   if (low, high) == (0, 100) else None) if bounded else None)
+    what = ", ".join(x for x in (f"unit {unit}" if unit else "", f"range {low:g}–{high:g}" if bounded else "")
+                     if x)
+    if not what:
+        return None
+    basis = f"the file declares its {what}"
+    if kind.kind not in ("proportion", "percentage", "score"):
+        return replace(kind, declared=basis)
+    known = kind.kind != "score"  # the table's aggregation holds; an unknown metric declared on 0–1 is a mean
+    base = kind if known else replace(kind, aggregation="mean")
+    if scale == "proportion":
+        return replace(base, kind="proportion", unit="proportion", low=0.0, high=1.0, scale_basis=basis,
+                       scale_certain=True, declared=basis)
+    if scale == "percentage":
+        return replace(as_percentage(base), scale_basis=basis, scale_certain=True, declared=basis)
+    if known:
+        return kind  # a proportion-named metric on another range: the run's evidence decides (reported_scale)
+    return replace(kind, unit=unit or "as reported", low=low if bounded else None, high=high if bounded else None,
+                   declared=basis)
 
 
 def as_percentage(kind: MetricKind) -> MetricKind:

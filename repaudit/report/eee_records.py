@@ -97,7 +97,7 @@ def outcome_payload(run: Any, task: str) -> dict[str, Any]:
     t = run.tasks[task]
     return OutcomePayload(task=t.task, reported=t.reported, n_docs=t.n_docs, n_original=t.n_original,
                           is_group=t.is_group, higher_is_better=t.higher_is_better, source_name=t.source_name,
-                          metric_names=t.metric_names, diagnostics=t.diagnostics,
+                          metric_names=t.metric_names, diagnostics=t.diagnostics, declared=t.declared,
                           has_docs=t.docs is not None).model_dump()
 
 
@@ -292,8 +292,9 @@ def _results(src: Source, task: str, factors: Recorded) -> list[dict[str, Any]]:
     for metric, (value, stderr) in outcome.reported.items():
         if not finite(value):
             continue  # EEE's score must be a number; the payload keeps the file's own value
-        kind = metric_kind(metric, [value], outcome.higher_is_better.get(metric))
-        unknown = kind.kind == "score"
+        kind = metric_kind(metric, [value], outcome.higher_is_better.get(metric),
+                           declared=outcome.declared.get(metric))
+        unknown = kind.kind == "score" and (kind.low is None or kind.high is None)  # a declared range is known
         config = {"evaluation_description": f"{metric} of {task} as the {src.loaded.run.source} run reported it",
                   "metric_name": metric, "metric_kind": kind.kind, "metric_unit": kind.unit,
                   "lower_is_better": kind.direction == "lower", "score_type": "continuous",

@@ -17,7 +17,7 @@ from typing import Any
 from repaudit.errors import RepauditError
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
 from repaudit.importers.comparable import ComparableRun, TaskOutcome
-from repaudit.importers.eee.files import Record, folder_records, is_aggregate, is_row, read_record
+from repaudit.importers.eee.files import folder_records, is_aggregate, is_row, read_record
 from repaudit.importers.eee.native import SOURCES
 from repaudit.run.records import RunRecord
 from repaudit.vocabulary import Recorded
@@ -43,8 +43,9 @@ class EeeParsed:
 
 @register
 class EeeAdapter(Adapter):
-    """Every Eval Ever 0.3.0 records (``schema_version``, ``evaluation_id``, ``model_info``,
-    ``evaluation_results``) with their ``<uuid>_samples.jsonl`` sidecars; a folder of one run's records."""
+    """Every Eval Ever records (``schema_version``, ``evaluation_id``, ``model_info``, ``evaluation_results``) of
+    schema 0.3.0 with their ``<uuid>_samples.jsonl`` sidecars, and of schemas 0.1.x/0.2.x (sidecars, inline rows);
+    a folder of one run's records."""
 
     name = "eee"
     harness = "Every Eval Ever"
@@ -89,16 +90,19 @@ class EeeAdapter(Adapter):
                       factors=loaded.run.factors[task], docs=outcome.docs or {})
 
 
-def assemble(records: list[Record], origin: Path) -> tuple[ComparableRun, EeeParsed]:
-    """One run of one or more records: they must be one run's (repaudit exports: the same ``repaudit.run_sha256``;
-    other records: the same model and library), each task once.
+def assemble(records: list[Any], origin: Path) -> tuple[ComparableRun, EeeParsed]:
+    """One run of one or more records (:class:`~repaudit.importers.eee.files.Record` of 0.3.0,
+    :class:`~repaudit.importers.eee.legacy.LegacyRecord` of 0.1.x/0.2.x): they must be one run's (repaudit
+    exports: the same ``repaudit.run_sha256``; other records: the same model and library, or source), each task
+    once. Another converter's per-doc rows whose mean is not its reported score are a warning of the run.
 
     Raises:
         InputError: no record, records of several runs, a task twice, or a record that fails its checks.
-        RepauditError: per-doc means that differ from the reported scores.
+        RepauditError: a repaudit export's per-doc means that differ from its reported scores.
     """
     from repaudit.boundary import InputError
-    from repaudit.importers.eee import native, payload
+    from repaudit.importers.eee import legacy_record, native, payload
+    from repaudit.importers.eee.legacy import LegacyRecord, source_line
 
     if not records:
         raise InputError(origin, None, "holds no Every Eval Ever record")
@@ -107,8 +111,16 @@ def assemble(records: list[Record], origin: Path) -> tuple[ComparableRun, EeePar
     runs: dict[str, str] = {}
     notes: list[str] = []
     parsed = EeeParsed(records=[r.path for r in records], kind="native")
+    warnings: list[str] = []
     for rec in records:
-        if payload.is_export(rec):
+        if isinstance(rec, LegacyRecord):
+            runs.setdefault(f"{rec.agg.model_info.id}\0{source_line(rec.agg)}", rec.path.name)
+            fs, outs, warned = legacy_record.tasks(rec)
+            got = {t: (fs[t], outs[t]) for t in outs}
+            notes += [n for n in rec.notes if n not in notes]
+            warnings += warned
+            parsed.sources.append(source_line(rec.agg))
+        elif payload.is_export(rec):
             piece = payload.rebuild(rec)
             runs.setdefault(piece.run_sha, rec.path.name)
             parsed.kind = "run" if piece.record is not None else "comparable"
@@ -119,8 +131,9 @@ def assemble(records: list[Record], origin: Path) -> tuple[ComparableRun, EeePar
         else:
             agg = rec.agg
             runs.setdefault(f"{agg.model_info.id}\0{agg.eval_library.name}\0{agg.eval_library.version}", rec.path.name)
-            fs, outs = native.tasks(rec)
+            fs, outs, warned = native.tasks(rec)
             got = {t: (fs[t], outs[t]) for t in outs}
+            warnings += warned
             parsed.sources.append(f"EEE {agg.schema_version}: {agg.eval_library.name} {agg.eval_library.version}")
         for task, (f, o) in got.items():
             if task in tasks:
@@ -132,4 +145,4 @@ def assemble(records: list[Record], origin: Path) -> tuple[ComparableRun, EeePar
                                        f"{', '.join(sorted(runs.values())[:3])}): pass one record, or a folder of one "
                                        "run's records")
     return ComparableRun(path=str(origin), source=parsed.sources[0], factors=factors, tasks=tasks,
-                         notes=notes), parsed
+                         notes=notes, warnings=warnings), parsed

@@ -1,5 +1,6 @@
 """Every Eval Ever files read with every check: an aggregate record, its sidecar (checksum, row count, each row's
 ``evaluation_id``), and the records of a folder (EEE's layout ``data/<benchmark>/<developer>/<model>/<uuid>.json``).
+Records of schema 0.1.x and 0.2.x go to :mod:`.legacy`; what follows is 0.3.0's.
 
 Order of checks (:mod:`repaudit.importers.eee.schema` for the first three): the boundary's limits, the
 ``schema_version``, EEE's JSON Schema, the typed models; then for the sidecar its checksum against the record's
@@ -13,10 +14,14 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from repaudit.boundary import LIMITS, InputError, decode, parse_json, read_bytes, read_json, validate
+from repaudit.importers.eee.legacy_schema import LEGACY_VERSION
 from repaudit.importers.eee.schema import SCHEMA_VERSION, Aggregate, Row, check
+
+if TYPE_CHECKING:
+    from repaudit.importers.eee.legacy import LegacyRecord
 
 #: most JSON files looked at in a folder of records (as detect's for any output directory)
 MAX_FOLDER_FILES = 2000
@@ -52,8 +57,9 @@ def is_row(obj: Any) -> bool:
             and "interaction_type" in obj)
 
 
-def read_record(path: Path, obj: Any = None) -> Record:
-    """An aggregate record and its sidecar, every check passed (``obj``: the file already parsed).
+def read_record(path: Path, obj: Any = None) -> Record | LegacyRecord:
+    """An aggregate record and its sidecar, every check passed (``obj``: the file already parsed); a record of
+    schema 0.1.x or 0.2.x is read by :func:`repaudit.importers.eee.legacy.read_legacy`.
 
     Raises:
         InputError: a check fails (the file, sidecar line and JSON path named).
@@ -61,6 +67,11 @@ def read_record(path: Path, obj: Any = None) -> Record:
     path = Path(path)
     if obj is None:
         obj = read_json(path, what="EEE record")
+    version = obj.get("schema_version") if isinstance(obj, dict) else None
+    if isinstance(version, str) and LEGACY_VERSION.fullmatch(version):
+        from repaudit.importers.eee.legacy import read_legacy
+
+        return read_legacy(path, obj)
     check(obj, "aggregate", path)
     agg, _ = validate(Aggregate, obj, path, schema=f"EEE schema {SCHEMA_VERSION}")
     if agg.detailed_evaluation_results is None:

@@ -4,14 +4,17 @@ declare their EEE keys), scores and per-doc outcomes; every other setting is *no
 
 * **Tasks and metrics**: each ``evaluation_results[]`` entry is one metric of one task — the metric key from its
   ``evaluation_result_id`` (``exact_match:strict-match`` → ``exact_match,strict-match``), else its
-  ``metric_config.metric_name``; the task is its ``evaluation_name`` without a trailing ``/<filter>`` (EEE's
-  lm-eval converter appends the filter).
+  ``metric_config.metric_id``, else its ``metric_name``; the task is its ``evaluation_name`` without a trailing
+  ``/<filter>`` (EEE's lm-eval converter appends the filter).
 * **Docs**: one per ``sample_id``. Integer sample ids (lm-eval's row numbers) are the doc ids; any other ids
   number the docs in file order. Every doc also keeps its ``sample_id`` as its key, so two EEE runs pair by
   ``sample_id`` whatever their order, then by ``metadata.doc_hash`` (where both carry one), then — for docs
   whose ids are not row numbers — by content (question, choices, reference). ``sample_hash`` is never used: EEE's
   converters compute it three different ways, so it is no doc id across converters.
-* **Per-doc values**: each row's ``evaluation.score`` under its result's metric. **Predictions** come from
+* **Direction, unit, range**: ``lower_is_better``, ``metric_unit``, ``min_score``/``max_score`` as the record
+  states them (:attr:`~repaudit.importers.comparable.TaskOutcome.declared`).
+* **Per-doc values**: each row's ``evaluation.score`` under its result's metric (a mean other than the reported
+  score is a warning of the run: another converter's rows and aggregate may disagree). **Predictions** come from
   ``answer_attribution`` (the terminal item) of the ``acc`` row where there is one — never from ``output.raw``,
   which EEE's lm-eval converter fills with acc's answer on acc_norm rows too.
 """
@@ -23,7 +26,7 @@ from typing import Any
 
 from repaudit.boundary import InputError
 from repaudit.hashing import sha256_json
-from repaudit.importers.comparable import DocOutcome, TaskOutcome, check_per_doc_means
+from repaudit.importers.comparable import DocOutcome, TaskOutcome, per_doc_warnings
 from repaudit.importers.eee.files import Record
 from repaudit.importers.eee.schema import (
     K_DIRECTION,
@@ -44,7 +47,7 @@ def metric_key(r: EvaluationResult) -> str:
     """The metric key of one result (see the module docstring)."""
     if r.evaluation_result_id:
         return metric_of(r.evaluation_result_id)
-    return r.metric_config.metric_name or "score"
+    return r.metric_config.metric_id or r.metric_config.metric_name or "score"
 
 
 def task_name(evaluation_name: str, metric: str) -> str:
@@ -100,13 +103,14 @@ def _json_or_text(text: str) -> Any:
         return text
 
 
-def tasks(rec: Record) -> tuple[dict[str, Recorded], dict[str, TaskOutcome]]:
-    """Every task of a record of any converter: factors, reported scores, per-doc outcomes from the sidecar.
+def tasks(rec: Record) -> tuple[dict[str, Recorded], dict[str, TaskOutcome], list[str]]:
+    """Every task of a record of any converter: factors, reported scores (with each metric's declared direction,
+    unit and range), per-doc outcomes from the sidecar, and a warning per metric whose per-doc mean is not the
+    reported score (another converter's rows may disagree with its aggregate: read, and said).
 
     Raises:
         InputError: two results of one task and metric, a row naming no result of the record, a sample twice under
             one result, a per-choice metadata value that is not a JSON list of numbers.
-        RepauditError: per-doc means that differ from the reported scores (the sidecar is another run's).
     """
     results: dict[str, dict[str, EvaluationResult]] = {}
     index: dict[int, int] = {}
@@ -119,7 +123,7 @@ def tasks(rec: Record) -> tuple[dict[str, Recorded], dict[str, TaskOutcome]]:
                                                                     f"task '{r.evaluation_name[:40]}'")
         per_task[key] = r
     docs = _docs(rec, {t: set(m) for t, m in results.items()}) if rec.rows is not None else {}
-    fs, outcomes = {}, {}
+    fs, outcomes, warnings = {}, {}, []
     for task, metrics in results.items():
         first = next(iter(metrics.values()))
         unc = first.score_details.uncertainty
@@ -128,12 +132,24 @@ def tasks(rec: Record) -> tuple[dict[str, Recorded], dict[str, TaskOutcome]]:
         reported = {k: (r.score_details.score, _stderr(r)) for k, r in metrics.items()}
         direction = {k: not r.metric_config.lower_is_better for k, r in metrics.items()
                      if (r.metric_config.additional_details or {}).get(K_DIRECTION) != "unknown"}
+        said = {k: d for k, r in metrics.items() if (d := _declared(r)) is not None}
         if task_docs:
-            check_per_doc_means(rec.sidecar, rec.path, reported, task_docs, "EEE sidecar")
+            warnings += per_doc_warnings(rec.sidecar, task, reported, task_docs, "sidecar's rows", said)
         fs[task] = record(rec.agg, first, n, f"evaluation_results[{index[id(first)]}]")
         outcomes[task] = TaskOutcome(task=task, reported=reported, docs=task_docs, n_docs=n,
-                                     higher_is_better=direction)
-    return fs, outcomes
+                                     higher_is_better=direction, declared=said)
+    return fs, outcomes, warnings
+
+
+def _declared(r: EvaluationResult) -> tuple[str | None, float | None, float | None] | None:
+    """``(metric_unit, min_score, max_score)`` of a result (``Infinity`` strings infinite); ``None``: none stated."""
+    mc = r.metric_config
+
+    def bound(x: float | str | None) -> float | None:
+        return float(x.replace("Infinity", "inf")) if isinstance(x, str) else x
+
+    out = (mc.metric_unit or None, bound(mc.min_score), bound(mc.max_score))
+    return None if out == (None, None, None) else out
 
 
 def _stderr(r: EvaluationResult) -> float | None:

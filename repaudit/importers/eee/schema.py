@@ -1,9 +1,10 @@
 """Every Eval Ever records as repaudit reads them: the vendored JSON Schemas, typed models of the fields read, and
 the ``repaudit.`` keys an export writes into EEE's extension points (which take string values only).
 
-Every EEE file passes the same checks in this order: the boundary's limits (:func:`repaudit.boundary.read_json`,
-:func:`repaudit.boundary.parse_json` per sidecar line), the ``schema_version`` (only 0.3.0 is read: another is
-refused in one line before any other field is looked at), the vendored JSON Schema of that version (``schemas/``,
+Every EEE 0.3.0 file passes the same checks in this order: the boundary's limits (:func:`repaudit.boundary.read_json`,
+:func:`repaudit.boundary.parse_json` per sidecar line), the ``schema_version`` (only 0.3.0 is read here: another is
+refused in one line before any other field is looked at; 0.1.x and 0.2.x records are read by
+:mod:`.legacy` with their own models, :mod:`.legacy_schema`), the vendored JSON Schema of that version (``schemas/``,
 draft-07, through ``jsonschema``: the contract — EEE's own ``validate_file()`` is looser and lets non-string
 ``metadata`` values through), then the typed models below (:func:`repaudit.boundary.validate`). A failure is one
 :class:`~repaudit.boundary.InputError` naming the file, the sidecar line and the JSON path.
@@ -166,9 +167,10 @@ def check(obj: Any, kind: Literal["aggregate", "instance"], path: Path, where: s
     version = obj.get("schema_version") if isinstance(obj, dict) else None
     if version != SCHEMA_VERSION:
         shown = json.dumps(version, ensure_ascii=False)[:40] if version is not None else "missing"
-        raise InputError(path, "$.schema_version", f"is {shown}: this repaudit reads Every Eval Ever schema "
-                                                   f"{SCHEMA_VERSION} only (convert the record with EEE's tools of "
-                                                   "that version)", where)
+        read = (f"records of Every Eval Ever schemas 0.1.x, 0.2.x and {SCHEMA_VERSION}" if kind == "aggregate" else
+                f"sidecar rows of Every Eval Ever schema {SCHEMA_VERSION} beside a {SCHEMA_VERSION} record")
+        raise InputError(path, "$.schema_version", f"is {shown}: this repaudit reads {read} (convert the record "
+                                                   "with EEE's tools of one of those versions)", where)
     bad = schema_error(obj, kind)
     if bad is not None:
         raise InputError(path, bad[0], f"{bad[1]} (EEE schema {SCHEMA_VERSION}, {SCHEMA_FILES[kind]})", where)
@@ -220,7 +222,11 @@ class SourceData(_Eee):
 class MetricConfig(_Eee):
     """``evaluation_results[].metric_config``."""
 
+    metric_id: str | None = None
     metric_name: str | None = None
+    metric_unit: str | None = None
+    min_score: float | Literal["Infinity", "-Infinity"] | None = None
+    max_score: float | Literal["Infinity", "-Infinity"] | None = None
     lower_is_better: bool
     additional_details: Details | None = None
 
@@ -373,6 +379,8 @@ class OutcomePayload(_Payload):
     """Silent-failure counts, if the reader computed them."""
     has_docs: bool
     """Whether the run has per-doc outcomes for the task (an empty set stays empty, ``False`` stays None)."""
+    declared: dict[str, tuple[str | None, float | None, float | None]] = {}
+    """Metric key → (unit, low, high) as the run's file declares them (absent in payloads written before it)."""
 
 
 class DocPayload(_Payload):

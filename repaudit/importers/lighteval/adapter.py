@@ -22,6 +22,18 @@ class LightevalAdapter(Adapter):
     not_replayed = {"chat_template": "lighteval does not record the templated prompt",
                     "device": "a replay runs on this machine's device"}
 
+    def recognise_path(self, path: Path) -> Recognition:
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(4)
+        except OSError:
+            return Recognition(False)
+        if head == b"PAR1":  # Parquet's magic bytes
+            return Recognition(False, "a Parquet file (lighteval writes each task's per-doc details as "
+                                      "details_<task>_<timestamp>.parquet), not a results file: pass the "
+                                      "results_<timestamp>.json or the output directory (its details are found there)")
+        return Recognition(False)
+
     def recognise(self, obj: Any) -> Recognition:
         return Recognition(isinstance(obj, dict) and "config_general" in obj
                            and ("config_tasks" in obj or "summary_tasks" in obj or "results" in obj))

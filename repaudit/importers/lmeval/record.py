@@ -241,7 +241,9 @@ def _model(rec: Recorded, res: LmevalResults) -> None:
     """model.* from model_args (pretrained=, or model= for API backends) and the top-level model facts."""
     margs = model_args(res.config)
     settings = res.config
-    for key in ("pretrained", "model", "path", "model_name"):
+    # GPT-NeoX evaluate.py (config.model "neox"): the checkpoint folder it loads is the model
+    neox = ("load",) if settings is not None and settings.model == "neox" else ()
+    for key in ("pretrained", "model", "path", "model_name", *neox):
         if margs and margs.get(key):
             rec.put("model.name", margs[key], f"config.model_args: {key}")
             break
@@ -263,7 +265,7 @@ def _model(rec: Recorded, res: LmevalResults) -> None:
         if "iteration" in margs:  # GPT-NeoX evaluate.py: the checkpoint's training step
             rec.put("model.step", int_or(margs["iteration"]), "config.model_args: iteration")
         mapped = {key for places in harness_map("lmeval").values() for src, key in places if src == "model_args"}
-        mapped |= {"pretrained", "model", "revision", "trust_remote_code", "iteration", *QUANT_ARGS}
+        mapped |= {"pretrained", "model", "revision", "trust_remote_code", "iteration", *neox, *QUANT_ARGS}
         rest = {k: v for k, v in sorted(margs.items()) if k not in mapped}
         rec.put("model.args", rest, "config.model_args")
     for k in ("bos", "eos", "pad"):

@@ -201,3 +201,17 @@ class SampleLine(_Model):
     doc_hash: OptStr = None
     prompt_hash: OptStr = None
     target_hash: OptStr = None
+
+
+class TableRow(_Model):
+    """One row of ``table_results``: a task under one prompt, its metrics as extra keys."""
+
+    task_name: Annotated[str | None, Lenient] = None
+    prompt_name: Annotated[str | None, Lenient] = None
+
+
+class TableResults(_Model):
+    """A ``table_results`` file: the rows by ``<task>+<prompt>`` and NeoX's model arguments."""
+
+    table_results: dict[str, TableRow] = Field(min_length=1)
+    model_args: Annotated[dict[str, Any] | None, Lenient] = None
