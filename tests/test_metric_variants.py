@@ -75,7 +75,8 @@ FACTORS = {
     "acc_norm_pmi": (_ARC, {}, {"acc_norm": "pmi"}, {"scoring.acc_norm"}, "acc_norm"),
     "answer_match": (_GSM, {}, {"answer_match": "quasi_exact"}, {"scoring.answer_match"}, "answer_match"),
     "exact_match_options": (_GSM, {}, {"ignore_case": False, "regexes_to_ignore": []},
-                            {"scoring.ignore_case", "scoring.regexes_to_ignore", "metric.exact_match_options"}, ["ignore_case", "regexes_to_ignore"]),
+                            {"scoring.ignore_case", "scoring.regexes_to_ignore", "metric.exact_match_options"},
+                            ["ignore_case", "regexes_to_ignore"]),
 }
 
 

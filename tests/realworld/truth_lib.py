@@ -698,7 +698,7 @@ def eee_scores(d: dict) -> dict:
 
 def eee_task_settings(d: dict) -> dict:
     per = {}
-    for i, (task, metric, r) in enumerate(eee_results(d)):
+    for task, _metric, r in eee_results(d):
         gc = r.get("generation_config") or {}
         ga = gc.get("generation_args") if isinstance(gc.get("generation_args"), dict) else gc
         s = per.setdefault(task, {})
