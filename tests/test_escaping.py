@@ -25,7 +25,7 @@ def _results(task: str, model: str, metric: str, acc: float, se: float = 0.02, b
     return {"results": {task: {f"{metric},none": acc, f"{metric}_stderr,none": se, "alias": task}},
             "versions": {task: 1.0}, "n-shot": {task: 0},
             "configs": {task: {"task": task, "output_type": "multiple_choice", "metric_list": [{"metric": metric}]}},
-            "config": {"model": "hf", "model_args": f"pretrained={model}", "batch_size": batch}}
+            "config": {"model": "hf", "model_args": f"pretrained={model}", "batch_size": batch, "limit": None}}
 
 
 def _pair(tmp_path, task, model_a, model_b, metric="acc", acc_b=0.55, se=0.02):

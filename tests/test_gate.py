@@ -113,7 +113,7 @@ def test_no_go_names_the_prompt_format(default_model_available, shared_data, tmp
     data = json.loads(res.stdout)
     acc = next(r for r in data["rows"] if r["metric"] == "acc")
     assert data["decision"] == "NO-GO" and acc["decision"] == "FAIL" and acc["ci_high"] < -1
-    assert ("prompt_format", "format") in {(f["group"], f["field"]) for f in acc["factors"]}
+    assert "prompt.prompt_format" in {f["path"] for f in acc["factors"]}
     res = _gate([str(a), str(b), "--max-drop", "1"])
     assert res.stdout.startswith("gate: NO-GO") and "prompt_format: lmeval → lettered" in res.stdout
 

@@ -36,7 +36,7 @@ def _compare(case: str, compared: dict):
     if case not in compared:
         t = _truth(case)
         a, b = load_run(_side(case, t, "a")), load_run(_side(case, t, "b"))
-        compared[case] = (t, a, b, compare(a, b, n_boot=200, task_map=t.get("task_map")))
+        compared[case] = (t, a, b, compare(a, b, n_boot=200))
     return compared[case]
 
 

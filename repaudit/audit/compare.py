@@ -15,64 +15,26 @@ come from Holm-adjusted p-values over all rows (task rows and group rows as sepa
 
 from __future__ import annotations
 
-import re
-from typing import Any, Literal
-
-from deepdiff import DeepDiff
 from pydantic import BaseModel, ConfigDict
 
 from repaudit.audit.docsets import doc_set, same_docs
+from repaudit.audit.factordiff import FactorRow, diff_factors
 from repaudit.audit.labels import run_label, run_labels
 from repaudit.audit.mechanisms import DiagnosticRow, Mechanism, explain
 from repaudit.audit.pairing import TaskSets, pair_tasks
+from repaudit.audit.scored import ScoredAnswers, scored_answers
 from repaudit.audit.scores import FlippedDoc, ScoreRow, judge, score_row
 from repaudit.errors import RepauditError, UsageError
 from repaudit.importers.comparable import ComparableRun, TaskOutcome
 from repaudit.importers.detect import load_run
 from repaudit.importers.metric_kinds import task_base
-from repaudit.vocabulary import NOT_RECORDED, Recorded, Value, order
+from repaudit.vocabulary import order
 
 __all__ = ["Comparison", "FactorRow", "FlippedDoc", "ScoreRow", "compare", "diff_factors", "load_run"]
 
-Status = Literal["same", "differs", "unknown", "n/a"]
 #: the version of compare's JSON report: 2 names every factor field by its vocabulary path and gives each side's
 #: value with its provenance (1 had group/field and bare values)
 COMPARE_FORMAT = 2
-
-
-class FactorRow(BaseModel):
-    """One setting or fact of one task: A's and B's value, each with its provenance, and how they relate."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-    task: str
-    """The task."""
-    path: str
-    """The field's path in the vocabulary (:mod:`repaudit.vocabulary`): a settings field (``generation.temperature``)
-    or a fact (``model.name``, ``software.lm_eval``)."""
-    a: Value
-    """A's value with its provenance: recorded (with the file's key), a harness default (with the harness and
-    version), derived, not recorded, or not applicable (with why)."""
-    b: Value
-    """B's value, as ``a``."""
-    status: Status
-    """same, differs, unknown (not recorded by one or both runs, or a default whose harness version is not
-    recorded), or n/a (the setting does not apply to one or both runs: few-shot settings of a 0-shot run,
-    sampling settings under greedy decoding) — n/a is never a difference."""
-    note: str = ""
-    """Why two spellings were judged the same (a function's name and its source; lm-eval's backend aliases);
-    empty otherwise."""
-    factor: str | None = None
-    """The registry's name of the factor at this path (:mod:`repaudit.run.factors`); None: not one."""
-
-    @property
-    def group(self) -> str:
-        """The path's group (its first part: ``generation``, ``model``, ``software``)."""
-        return self.path.partition(".")[0]
-
-    @property
-    def field(self) -> str:
-        """The path's field (everything after the group)."""
-        return self.path.partition(".")[2]
 
 
 class DocAgreement(BaseModel):
@@ -100,34 +62,6 @@ class DocAgreement(BaseModel):
     """Shared docs with the same few-shot example ids."""
     choices_equal: int | None = None
     """Shared docs with the same scored continuations (``choices_hash``)."""
-
-
-class ScoredAnswers(BaseModel):
-    """generate_until: one filter's scored (filtered) answers on the shared docs of a task, as the metric saw them
-    — what changed, and which became empty (the raw generations' empties beside: a filter can empty an answer the
-    model did write)."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-    task: str
-    """The task."""
-    filter: str
-    """The answer filter (``none``, ``strict-match``, ``flexible-extract``)."""
-    n_shared: int
-    """Shared docs whose scored answer both runs record under this filter."""
-    changed: int
-    """Of those, docs whose scored answers differ as text."""
-    empty_a: int
-    """Docs whose scored answer is empty (after stripping whitespace) in A."""
-    empty_b: int
-    """As ``empty_a``, in B."""
-    became_empty: int
-    """Docs with a non-empty scored answer in A and an empty one in B."""
-    became_nonempty: int
-    """Docs with an empty scored answer in A and a non-empty one in B."""
-    raw_empty_a: int | None
-    """Docs whose raw generation is empty in A; None: raw generations not recorded."""
-    raw_empty_b: int | None
-    """As ``raw_empty_a``, in B."""
 
 
 class TaskSet(BaseModel):
@@ -249,70 +183,6 @@ class Comparison(BaseModel):
         return [f for f in self.factors if f.status == "differs"]
 
 
-def _same(va: Any, vb: Any) -> bool:
-    """Structural equality; numbers compare as numbers (1 == 1.0) to 12 significant digits."""
-    try:
-        return not DeepDiff(va, vb, ignore_numeric_type_changes=True, significant_digits=12)
-    except (OverflowError, ValueError, TypeError, RecursionError):
-        return va == vb
-
-
-#: lm-eval ``--model`` names across versions that are one backend
-BACKEND_ALIASES = {"hf-causal": "hf", "hf-causal-experimental": "hf", "huggingface": "hf", "hf-auto": "hf",
-                   "gpt2": "hf"}
-#: lm-eval's few-shot sampler names that are repaudit's
-SAMPLER_ALIASES = {"default": "random"}
-_FUNC_REPR = re.compile(r"<function (\w+)>")
-
-
-def _equivalent(path: str, va: Any, vb: Any) -> str | None:
-    """A note when two differently written values are the same setting, else ``None``."""
-    if not (isinstance(va, str) and isinstance(vb, str)):
-        return None
-    if path == "serving.backend" and BACKEND_ALIASES.get(va, va) == BACKEND_ALIASES.get(vb, vb):
-        return f"'{va}' and '{vb}' are one backend (lm-eval renamed it between versions)"
-    if path == "serving.device" and va.split(":")[0] == vb.split(":")[0]:
-        return f"'{va}' and '{vb}' are one device type (the index is not a factor; the hardware is)"
-    if path == "fewshot.sampler" and SAMPLER_ALIASES.get(va, va) == SAMPLER_ALIASES.get(vb, vb):
-        return f"'{va}' and '{vb}' are one sampler (lm-eval's 'default' draws at random)"
-    for x, y in ((va, vb), (vb, va)):
-        m = _FUNC_REPR.fullmatch(x.strip())
-        if m and re.search(rf"^\s*def {re.escape(m.group(1))}\(", y, flags=re.M):
-            return f"one run records the function {m.group(1)} by name, the other its source: compared by name"
-    return None
-
-
-def _status(path: str, va: Value, vb: Value) -> tuple[Status, str]:
-    """How two values of one path relate, and a note where two spellings are one setting."""
-    if "not_applicable" in (va.source, vb.source):
-        return "n/a", ""
-    if not (va.known and vb.known):
-        return "unknown", ""
-    if _same(va.value, vb.value):
-        return "same", ""
-    note = _equivalent(path, va.value, vb.value)
-    return ("same", note) if note else ("differs", "")
-
-
-def diff_factors(task: str, ra: Recorded, rb: Recorded) -> list[FactorRow]:
-    """Factor rows for one task: every path either record holds (a path one record lacks is not recorded there),
-    in the vocabulary's report order (:func:`repaudit.vocabulary.order`).
-
-    Each value is compared structurally (nested values such as ``engine.batch_sizes_used`` or stop lists; 1 and 1.0
-    are equal); a value one run does not know is *unknown*; a setting that does not apply to one run is *n/a*, never
-    a difference; two spellings of one setting are *same* with a note (:func:`_equivalent`).
-    """
-    from repaudit.run.factors import by_path
-
-    names = by_path()
-    rows = []
-    for path in sorted(set(ra) | set(rb), key=order):
-        va, vb = ra.get(path, NOT_RECORDED), rb.get(path, NOT_RECORDED)
-        status, note = _status(path, va, vb)
-        rows.append(FactorRow(task=task, path=path, a=va, b=vb, status=status, note=note, factor=names.get(path)))
-    return rows
-
-
 def _doc_agreement(task: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int]) -> DocAgreement:
     def count(attr: str) -> int | None:
         pairs = [(getattr(ta.docs[i], attr), getattr(tb.docs[i], attr)) for i in shared]
@@ -323,28 +193,6 @@ def _doc_agreement(task: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int
                         doc_hash_equal=count("doc_hash"), target_equal=count("target"),
                         prompt_hash_equal=count("prompt_hash"), prediction_equal=count("prediction"),
                         fewshot_equal=count("fewshot_ids"), choices_equal=count("choices_hash"))
-
-
-def scored_answers(task: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int]) -> list[ScoredAnswers]:
-    """Each filter's scored answers on the shared docs of a generate_until task (empty where a run records none)."""
-    if not (ta.docs and tb.docs and shared):
-        return []
-    filters = dict.fromkeys(f for i in shared for f in (ta.docs[i].extracted or {}) if f in
-                            (tb.docs[i].extracted or {}))
-    out = []
-    for flt in filters:
-        pairs = [(ta.docs[i].extracted[flt], tb.docs[i].extracted[flt], i) for i in shared
-                 if flt in (ta.docs[i].extracted or {}) and flt in (tb.docs[i].extracted or {})]
-        ea = {i for x, _, i in pairs if not x.strip()}
-        eb = {i for _, y, i in pairs if not y.strip()}
-        ids = [i for _, _, i in pairs]
-        raw_a, raw_b = ([t.docs[i].generation for i in ids] for t in (ta, tb))
-        out.append(ScoredAnswers(
-            task=task, filter=flt, n_shared=len(pairs), changed=sum(x != y for x, y, _ in pairs), empty_a=len(ea),
-            empty_b=len(eb), became_empty=len(eb - ea), became_nonempty=len(ea - eb),
-            raw_empty_a=None if None in raw_a else sum(not g.strip() for g in raw_a),
-            raw_empty_b=None if None in raw_b else sum(not g.strip() for g in raw_b)))
-    return out
 
 
 def _not_comparable_reason(ag: DocAgreement) -> str | None:

@@ -77,16 +77,9 @@ def _section(console: Console, title: str) -> None:
     console.print(Text(title, style="bold underline"))
 
 
-def render_rich(c: Comparison, console: Console, top: int = 10) -> None:
-    """The terminal view: headline first, then factors, tasks, scores with footnotes, docs, diagnostics,
-    flipped docs, notes. Every string is shown literally (:class:`rich.text.Text`, never markup)."""
-    head = headline(c)
-    console.print(Text(one_line(head[0]), style="bold"))
-    for line in head[1:] + run_lines(c):
-        console.print(Text(one_line(line)))
-    for w in c.warnings:
-        console.print(Text(one_line("WARNING: " + w), style="bold red"))
-    console.print()
+def _rich_factors(c: Comparison, console: Console) -> None:
+    """The terminal's factor section: differing factors, spellings judged one setting, settings that apply to one
+    run only, the task sets."""
     _section(console, "Factors that differ")
     lines = factor_lines(c)
     for f in lines:
@@ -100,6 +93,19 @@ def render_rich(c: Comparison, console: Console, top: int = 10) -> None:
         console.print(Text(one_line("  applying to one run only (not a difference): " + "; ".join(na))))
     for line in task_lines(c):
         console.print(Text(one_line(line)))
+
+
+def render_rich(c: Comparison, console: Console, top: int = 10) -> None:
+    """The terminal view: headline first, then factors, tasks, scores with footnotes, docs, diagnostics,
+    flipped docs, notes. Every string is shown literally (:class:`rich.text.Text`, never markup)."""
+    head = headline(c)
+    console.print(Text(one_line(head[0]), style="bold"))
+    for line in head[1:] + run_lines(c):
+        console.print(Text(one_line(line)))
+    for w in c.warnings:
+        console.print(Text(one_line("WARNING: " + w), style="bold red"))
+    console.print()
+    _rich_factors(c, console)
     console.print()
     _section(console, "Scores")
     console.print(Text(scores_caption(c)))

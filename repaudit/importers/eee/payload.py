@@ -45,7 +45,6 @@ from repaudit.importers.eee.schema import (
     DocPayload,
     OutcomePayload,
     dumps,
-    flatten_factors,
     loads,
     metric_of,
     unflatten_factors,
@@ -181,15 +180,26 @@ def _run_piece(rec: Record, docs: list[tuple[int, dict[str, Any]]]) -> Piece:
     _check_scores(rec, {str(d.doc_id): dict(d.metrics) for d in record.docs})
     run = from_record(record, rec.path)
     task = record.fingerprint.data.task
-    # the factor keys of a run export are views of the fingerprint: they must say what it says
-    factors = flatten_factors(run.factors[task])
-    stated = {k: v for k, v in (rec.agg.eval_library.additional_details or {}).items() if k.startswith(K_FACTOR)}
-    if stated != factors:
-        bad = sorted(set(stated.items()) ^ set(factors.items()))[0][0]
-        raise InputError(rec.path, _at(bad), "differs from the embedded fingerprint's factor: the record was changed "
-                                             "after export")
+    _check_stated(rec, run.factors[task])
     return Piece(run_sha=_get(rec, K_RUN), source=run.source, task=task, factors=run.factors[task],
                  outcome=run.tasks[task], notes=run.notes, record=record, raw=raw)
+
+
+def _check_stated(rec: Record, rebuilt: Recorded) -> None:
+    """The factor keys of a run export are views of the fingerprint: every value they state as the run's (recorded
+    or derived) must be the embedded fingerprint's (a later repaudit may word a provenance note differently; a value
+    never changes).
+
+    Raises:
+        InputError: a stated value that is not the fingerprint's (the record was changed after export).
+    """
+    stated = unflatten_factors(rec.agg.eval_library.additional_details or {}, rec.path, LIB)
+    for path, v in stated.items():
+        got = rebuilt.get(path)
+        if v.source in ("recorded", "derived") and (got is None or got.source not in ("recorded", "derived")
+                                                     or dumps(got.value) != dumps(v.value)):
+            raise InputError(rec.path, _at(f"{K_FACTOR}{path}"), "differs from the embedded fingerprint's value: the "
+                                                                "record was changed after export")
 
 
 def _comparable_piece(rec: Record, docs: list[tuple[int, dict[str, Any]]]) -> Piece:
