@@ -36,7 +36,7 @@ def test_bos_is_a_recorded_factor_of_run(tiny_model, shared_data, tmp_path):
         paths.append(tmp_path / f"{flag}.json")
         write_record(rec, paths[-1])
     c = compare(load_run(paths[0]), load_run(paths[1]), n_boot=200)
-    assert ("bos", "bos_first") in {(f.group, f.field) for f in c.differing()}
+    assert "serving.add_bos_token" in {f.path for f in c.differing()}
     assert c.docs[0].prompt_hash_equal == 4  # the same text: only the token ids differ
 
 

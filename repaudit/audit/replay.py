@@ -30,7 +30,7 @@ def replayable() -> dict[str, tuple[tuple[str, ...], Any]]:
 #: group that matter (a model *name* may differ while the weights are the same)
 NOT_REPLAYABLE: dict[str, tuple[str, ...] | None] = {
     "hardware": None, "software": None,
-    "model": ("model.weights_sha256", "model.num_parameters", "model.weights_format"),
+    "model": ("model.weights_sha256", "model.num_parameters"),
     "tokenizer": ("tokenizer.sha256",), "data": ("data.task", "data.split", "data.content_sha256", "data.limit")}
 _WORDS = {"hardware": "hardware", "software": "library versions", "model": "model weights", "tokenizer": "tokenizer",
           "data": "data"}
@@ -83,10 +83,13 @@ def differing_factors(a: ReplaySource, b: ReplaySource) -> tuple[list[str], list
     rows = diff_factors(a.task, a.factors, b.factors)
     fixed, unknown = [], []
     for group, paths in NOT_REPLAYABLE.items():
-        status = {r.status for r in rows if r.group == group and (paths is None or r.path in paths)}
+        mine = [r for r in rows if r.group == group and (paths is None or r.path in paths)]
+        status = {r.status for r in mine}
+        # a fact neither run records (lm-eval records no weights hash) is not known to be the same
+        absent = not mine if paths is None else any(p not in {r.path for r in mine} for p in paths)
         if "differs" in status:
             fixed.append(_WORDS[group])
-        elif "unknown" in status:
+        elif "unknown" in status or absent:
             unknown.append(_WORDS[group])
     return replay, fixed, unknown
 
