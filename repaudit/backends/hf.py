@@ -15,23 +15,20 @@ sums and greedy checks are made on the device and read back in one transfer
 from __future__ import annotations
 
 import time
-from collections import Counter
 from typing import Any
 
-from repaudit.backends.base import BackendInfo, Progress, generate_in_batches
+from repaudit.backends.base import Backend, BackendInfo, Progress, check_serving, generate_in_batches
 from repaudit.backends.device import clock
 from repaudit.backends.gather import ChoiceIndex
 from repaudit.backends.model_source import ResolvedModel, load_transformers
 from repaudit.backends.store import BatchCache, pairs_shape, stored_groups
-from repaudit.backends.tokens import RequestEncoder, apply_chat_template, tokenizer_identity
+from repaudit.backends.tokens import RequestEncoder, tokenizer_identity
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
+from repaudit.settings import ServingSettings
 from repaudit.tasks.requests import GenerateRequest, Generation, LoglikelihoodRequest, LoglikelihoodResult
 
 DTYPES = ("float32", "bfloat16", "float16")
-PADDING_SIDES = ("right", "left")
-#: full_sequence = lm-eval's numerical path; shared_prefix = :mod:`repaudit.backends.prefix`
-SCORING_STRATEGIES = ("full_sequence", "shared_prefix")
 #: exact = lm-eval's ``model.generate`` on length-sorted, left-padded batches; prefix_cache =
 #: :mod:`repaudit.backends.fastgen` (the shared prefix once, rows replaced as they finish; greedy only)
 GENERATION_STRATEGIES = ("exact", "prefix_cache")
@@ -70,17 +67,7 @@ def _attn_implementation(engine: dict) -> str | None:
     return attn
 
 
-def _check_settings(batch_size: int, padding_side: str, scoring_strategy: str) -> None:
-    if padding_side not in PADDING_SIDES:
-        raise RepauditError(f"unknown padding side '{padding_side}': choose right or left")
-    if scoring_strategy not in SCORING_STRATEGIES:
-        raise RepauditError(f"unknown scoring strategy '{scoring_strategy}': choose one of "
-                            f"{', '.join(SCORING_STRATEGIES)}")
-    if batch_size < 1:
-        raise RepauditError(f"batch size must be at least 1, got {batch_size}")
-
-
-class HFBackend:
+class HFBackend(Backend):
     """A causal LM loaded with transformers.
 
     Args:
@@ -112,7 +99,7 @@ class HFBackend:
         transformers.utils.logging.set_verbosity_error()
         if dtype not in DTYPES:
             raise RepauditError(f"unknown dtype '{dtype}': choose one of {', '.join(DTYPES)}")
-        _check_settings(batch_size, padding_side, scoring_strategy)
+        check_serving(batch_size, padding_side, scoring_strategy)
         attn = _attn_implementation(engine or {})
         parts = {"imports": time.perf_counter() - t0}
         self.tokenizer, self.model = load_transformers(model, dtype, device, trust_remote_code, attn, parts)
@@ -120,7 +107,6 @@ class HFBackend:
         self.resolved = model
         self.device = device
         self.encoder = RequestEncoder(self.tokenizer)
-        self.configure(batch_size, padding_side, scoring_strategy)
         self.info = BackendInfo(
             name="hf", device=device, dtype=str(self.model.dtype).removeprefix("torch."),
             max_length=_max_length(self.model, self.tokenizer), **tokenizer_identity(self.tokenizer),
@@ -129,36 +115,16 @@ class HFBackend:
             engine={"attn_implementation": str(getattr(self.model.config, "_attn_implementation", "unknown")),
                     **({"requested": dict(sorted(engine.items()))} if engine else {})},
         )
+        self.configure(ServingSettings(batch_size=batch_size, padding_side=padding_side,
+                                       scoring_strategy=scoring_strategy))
         parts["other"] = time.perf_counter() - t0 - sum(parts.values())  # tokenizer hash, parameter count
         #: seconds of the load by part, until the first run takes them (:meth:`pop_load_parts`)
         self.load_parts: dict[str, float] | None = parts
 
-    def configure(self, batch_size: int, padding_side: str, scoring_strategy: str,
-                  add_bos_token: bool | None = None) -> None:
-        """Set the settings that need no reload, and reset the per-run counters — the one path every per-run
-        backend setting takes (BOS included: the request encoder's and its counts of requests that start
-        with BOS).
-
-        Lets one loaded model serve many configurations of an attribution grid or a sweep.
-
-        Raises:
-            RepauditError: an invalid batch size, padding side or scoring strategy.
-        """
-        _check_settings(batch_size, padding_side, scoring_strategy)
-        self.encoder.add_bos_token = add_bos_token
-        self.encoder.bos_first.clear()
-        self.batch_size = batch_size
-        self.padding_side = padding_side
-        self.scoring_strategy = scoring_strategy
-        #: positions run through the decoder by loglikelihood (the work actually computed)
-        self.tokens_computed = 0
-        #: seconds spent inside forward passes (model, output layer, log-softmax) of loglikelihood
-        self.forward_s = 0.0
-        self.batch_sizes_used: dict[int, int] = Counter()
-        #: generate_until's work: positions prefilled (padding included) and decoded (rows × steps)
-        self.gen_tokens: Counter = Counter()
+    def _configured(self, serving: ServingSettings) -> None:
+        """The shared-prefix scorer, where the run asks for that strategy."""
         self._scorer = None
-        if scoring_strategy == "shared_prefix":
+        if serving.scoring_strategy == "shared_prefix":
             from repaudit.backends.prefix import PrefixScorer
 
             self._scorer = PrefixScorer(self.model, self.device)
@@ -171,18 +137,10 @@ class HFBackend:
         return None if parts is None else {k: round(v, 3) for k, v in parts.items()}
 
     # ------------------------------------------------------------------ keys
-    def config_key(self, kind: str) -> str:
-        """Identity of everything that changes this backend's numbers for ``kind`` requests."""
-        i = self.info
-        return sha256_json([kind, "hf", self.resolved.weights_sha256, i.tokenizer_sha256, i.dtype, i.device,
-                            # shared_prefix has no padding side: its padded keys are masked out
-                            self.padding_side if self._scorer is None else None,
-                            self.batch_size, i.max_length, self.scoring_strategy])
-
-    def speed_key(self) -> str:
-        """Identity of what sets this backend's scoring throughput (weights, dtype, device, strategy)."""
-        i = self.info
-        return sha256_json(["hf", self.resolved.weights_sha256, i.dtype, i.device, self.scoring_strategy])
+    def _key_settings(self) -> list:
+        # shared_prefix has no padding side: its padded keys are masked out
+        return [self.padding_side if self._scorer is None else None, self.batch_size, self.info.max_length,
+                self.scoring_strategy]
 
     def plan_cost(self, requests: list[LoglikelihoodRequest], cache: BatchCache | None) -> tuple[int, int, int]:
         """``(batches, batches already in the store, tokens still to compute)`` of answering ``requests``
@@ -432,8 +390,3 @@ class HFBackend:
             out.append((self.tokenizer.decode(row, skip_special_tokens=True), n if at is None else at + 1,
                         at is not None))
         return out
-
-    # ----------------------------------------------------------------- chat
-    def apply_chat_template(self, user: str, system: str | None, turns: list[tuple[str, str]] | tuple = ()) -> str:
-        """The chat-formatted prompt; see :func:`repaudit.backends.tokens.apply_chat_template`."""
-        return apply_chat_template(self.tokenizer, self.resolved.name, user, system, turns)

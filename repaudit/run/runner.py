@@ -334,7 +334,7 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
     t_load = time.perf_counter()
     backend = backends.get(resolved, cfg) if backends is not None else load(resolved, cfg)
     load_s = time.perf_counter() - t_load
-    load_parts = backend.pop_load_parts() if hasattr(backend, "pop_load_parts") else None
+    load_parts = backend.pop_load_parts()
 
     generation = generation_settings(task, cfg, backend.info.eos_token)
     rendered = render_requests(task, cfg, docset, backend, generation)
@@ -342,7 +342,7 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
     store = (open_store(cache_dir) if own_store else cache) if cfg.use_batch_cache else None
     try:
         ans = answer_requests(task, backend, rendered, store, err)
-        if store is not None and hasattr(backend, "speed_key"):  # measured throughput for --dry-run estimates
+        if store is not None:  # measured throughput for --dry-run estimates
             store.add_speed(backend.speed_key(), backend.tokens_computed, ans.eval_s)
     finally:
         if own_store and store is not None:
