@@ -88,8 +88,9 @@ class ServingSettings(Settings):
     """torch device the model runs on (where it runs, not what it computes)."""
     dtype: Dtype = "float32"
     """Weights and activations dtype."""
-    batch_size: int = Field(8, ge=1, le=MAX_BATCH)
-    """Rows per forward pass (vllm: prompts per engine call)."""
+    batch_size: typing.Annotated[int, Field(ge=1, le=MAX_BATCH)] | Literal["auto"] = 8
+    """Rows per forward pass (vllm: prompts per engine call), or auto: length-sorted batches up to a token budget
+    the backend sets for its device (the fingerprint records the budget and the batch sizes used)."""
     padding_side: PaddingSide = "right"
     """Side a batch is padded on: right (lm-eval) or left."""
     add_bos_token: bool | None = None

@@ -8,7 +8,9 @@ generation loop they share.
 from __future__ import annotations
 
 import abc
+import contextlib
 import functools
+import time
 import typing
 from collections import Counter
 from collections.abc import Callable
@@ -167,6 +169,30 @@ class Backend(abc.ABC):
     def _configured(self, serving: ServingSettings) -> None:
         """Hook: the backend's own per-run set-up after :meth:`configure` (default: none)."""
         return None
+
+    # ------------------------------------------------------------------ timing
+    def encode_requests(self, requests: list[LoglikelihoodRequest]) -> list[tuple[list[int], list[int]]]:
+        """Every request's (context ids, continuation ids) (:meth:`RequestEncoder.encode_requests`), the seconds
+        added to ``eval_parts["tokenise"]``.
+
+        Raises:
+            RepauditError: a request whose context or continuation tokenises to nothing.
+        """
+        t = time.perf_counter()
+        enc = self.encoder.encode_requests(requests)
+        self.eval_parts["tokenise"] += time.perf_counter() - t
+        return enc
+
+    @contextlib.contextmanager
+    def timed_eval(self):
+        """Around a whole loglikelihood call: its seconds that no other part of :attr:`eval_parts` took are added to
+        ``eval_parts["batch"]`` (planning, sorting, building tensors, the batch store), so the parts add up to the
+        call."""
+        t, before = time.perf_counter(), sum(self.eval_parts.values())
+        try:
+            yield
+        finally:
+            self.eval_parts["batch"] += time.perf_counter() - t - (sum(self.eval_parts.values()) - before)
 
     # ------------------------------------------------------------------ keys
     def config_key(self, kind: str) -> str:

@@ -54,6 +54,9 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+#: ``batch_size = auto``: prompts per engine call (vLLM schedules them itself; a call is one stored batch)
+AUTO_PROMPTS = 1024
+
 #: serving settings vLLM reads from environment variables rather than from ``LLM`` arguments
 _ENV_SETTINGS = {"attention_backend": "VLLM_ATTENTION_BACKEND", "batch_invariant": "VLLM_BATCH_INVARIANT"}
 
@@ -186,6 +189,12 @@ class VLLMBackend(Backend):
         except Exception:
             return 0
 
+    def _configured(self, serving: ServingSettings) -> None:
+        """Prompts per engine call: the batch size, or for ``auto`` :data:`AUTO_PROMPTS` (vLLM's scheduler batches
+        by tokens within a call, under ``max_num_batched_tokens``)."""
+        #: prompts handed to one ``LLM.generate`` call
+        self.prompts = AUTO_PROMPTS if serving.batch_size == "auto" else serving.batch_size
+
     def _key_settings(self) -> list:
         # padding_side and scoring_strategy do not change vLLM's path: not in the key
         return [self.batch_size, self.info.max_length, self.engine]
@@ -221,8 +230,8 @@ class VLLMBackend(Backend):
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=1, detokenize=False)
         out: list[LoglikelihoodResult | None] = [None] * len(requests)
         ckey = self.config_key("loglikelihood")
-        for k in range(0, len(order), self.batch_size):
-            batch = order[k:k + self.batch_size]
+        for k in range(0, len(order), self.prompts):
+            batch = order[k:k + self.prompts]
             prompts = [list(r[-max_len:]) for r in batch]
             # one row may answer several requests with different continuation lengths (same tokens)
             n_conts = [sorted({len(enc[m][1]) for m in rows[r]}) for r in batch]
@@ -288,7 +297,7 @@ class VLLMBackend(Backend):
                 out.append((text, len(o.token_ids), on_eos))
             return out
 
-        return generate_in_batches(requests, [self.encoder.encode(r.context) for r in requests], self.batch_size,
+        return generate_in_batches(requests, [self.encoder.encode(r.context) for r in requests], self.prompts,
                                    self.info.max_length, self.config_key("generate_until"), cache, progress,
                                    self.batch_sizes_used, compute)
 

@@ -386,6 +386,7 @@ def run_timings(cfg: RunConfig, backend, ans: Answers, n_docs: int, load: tuple[
                    computed_batches=ans.computed_batches, cached_batches=ans.cached_batches,
                    tokens_computed=backend.tokens_computed, forward_s=round(backend.forward_s, 3),
                    model_load_parts_s=parts,
+                   eval_parts_s={k: round(v, 3) for k, v in sorted(backend.eval_parts.items())} or None,
                    # vLLM's engine allocates outside torch's counter (and in another process by default)
                    gpu_memory_peak_mib=peak_memory_mib(cfg.device) if cfg.backend == "hf" else None)
 
