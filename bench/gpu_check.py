@@ -69,6 +69,9 @@ def _args() -> argparse.Namespace:
     ap.add_argument("--profile", action=argparse.BooleanOptionalAction, default=True,
                     help="profile the ARC runs at the largest batch (bench/gpu_profile.py; default on)")
     ap.add_argument("--profile-batches", type=int, default=3)
+    ap.add_argument("--shared-prefix", action=argparse.BooleanOptionalAction, default=True,
+                    help="also run each synthetic model's last task with --scoring-strategy shared_prefix and compare "
+                    "it with full_sequence (default on)")
     return ap.parse_args()
 
 
@@ -126,9 +129,11 @@ class Check:
              "mmlu": self.a.mmlu_limit}.get(task, 0)
         return min(x for x in (n, self.a.limit) if x) if (n or self.a.limit) else 0
 
-    def run(self, task: str, dtype: str, bs: int | str, model: str | None = None, label: str = "") -> str | None:
-        """``repaudit run`` of ``task`` on ``model`` (default: ``--model``); its name (``label`` first), or None."""
-        name = f"{label}{task}-{dtype}-b{bs}"
+    def run(self, task: str, dtype: str, bs: int | str, model: str | None = None, label: str = "",
+            strategy: str = "full_sequence") -> str | None:
+        """``repaudit run`` of ``task`` on ``model`` (default: ``--model``) with scoring ``strategy``; its name
+        (``label`` first, ``-sp`` last for shared_prefix), or None."""
+        name = f"{label}{task}-{dtype}-b{bs}" + ("-sp" if strategy == "shared_prefix" else "")
         if not self.in_budget(f"run {name}"):
             return None
         path, n = self.out / f"{name}.json", self.limit(task, bs)
@@ -137,6 +142,7 @@ class Check:
         args += ["--data-dir", str(self.a.data_dir)] if self.a.data_dir else []
         args += ["--limit", str(n)] if n else []
         args += ["--num-fewshot", "5"] if task == "mmlu" else []
+        args += ["--scoring-strategy", strategy]
         rc, wall = self.repaudit(args, f"{name}.log")
         if rc:
             self.skipped.append(f"run {name}: exit {rc} (logs/{name}.log)")
@@ -305,6 +311,11 @@ def _synthetic(check: Check, lm: list[str] | None, name: str, big: int) -> None:
             if lm:
                 check.lm_eval(lm, run)
             write(check, T0)
+    if tasks and a.shared_prefix:  # the strategy that should pay most at this size: the last task (MMLU's 5-shot block)
+        d = a.synthetic_other_dtypes.split(",")[-1] if len(tasks) > 1 else dtypes[-1]
+        full = f"syn-{name}-{tasks[-1]}-{d}-b{bs}"
+        check.compare(full, check.run(tasks[-1], d, bs, folder, f"syn-{name}-", "shared_prefix"), "scoring strategy")
+        write(check, T0)
 
 
 def _default_model(check: Check, lm: list[str] | None, dtypes: list[str], sizes: list[int]) -> None:

@@ -79,6 +79,10 @@ def _check_synthetic(out: Path, md: str) -> None:
         assert len(rec["docs"]) == 20 and rec["fingerprint"]["model"]["num_parameters"] == params
         assert f"| syn-tiny-{task}-float32-b8 | 20 |" in md
     assert f"{params:,} parameters" in md
+    # the shared-prefix strategy beside full_sequence on the last task, compared
+    pair = json.loads((out / "compare-syn-tiny-mmlu-float32-b8-vs-syn-tiny-mmlu-float32-b8-sp.json").read_text())
+    assert pair["summary"]["differing"] == ["backend"]  # the scoring strategy is a field of the backend group
+    assert "| syn-tiny-mmlu-float32-b8 | syn-tiny-mmlu-float32-b8-sp | scoring strategy | 20 |" in md
 
 
 def _check_profile(out: Path, md: str) -> None:
