@@ -1,16 +1,22 @@
-"""The GPU check's runs, comparisons and table (``bench/gpu_check.sh`` installs what is missing, then runs this).
+"""The GPU check's runs, comparisons, profiles and table (``bench/gpu_check.sh`` installs what is missing, then runs
+this).
 
-Runs ``repaudit run`` on ARC-Easy validation for every dtype × batch size and on the first HellaSwag
-validation docs, each as its own process (the wall time a user waits, model load included), with one batch
-store under ``OUT/cache`` so that ``repaudit attribute`` re-executes its hybrids from the store; then
-``repaudit compare`` on each pair that differs in one factor, ``repaudit attribute`` on the pair that differs
-in both, and lm-eval's hf backend on the same model, docs, dtype, batch size and device where lm-eval is
-importable. Writes ``OUT/gpu_check.md`` (rewritten after every step, so a run cut short keeps what it did),
-the run files, the compare/attribute JSON, lm-eval's outputs and every command's log under ``OUT``.
+Runs ``repaudit run`` on ARC-Easy validation for every dtype × batch size and on the first HellaSwag validation docs,
+each as its own process (the wall time a user waits, model load included), with one batch store under ``OUT/cache``
+so that ``repaudit attribute`` re-executes its hybrids from the store; then ``repaudit compare`` on each pair that
+differs in one factor, ``repaudit attribute`` on the pair that differs in both, and lm-eval's hf backend on the same
+model, docs, dtype, batch size and device where lm-eval is importable — at the same batch size and, with
+``--auto``, both tools at ``--batch-size auto``. ``--synthetic 1b,1.7b`` builds Llama-architecture models of those
+published shapes on the device (``bench/synthetic_model.py``, weights from a fixed seed, cached under
+``OUT/cache/synthetic``) and runs ARC-Easy, the first HellaSwag docs and MMLU 5-shot on each, with lm-eval beside them.
+``bench/gpu_profile.py`` profiles the ARC runs at the largest batch (top ops by device time after warm-up). Writes
+``OUT/gpu_check.md`` (rewritten after every step, so a run cut short keeps what it did; ``bench/gpu_check_report.py``),
+the run files, the compare/attribute JSON, the profiles, lm-eval's outputs and every command's log under ``OUT``.
 
-Steps start only while ``--budget-s`` seconds have not passed (each skipped step is named in the table);
-the order puts the acceptance points first: ARC at the largest batch size, lm-eval on those runs, the
-smaller batch sizes, compare/attribute, HellaSwag.
+Steps start only while ``--budget-s`` seconds have not passed (each skipped step is named in the table); the order
+puts the acceptance points first: the default model's ARC runs at the largest batch, lm-eval on them and their
+profiles, then each synthetic model's ARC runs with lm-eval, its profile, its HellaSwag and MMLU with lm-eval, then
+the default model's ``auto`` batches (both tools), smaller batch sizes, compare/attribute and HellaSwag.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from gpu_check_report import docs_of, write  # noqa: E402
 from lmeval_tasks import write_tasks  # noqa: E402
 
 T0 = time.perf_counter()
@@ -48,6 +55,23 @@ def _args() -> argparse.Namespace:
                     "command such as .venv-lmeval/bin/lm_eval")
     ap.add_argument("--lmeval-all", action="store_true", help="lm-eval on every run, not only the largest batches")
     ap.add_argument("--budget-s", type=float, default=470.0, help="start no step after this many seconds")
+    ap.add_argument("--synthetic", default="", help="synthetic models to build and run: names of "
+                    "bench/synthetic_model.py's SHAPES (tiny, 1b, 1.7b, 3b), comma-separated; empty = none")
+    ap.add_argument("--synthetic-tasks", default="arc_easy,hellaswag,mmlu", help="tasks run on each synthetic model")
+    ap.add_argument("--synthetic-dtypes", default="", help="their ARC-Easy dtypes (default: --dtypes)")
+    ap.add_argument("--synthetic-other-dtypes", default="bfloat16", help="their dtypes on the other tasks (default "
+                    "bfloat16, the dtype a 1B model is served in: one call of ≤ 8 minutes has no room for both)")
+    ap.add_argument("--synthetic-batch-size", type=int, default=0, help="their batch size (default: the largest "
+                    "ARC batch size)")
+    ap.add_argument("--mmlu-limit", type=int, default=1000, help="first N MMLU test docs (5-shot)")
+    ap.add_argument("--auto", action=argparse.BooleanOptionalAction, default=True,
+                    help="also run ARC at --batch-size auto in both tools (default on)")
+    ap.add_argument("--profile", action=argparse.BooleanOptionalAction, default=True,
+                    help="profile the ARC runs at the largest batch (bench/gpu_profile.py; default on)")
+    ap.add_argument("--profile-batches", type=int, default=3)
+    ap.add_argument("--shared-prefix", action=argparse.BooleanOptionalAction, default=True,
+                    help="also run each synthetic model's last task with --scoring-strategy shared_prefix and compare "
+                    "it with full_sequence (default on)")
     return ap.parse_args()
 
 
@@ -79,6 +103,8 @@ class Check:
         self.pairs: list[dict] = []
         self.attributions: list[dict] = []
         self.lmeval: list[dict] = []
+        self.profiles: dict[str, dict] = {}
+        self.synthetic: dict[str, dict] = {}  # name -> {path, parameters, wall, device}
         self.skipped: list[str] = []
         self.resolved: Path | None = None
         self.resolve_s = 0.0
@@ -98,24 +124,65 @@ class Check:
     def repaudit(self, args: list[str], log: str) -> tuple[int, float]:
         return _sh([sys.executable, "-m", "repaudit", *args], self.out / "logs" / log, self.env)
 
-    def limit(self, task: str, bs: int) -> int:
-        n = (self.a.hellaswag_b1_limit if bs == 1 else self.a.hellaswag_limit) if task == "hellaswag" else 0
+    def limit(self, task: str, bs: int | str) -> int:
+        n = {"hellaswag": self.a.hellaswag_b1_limit if bs == 1 else self.a.hellaswag_limit,
+             "mmlu": self.a.mmlu_limit}.get(task, 0)
         return min(x for x in (n, self.a.limit) if x) if (n or self.a.limit) else 0
 
-    def run(self, task: str, dtype: str, bs: int) -> None:
-        name = f"{task}-{dtype}-b{bs}"
+    def run(self, task: str, dtype: str, bs: int | str, model: str | None = None, label: str = "",
+            strategy: str = "full_sequence") -> str | None:
+        """``repaudit run`` of ``task`` on ``model`` (default: ``--model``) with scoring ``strategy``; its name
+        (``label`` first, ``-sp`` last for shared_prefix), or None."""
+        name = f"{label}{task}-{dtype}-b{bs}" + ("-sp" if strategy == "shared_prefix" else "")
         if not self.in_budget(f"run {name}"):
-            return
+            return None
         path, n = self.out / f"{name}.json", self.limit(task, bs)
-        args = ["run", "--task", task, "--model", self.a.model, "--device", self.a.device, "--dtype", dtype,
+        args = ["run", "--task", task, "--model", model or self.a.model, "--device", self.a.device, "--dtype", dtype,
                 "--batch-size", str(bs), "--cache-dir", str(self.cache), "-o", str(path)]
         args += ["--data-dir", str(self.a.data_dir)] if self.a.data_dir else []
         args += ["--limit", str(n)] if n else []
+        args += ["--num-fewshot", "5"] if task == "mmlu" else []
+        args += ["--scoring-strategy", strategy]
         rc, wall = self.repaudit(args, f"{name}.log")
         if rc:
             self.skipped.append(f"run {name}: exit {rc} (logs/{name}.log)")
+            return None
+        self.runs[name] = {"task": task, "dtype": dtype, "bs": bs, "limit": n, "wall": wall, "path": path,
+                           "model": model or self.a.model}
+        return name
+
+    def profile(self, name: str | None) -> None:
+        """``bench/gpu_profile.py`` on run ``name``'s settings: top ops after warm-up (``OUT/profile-NAME.json``)."""
+        if not self.a.profile or name not in self.runs or not self.in_budget(f"profile {name}"):
             return
-        self.runs[name] = {"task": task, "dtype": dtype, "bs": bs, "limit": n, "wall": wall, "path": path}
+        r, out = self.runs[name], self.out / f"profile-{name}.json"
+        args = [sys.executable, str(HERE / "gpu_profile.py"), str(out), "--task", r["task"], "--model", r["model"],
+                "--device", self.a.device, "--dtype", r["dtype"], "--batch-size", str(r["bs"]),
+                "--cache-dir", str(self.cache), "--batches", str(self.a.profile_batches)]
+        args += ["--data-dir", str(self.a.data_dir)] if self.a.data_dir else []
+        args += ["--limit", str(r["limit"])] if r["limit"] else []
+        args += ["--num-fewshot", "5"] if r["task"] == "mmlu" else []
+        rc, _ = _sh(args, self.out / "logs" / f"profile-{name}.log", self.env)
+        if rc:
+            self.skipped.append(f"profile {name}: exit {rc} (logs/profile-{name}.log)")
+            return
+        self.profiles[name] = json.loads(out.read_text())
+
+    def build_synthetic(self, name: str) -> str | None:
+        """Build (or find) synthetic model ``name`` on the device; its folder, or None."""
+        if not self.in_budget(f"build synthetic {name}"):
+            return None
+        cmd = [sys.executable, str(HERE / "synthetic_model.py"), name, str(self.cache / "synthetic"),
+               "--device", self.a.device, "--tokenizer", str(self.model_dir())]
+        log = self.out / "logs" / f"synthetic-{name}.log"
+        rc, wall = _sh(cmd, log, self.env)
+        if rc:
+            self.skipped.append(f"synthetic {name}: exit {rc} (logs/synthetic-{name}.log)")
+            return None
+        path = Path(log.read_text().strip().splitlines()[-1])
+        info = json.loads((path / "synthetic.json").read_text())
+        self.synthetic[name] = {"path": path, "parameters": info["parameters"], "wall": wall, "device": self.a.device}
+        return str(path)
 
     # ------------------------------------------------------------------ comparisons
     def compare(self, a: str, b: str, differs: str) -> None:
@@ -128,7 +195,7 @@ class Check:
             self.skipped.append(f"compare {a} {b}: exit {rc} (logs/compare-{a}-vs-{b}.log)")
             return
         acc = next(s for s in json.loads(out.read_text())["scores"] if s["metric"] == "acc")
-        da, db = (_docs(self.runs[x]["path"]) for x in (a, b))
+        da, db = (docs_of(self.runs[x]["path"]) for x in (a, b))
         shared = sorted(set(da) & set(db))
         moved = [max(abs(x - y) for x, y in zip(da[i]["loglikelihoods"], db[i]["loglikelihoods"])) for i in shared]
         self.pairs.append({"a": a, "b": b, "differs": differs, "docs": len(shared), "delta": acc["delta"],
@@ -167,32 +234,29 @@ class Check:
             return None
         return [sys.executable, "-m", "lm_eval"]
 
-    def lm_eval(self, cmd: list[str], name: str) -> None:
-        if name not in self.runs or not self.in_budget(f"lm-eval {name}"):
+    def lm_eval(self, cmd: list[str], name: str | None, batch: str | None = None) -> None:
+        """lm-eval's hf backend on run ``name``'s model, docs, dtype and device, at its batch size (or ``batch``:
+        ``auto``), its per-doc log-likelihoods compared with the run's."""
+        batch = batch or str(self.runs[name]["bs"]) if name in self.runs else batch
+        if name not in self.runs or not self.in_budget(f"lm-eval {name} (batch {batch})"):
             return
         r = self.runs[name]
-        work = self.out / "lmeval" / name
+        tag = f"{name}-lm{batch}"
+        work = self.out / "lmeval" / tag
         names, lm_limit = write_tasks(r["task"], self.a.data_dir, work / "tasks", r["limit"])
-        args = cmd + ["--model", "hf", "--model_args", f"pretrained={self.model_dir()},dtype={r['dtype']}",
+        model = self.model_dir() if r["model"] == self.a.model else r["model"]
+        args = cmd + ["--model", "hf", "--model_args", f"pretrained={model},dtype={r['dtype']}",
                       "--tasks", ",".join(names), "--include_path", str(work / "tasks"), "--device", self.a.device,
-                      "--batch_size", str(r["bs"]), "--log_samples", "--output_path", str(work / "out")]
+                      "--batch_size", batch, "--log_samples", "--output_path", str(work / "out")]
         args += ["--limit", str(lm_limit)] if lm_limit else []
+        args += ["--num_fewshot", "5"] if r["task"] == "mmlu" else []
         env = {**self.env, "PYTHONPATH": os.pathsep.join([str(work / "tasks"), self.env["PYTHONPATH"]])}
-        rc, wall = _sh(args, self.out / "logs" / f"lmeval-{name}.log", env)
+        rc, wall = _sh(args, self.out / "logs" / f"lmeval-{tag}.log", env)
         if rc:
-            self.skipped.append(f"lm-eval {name}: exit {rc} (logs/lmeval-{name}.log)")
+            self.skipped.append(f"lm-eval {tag}: exit {rc} (logs/lmeval-{tag}.log)")
             return
-        samples = sorted((json.loads(line) for line in next((work / "out").rglob("samples_*.jsonl")).open()),
-                         key=lambda s: s["doc_id"])
-        results = json.loads(next((work / "out").rglob("results_*.json")).read_text())["results"][names[0]]
-        ours = _docs(r["path"])
-        same, dmax = 0, 0.0
-        for s in samples:
-            lls = [float(x[0][0]) for x in s["resps"]]
-            same += ours[s["doc_id"]]["prediction"] == lls.index(max(lls))
-            dmax = max(dmax, *(abs(x - y) for x, y in zip(lls, ours[s["doc_id"]]["loglikelihoods"])))
-        self.lmeval.append({"run": name, "wall": wall, "acc": results.get("acc,none"), "docs": len(samples),
-                            "same": same, "max_dll": dmax})
+        self.lmeval.append({"run": name, "batch": batch, "wall": wall, **_lmeval_agreement(work / "out", names,
+                                                                                           r["path"])})
 
     def model_dir(self) -> Path:
         """The model's folder, resolved (and the default model converted from its GGUF) once, in the runs' cache."""
@@ -205,92 +269,74 @@ class Check:
         return self.resolved
 
 
-def _docs(path: Path) -> dict[int, dict]:
-    return {d["doc_id"]: d for d in json.loads(Path(path).read_text())["docs"]}
+def _lmeval_agreement(out: Path, names: list[str], run_path: Path) -> dict:
+    """lm-eval's samples (every task of ``names``, in order: MMLU's subjects restart their doc ids) against the run's
+    docs in doc order: docs, identical predictions, max |Δ ll|, mean acc, lm-eval's evaluation seconds."""
+    lls, accs = [], []
+    for task in names:
+        samples = sorted((json.loads(line) for line in next(out.rglob(f"samples_{task}_*.jsonl")).open()),
+                         key=lambda s: s["doc_id"])
+        lls += [[float(x[0][0]) for x in s["resps"]] for s in samples]
+        accs += [float(s["acc"]) for s in samples if "acc" in s]
+    results = json.loads(next(out.rglob("results_*.json")).read_text())
+    ours = [d for _, d in sorted(docs_of(run_path).items())]
+    same = sum(o["prediction"] == x.index(max(x)) for x, o in zip(lls, ours))
+    dmax = max((abs(a - b) for x, o in zip(lls, ours) for a, b in zip(x, o["loglikelihoods"])), default=0.0)
+    eval_s = results.get("total_evaluation_time_seconds")
+    return {"docs": len(lls), "same": same, "max_dll": dmax, "acc": sum(accs) / len(accs) if accs else None,
+            "eval_s": float(eval_s) if eval_s is not None else None}
 
 
-def _metric(rec: dict, name: str) -> float | None:
-    return next((m["value"] for m in rec["metrics"] if m["name"] == name), None)
+def _synthetic(check: Check, lm: list[str] | None, name: str, big: int) -> None:
+    """One synthetic model: built, then ARC-Easy in every dtype (lm-eval beside each; the last dtype profiled), then
+    the other tasks (HellaSwag's first docs, MMLU 5-shot's) in ``--synthetic-other-dtypes`` with lm-eval beside
+    them."""
+    a = check.a
+    folder = check.build_synthetic(name)
+    if folder is None:
+        return
+    dtypes = (a.synthetic_dtypes or a.dtypes).split(",")
+    bs = a.synthetic_batch_size or big
+    tasks = [t for t in a.synthetic_tasks.split(",") if t]
+    for task in tasks[:1]:
+        for d in dtypes:
+            run = check.run(task, d, bs, folder, f"syn-{name}-")
+            if lm:
+                check.lm_eval(lm, run)
+            write(check, T0)
+    check.profile(f"syn-{name}-{tasks[0]}-{dtypes[-1]}-b{bs}" if tasks else None)  # one profile: the time is short
+    for task in tasks[1:]:
+        for d in a.synthetic_other_dtypes.split(","):
+            run = check.run(task, d, bs, folder, f"syn-{name}-")
+            if lm:
+                check.lm_eval(lm, run)
+            write(check, T0)
+    if tasks and a.shared_prefix:  # the strategy that should pay most at this size: the last task (MMLU's 5-shot block)
+        d = a.synthetic_other_dtypes.split(",")[-1] if len(tasks) > 1 else dtypes[-1]
+        full = f"syn-{name}-{tasks[-1]}-{d}-b{bs}"
+        check.compare(full, check.run(tasks[-1], d, bs, folder, f"syn-{name}-", "shared_prefix"), "scoring strategy")
+        write(check, T0)
 
 
-def _f(x, fmt: str) -> str:
-    return "–" if x is None else fmt.format(x)
-
-
-def _machine(check: Check) -> list[str]:
-    """Header lines: the machine as the first run file's fingerprint records it, and the commit."""
-    if not check.runs:
-        return []
-    fp = json.loads(next(iter(check.runs.values()))["path"].read_text())["fingerprint"]
-    hw, libs = fp["hardware"], fp["software"]["libraries"]
-    gpus = ", ".join(f"{g['name']} ({g['memory_gib']} GiB)" for g in hw["gpus"]) or "none"
-    return [f"- machine: {hw['cpu_model']}, {hw['cpu_count']} CPUs, torch threads {hw['torch_threads']}; GPUs: {gpus}; "
-            f"driver {hw['gpu_driver']}, CUDA {hw['cuda_version']}; device `{check.a.device}`",
-            f"- software: Python {fp['software']['python']}, torch {libs.get('torch')}, transformers "
-            f"{libs.get('transformers')}; repaudit commit {fp['git']['commit']} (dirty: {fp['git']['dirty']})",
-            f"- model: {fp['model']['name']} (weights sha256 {fp['model']['weights_sha256'][:12]}), resolved "
-            f"before the runs in {check.resolve_s:.1f} s (the default model's GGUF is converted there on first use)"]
-
-
-def _runs_table(check: Check) -> list[str]:
-    lines = ["| run | docs | acc | acc_norm | wall s | model load s (parts) | eval s | forward s | docs/s (eval) "
-             "| forward tokens/s | peak GPU MiB |", "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
-    for name, r in check.runs.items():
-        rec = json.loads(r["path"].read_text())
-        t = rec["timings"]
-        parts = ", ".join(f"{k} {v:.2f}" for k, v in (t.get("model_load_parts_s") or {}).items())
-        tps = t["tokens_computed"] / t["forward_s"] if t.get("forward_s") else None
-        lines.append(f"| {name} | {len(rec['docs'])} | {_f(_metric(rec, 'acc'), '{:.2%}')} | "
-                     f"{_f(_metric(rec, 'acc_norm'), '{:.2%}')} | {r['wall']:.1f} | "
-                     f"{t['model_load_s']:.2f} ({parts}) | "
-                     f"{t['eval_s']:.2f} | {t['forward_s']:.2f} | {t['docs_per_s']:.1f} | {_f(tps, '{:,.0f}')} | "
-                     f"{_f(t.get('gpu_memory_peak_mib'), '{:,.0f}')} |")
-    return lines
-
-
-def _pairs_table(check: Check) -> list[str]:
-    lines = ["| A | B | differs in | docs | Δ acc pts (verdict) | predictions changed | docs whose log-likelihoods "
-             "changed | max \\|Δ ll\\| nats |", "|---|---|---|---:|---|---:|---:|---:|"]
-    lines += [f"| {p['a']} | {p['b']} | {p['differs']} | {p['docs']} | {p['delta']:+.2f} ({p['verdict']}) | "
-              f"{p['flips']} | {p['ll_changed']} | {p['max_dll']:.2e} |" for p in check.pairs]
-    return lines
-
-
-def _attribution_lines(check: Check) -> list[str]:
-    lines = []
-    for x in check.attributions:
-        phis = ", ".join(f"{f} {100 * v:+.2f}" for f, v in zip(x["factors"], x["phi"]))
-        lines.append(f"- {x['a']} → {x['b']} ({x['metric']}, {x['n_docs']} docs): {phis} pts; residual "
-                     f"{100 * x['residual']:+.2f} pts; fidelity {x['fidelity_a']:.0%} / {x['fidelity_b']:.0%}; "
-                     f"{x['configurations']} configurations ({x['computed_batches']} batches computed, "
-                     f"{x['cached_batches']} from the store) in {x['wall']:.1f} s wall")
-    return lines
-
-
-def _lmeval_table(check: Check) -> list[str]:
-    lines = ["| run | docs | lm-eval wall s | lm-eval acc | repaudit acc | identical predictions "
-             "| max \\|Δ ll\\| nats |", "|---|---:|---:|---:|---:|---:|---:|"]
-    for x in check.lmeval:
-        rec = json.loads(check.runs[x["run"]]["path"].read_text())
-        lines.append(f"| {x['run']} | {x['docs']} | {x['wall']:.1f} | {_f(x['acc'], '{:.2%}')} | "
-                     f"{_f(_metric(rec, 'acc'), '{:.2%}')} | {x['same']}/{x['docs']} ({x['same'] / x['docs']:.2%}) | "
-                     f"{x['max_dll']:.2e} |")
-    return lines
-
-
-def write(check: Check) -> str:
-    """Write ``OUT/gpu_check.md`` from what has run so far; returns its text."""
-    text = "\n".join([
-        "# repaudit GPU check", "", f"- command: `{' '.join(sys.argv)}`",
-        f"- written {time.strftime('%Y-%m-%d %H:%M:%S %Z')} after {time.perf_counter() - T0:.0f} s", *_machine(check),
-        "- wall s: the whole `repaudit run` process (imports, model load, scoring, writing); eval s: scoring; "
-        "forward s: inside the forward passes, read after synchronising the device", "",
-        "## Runs", "", *_runs_table(check), "", "## Pairs (repaudit compare)", "", *_pairs_table(check), "",
-        "## Attribution (repaudit attribute)", "", *(_attribution_lines(check) or ["- none"]), "",
-        "## lm-eval's hf backend on the same runs", "", *(_lmeval_table(check) if check.lmeval else ["- none"]), "",
-        "## Not run", "", *([f"- {s}" for s in check.skipped] or ["- nothing"]), ""])
-    (check.out / "gpu_check.md").write_text(text)
-    return text
+def _default_model(check: Check, lm: list[str] | None, dtypes: list[str], sizes: list[int]) -> None:
+    """The default model after the acceptance runs: auto batches, the smaller batch sizes, compare, attribute."""
+    big, small = max(sizes), min(sizes)
+    for d in dtypes if check.a.auto else []:
+        run = check.run("arc_easy", d, "auto")
+        if lm:
+            check.lm_eval(lm, run, "auto")
+        write(check, T0)
+    for bs in sorted(set(sizes) - {big}, reverse=True):
+        for d in dtypes:
+            check.run("arc_easy", d, bs)
+            write(check, T0)
+    for d in dtypes if small != big else []:
+        check.compare(f"arc_easy-{d}-b{big}", f"arc_easy-{d}-b{small}", "batch size")
+    for bs in sorted(set(sizes)) if len(dtypes) > 1 else []:
+        check.compare(f"arc_easy-{dtypes[0]}-b{bs}", f"arc_easy-{dtypes[-1]}-b{bs}", "dtype")
+    if len(dtypes) > 1 or small != big:  # the pair that differs most: lm-eval's figures, bf16 b1 → fp32 b64
+        check.attribute(f"arc_easy-{dtypes[-1]}-b{small}", f"arc_easy-{dtypes[0]}-b{big}")
+    write(check, T0)
 
 
 def main() -> int:
@@ -302,34 +348,28 @@ def main() -> int:
     check.model_dir()  # outside every run's timings
     for d in dtypes:
         check.run("arc_easy", d, big)
-        write(check)
+        write(check, T0)
     lm = check.lmeval_command()
     for d in dtypes if lm else []:
         check.lm_eval(lm, f"arc_easy-{d}-b{big}")
-        write(check)
-    for bs in sorted(set(sizes) - {big}, reverse=True):
-        for d in dtypes:
-            check.run("arc_easy", d, bs)
-            write(check)
-    small = min(sizes)
-    for d in dtypes if small != big else []:
-        check.compare(f"arc_easy-{d}-b{big}", f"arc_easy-{d}-b{small}", "batch size")
-    for bs in sorted(set(sizes)) if len(dtypes) > 1 else []:
-        check.compare(f"arc_easy-{dtypes[0]}-b{bs}", f"arc_easy-{dtypes[-1]}-b{bs}", "dtype")
-    if len(dtypes) > 1 or small != big:  # the pair that differs most: lm-eval's figures, bf16 b1 → fp32 b64
-        check.attribute(f"arc_easy-{dtypes[-1]}-b{small}", f"arc_easy-{dtypes[0]}-b{big}")
-    write(check)
+        write(check, T0)
+    for d in dtypes:  # what explains bfloat16 against float32
+        check.profile(f"arc_easy-{d}-b{big}")
+        write(check, T0)
+    for name in [n for n in a.synthetic.split(",") if n]:
+        _synthetic(check, lm, name, big)
+    _default_model(check, lm, dtypes, sizes)
     for bs in [h_big, *sorted(set(h_sizes) - {h_big}, reverse=True)]:
         for d in h_dtypes:
             check.run("hellaswag", d, bs)
-            write(check)
+            write(check, T0)
     for d in h_dtypes if lm else []:
         check.lm_eval(lm, f"hellaswag-{d}-b{h_big}")
     for d in h_dtypes if min(h_sizes) != h_big else []:
         check.compare(f"hellaswag-{d}-b{h_big}", f"hellaswag-{d}-b{min(h_sizes)}", "batch size (and docs)")
     for name in [n for n in check.runs if a.lmeval_all and lm and n not in {x["run"] for x in check.lmeval}]:
         check.lm_eval(lm, name)
-    print(write(check))
+    print(write(check, T0))
     failed = [s for s in check.skipped if "exit" in s]
     return 1 if failed or not check.runs else 0
 

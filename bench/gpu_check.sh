@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine (no network): install what the image lacks from carried wheels, then run
-# bench/gpu_check.py — ARC-Easy validation for each dtype × batch size, the first HellaSwag validation docs,
-# `repaudit compare` and `repaudit attribute` on the pairs, lm-eval's hf backend on the same runs where lm-eval
-# is importable — writing OUT/gpu_check.md and the run files to OUT.
+# bench/gpu_check.py — ARC-Easy validation for each dtype × batch size (and --batch-size auto), the first HellaSwag
+# validation docs, synthetic 1–3 B models built on the device (--synthetic: ARC-Easy, HellaSwag, MMLU 5-shot),
+# a torch.profiler profile of the ARC runs at the largest batch, `repaudit compare` and `repaudit attribute` on the
+# pairs, lm-eval's hf backend on the same runs (same batch size, and auto) where lm-eval is importable — writing
+# OUT/gpu_check.md (time split, FLOP utilisation, top kernels) and the run files to OUT.
 #
-#   bash bench/gpu_check.sh --wheels WHEELS --data-dir DATA OUT                    # GPU defaults, ≤ 8 min budget
-#   bash bench/gpu_check.sh --device cpu --limit 20 --data-dir ../shared/data OUT  # on the CPU, small
+#   bash bench/gpu_check.sh --wheels WHEELS --data-dir DATA --synthetic 1b OUT      # GPU, ≤ 8 min budget
+#   bash bench/gpu_check.sh --device cpu --synthetic tiny --limit 20 --data-dir ../shared/data OUT  # CPU, small
 #
 #   --wheels DIR   wheels for what is missing (pip install --no-index --find-links DIR): the GPU image
 #                  (Python 3.12, torch, transformers, typer, rich, pandas, scipy, matplotlib, jinja2) lacks

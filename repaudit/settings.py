@@ -135,9 +135,10 @@ class ServingSettings(Settings):
         lighteval="model_config.dtype|config_general.model_dtype", inspect="model_args.dtype|model_args.torch_dtype",
         eee="model_details.dtype|model_details.precision"))
     """Weights and activations dtype."""
-    batch_size: int = Field(8, ge=1, le=MAX_BATCH, json_schema_extra=engine(
+    batch_size: typing.Annotated[int, Field(ge=1, le=MAX_BATCH)] | Literal["auto"] = Field(8, json_schema_extra=engine(
         lmeval="config.batch_size", lighteval="model_config.batch_size"))
-    """Rows per forward pass (vllm: prompts per engine call)."""
+    """Rows per forward pass (vllm: prompts per engine call), or auto: length-sorted batches up to a token budget
+    the backend sets for its device (the fingerprint records the budget and the batch sizes used)."""
     padding_side: PaddingSide = "right"
     """Side a batch is padded on: right (lm-eval) or left."""
     add_bos_token: bool | None = Field(None, json_schema_extra=engine(lmeval="model_args.add_bos_token"))

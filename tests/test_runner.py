@@ -153,8 +153,15 @@ def test_timings_say_what_loading_cost_and_hold_no_gpu_memory_on_the_cpu(tiny_mo
     a = run(_cfg(tiny_model, shared_data, tmp_path, limit=4), backends=pool)
     b = run(_cfg(tiny_model, shared_data, tmp_path, limit=4, batch_size=2), backends=pool)
     parts = a.timings.model_load_parts_s
-    assert set(parts) == {"imports", "device_init", "tokenizer", "weights", "other"} and min(parts.values()) >= 0
+    assert set(parts) == {"imports", "device_init", "tokenizer", "weights", "tokenizer_hash", "parameters",
+                          "attention_probe", "other"} and min(parts.values()) >= 0
     assert sum(parts.values()) <= a.timings.model_load_s + 0.01  # parts of the load, rounded to ms
+    # scoring by part: the parts add up to the backend's time, within the stage's, and forward_s is two of them
+    from repaudit.backends.base import EVAL_PARTS
+
+    ev = a.timings.eval_parts_s
+    assert set(ev) == set(EVAL_PARTS) and min(ev.values()) >= 0 and sum(ev.values()) <= a.timings.eval_s + 0.01
+    assert abs(ev["forward"] + ev["logsoftmax"] - a.timings.forward_s) <= 0.002
     assert b.timings.model_load_parts_s is None  # reused from the pool: this run loaded nothing
     assert a.timings.gpu_memory_peak_mib is None and b.timings.gpu_memory_peak_mib is None  # no GPU counter
     # a file written before these fields reads with them unset

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from repaudit.errors import RepauditError
+from repaudit.settings import ServingSettings
 from repaudit.tasks.requests import GenerateRequest, GenerationSettings, LoglikelihoodRequest
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
@@ -85,9 +86,10 @@ def test_engine_facts_are_recorded_and_change_the_cache_key(backends):
         assert fact in vl.info.engine
     assert vl.info.engine["attention_backend"] != "unknown"
     key4 = vl.config_key("loglikelihood")
-    vl.configure(2, "right", "full_sequence")
+    vl.configure(ServingSettings(backend="vllm", batch_size=2))
     assert vl.config_key("loglikelihood") != key4
-    vl.configure(4, "left", "shared_prefix")  # no padding and no strategy in vLLM: same numbers, same key
+    # no padding and no strategy in vLLM: same numbers, same key
+    vl.configure(ServingSettings(backend="vllm", batch_size=4, padding_side="left", scoring_strategy="shared_prefix"))
     assert vl.config_key("loglikelihood") == key4
 
 

@@ -75,8 +75,7 @@ class DryRun(BaseModel):
 
 def _calibrate(backend, requests, err: Console) -> float | None:
     """Tokens/s of scoring a few requests now (uncached); None when nothing was computed."""
-    backend.configure(backend.batch_size, backend.padding_side, backend.scoring_strategy,
-                      backend.encoder.add_bos_token)  # reset counters
+    backend.configure(backend.serving)  # reset counters
     t = time.perf_counter()
     backend.loglikelihood(requests[:_CALIBRATION_REQUESTS], None)
     s = time.perf_counter() - t
@@ -103,12 +102,13 @@ def _config_cost(label: str, parts: list[RunConfig], pool, speeds: dict, err: Co
                                    generation_settings(task, cfg, backend.info.eos_token))
         requests = [r for rd in rendered for r in rd.all_requests]
         docs, requests_n = docs + len(docset.docs), requests_n + len(requests)
-        if not hasattr(backend, "plan_cost") or task.output_type is OutputType.generate_until:
-            plannable = False
-            continue
         store = open_store(cache_dir) if cfg.use_batch_cache else None
         try:
-            b, s, t = backend.plan_cost(requests, store)
+            cost = None if task.output_type is OutputType.generate_until else backend.plan_cost(requests, store)
+            if cost is None:
+                plannable = False
+                continue
+            b, s, t = cost
             n, stored, tokens = n + b, stored + s, tokens + t
             key = backend.speed_key()
             if key not in speeds:

@@ -1,15 +1,29 @@
-"""The backend protocol: answer batches of loglikelihood and generate_until requests."""
+"""The backend base class: answer batches of loglikelihood and generate_until requests.
+
+:class:`Backend` is what every backend derives from (its two abstract methods answer requests; configuration,
+counters, the batch store's key and the ``--dry-run`` hooks are concrete); :func:`generate_in_batches` is the
+generation loop they share.
+"""
 
 from __future__ import annotations
 
+import abc
+import contextlib
 import functools
+import time
+import typing
+from collections import Counter
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from repaudit.backends.model_source import ResolvedModel
 from repaudit.backends.store import BatchCache, generations_shape
+from repaudit.backends.tokens import RequestEncoder, apply_chat_template
+from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
+from repaudit.settings import PaddingSide, ScoringStrategy, ServingSettings
 from repaudit.tasks.requests import (
     GenerateRequest,
     Generation,
@@ -21,6 +35,12 @@ from repaudit.tasks.requests import (
 
 #: Called with the number of requests just answered (for progress bars).
 Progress = Callable[[int], None]
+
+#: the parts loglikelihood's time is split into (:attr:`Backend.eval_parts`, seconds each): tokenising the requests,
+#: planning and building the batches (grouping, sorting, index tensors, the batch store), the decoder's forward
+#: pass, the output layer and log-softmax at the scored positions with the on-device gather, and reading the scores
+#: back to the host
+EVAL_PARTS = ("tokenise", "batch", "forward", "logsoftmax", "transfer")
 
 
 class BackendInfo(BaseModel):
@@ -59,30 +79,171 @@ class BackendInfo(BaseModel):
     scheduler limits, prefix caching, …), and under ``requested`` the serving options the run asked for."""
 
 
-class Backend(Protocol):
-    """A loaded model answering requests.
+def check_serving(batch_size: int | str, padding_side: str, scoring_strategy: str) -> None:
+    """Check the per-run serving values a backend is built or configured with (a
+    :class:`~repaudit.settings.ServingSettings` is checked by its own types already; a backend built from plain
+    values, as the tests and benches do, is checked here).
 
-    Implementations: :mod:`repaudit.backends.hf`, :mod:`repaudit.backends.vllm`.
+    Raises:
+        RepauditError: an unknown padding side or scoring strategy, or a batch size that is neither ≥ 1 nor
+            ``auto``.
+    """
+    if padding_side not in typing.get_args(PaddingSide):
+        raise RepauditError(f"unknown padding side '{padding_side}': choose right or left")
+    if scoring_strategy not in typing.get_args(ScoringStrategy):
+        raise RepauditError(f"unknown scoring strategy '{scoring_strategy}': choose one of "
+                            f"{', '.join(typing.get_args(ScoringStrategy))}")
+    if batch_size != "auto" and (not isinstance(batch_size, int) or batch_size < 1):
+        raise RepauditError(f"batch size must be at least 1 or auto, got {batch_size}")
+
+
+class Backend(abc.ABC):
+    """A loaded model answering requests: the base class of every backend, after inspect_ai's ``ModelAPI`` — two
+    abstract methods, everything else concrete or a hook with a default, so a caller never asks ``hasattr``.
+
+    A subclass loads its model in ``__init__`` and sets :attr:`info`, :attr:`resolved`, :attr:`tokenizer` and
+    :attr:`encoder` there, then calls :meth:`configure`; it implements :meth:`loglikelihood` and
+    :meth:`generate_until`, and overrides the hooks it has something to say in: :meth:`_key_settings` (what besides
+    weights, tokenizer, dtype and device changes its numbers), :meth:`_configured` (per-run set-up),
+    :meth:`pop_load_parts`, :meth:`speed_key` and :meth:`plan_cost` (``--dry-run`` estimates).
+
+    Implementations: :class:`repaudit.backends.hf.HFBackend`, :class:`repaudit.backends.vllm.VLLMBackend`.
     """
 
+    #: what the loaded backend is (recorded in the fingerprint)
     info: BackendInfo
-    #: batch size -> number of forward batches of that size actually run (cache hits included).
-    batch_sizes_used: dict[int, int]
+    #: the weights it loaded
+    resolved: ResolvedModel
+    #: the Hugging Face tokenizer of the weights (chat templates, decoding)
+    tokenizer: Any
+    #: the request tokeniser every backend shares (:mod:`repaudit.backends.tokens`)
+    encoder: RequestEncoder
+    #: the serving settings of the current run (:meth:`configure`)
+    serving: ServingSettings
+    #: batch size -> number of forward batches of that size actually run (cache hits included)
+    batch_sizes_used: Counter
+    #: positions run through the decoder by loglikelihood (the work actually computed)
+    tokens_computed: int
+    #: seconds inside loglikelihood's forward passes (model, output layer, log-softmax)
+    forward_s: float
+    #: generate_until's work: positions prefilled (padding included) and decoded (rows × steps)
+    gen_tokens: Counter
+    #: loglikelihood's seconds by part (:data:`EVAL_PARTS`), where the backend times them
+    eval_parts: Counter
 
-    def loglikelihood(self, requests: list[LoglikelihoodRequest], cache: BatchCache | None,
+    # ------------------------------------------------------------------ settings
+    def configure(self, serving: ServingSettings) -> None:
+        """Set the settings that need no reload — batch size, padding side, scoring strategy, BOS — and reset the
+        per-run counters: the one path every per-run setting takes, so one loaded model serves every configuration
+        of an attribution grid or a sweep. The backend, device and dtype of ``serving`` are the loaded model's and
+        are not read here; :meth:`_configured` does the backend's own set-up.
+
+        Raises:
+            RepauditError: a setting this backend cannot serve (:meth:`_configured`).
+        """
+        self.serving = serving
+        self.encoder.add_bos_token = serving.add_bos_token
+        self.encoder.bos_first.clear()
+        self.tokens_computed = 0
+        self.forward_s = 0.0
+        self.batch_sizes_used = Counter()
+        self.gen_tokens = Counter()
+        self.eval_parts = Counter()
+        self._configured(serving)
+
+    @property
+    def batch_size(self) -> int | str:
+        """The batch size asked for: rows per forward pass, or ``auto`` (the backend resolves it)."""
+        return self.serving.batch_size
+
+    @property
+    def padding_side(self) -> str:
+        """The side a batch is padded on."""
+        return self.serving.padding_side
+
+    @property
+    def scoring_strategy(self) -> str:
+        """How log-likelihood requests are scored (``full_sequence``, ``shared_prefix``)."""
+        return self.serving.scoring_strategy
+
+    def _configured(self, serving: ServingSettings) -> None:
+        """Hook: the backend's own per-run set-up after :meth:`configure` (default: none)."""
+        return None
+
+    # ------------------------------------------------------------------ timing
+    def encode_requests(self, requests: list[LoglikelihoodRequest]) -> list[tuple[list[int], list[int]]]:
+        """Every request's (context ids, continuation ids) (:meth:`RequestEncoder.encode_requests`), the seconds
+        added to ``eval_parts["tokenise"]``.
+
+        Raises:
+            RepauditError: a request whose context or continuation tokenises to nothing.
+        """
+        t = time.perf_counter()
+        enc = self.encoder.encode_requests(requests)
+        self.eval_parts["tokenise"] += time.perf_counter() - t
+        return enc
+
+    @contextlib.contextmanager
+    def timed_eval(self):
+        """Around a whole loglikelihood call: its seconds that no other part of :attr:`eval_parts` took are added to
+        ``eval_parts["batch"]`` (planning, sorting, building tensors, the batch store), so the parts add up to the
+        call."""
+        t, before = time.perf_counter(), sum(self.eval_parts.values())
+        try:
+            yield
+        finally:
+            self.eval_parts["batch"] += time.perf_counter() - t - (sum(self.eval_parts.values()) - before)
+
+    # ------------------------------------------------------------------ keys
+    def config_key(self, kind: str) -> str:
+        """Identity of everything that changes this backend's numbers for ``kind`` requests: the batch store's key
+        (the weights, tokenizer, dtype and device, then :meth:`_key_settings`)."""
+        i = self.info
+        return sha256_json([kind, i.name, self.resolved.weights_sha256, i.tokenizer_sha256, i.dtype, i.device,
+                            *self._key_settings()])
+
+    def _key_settings(self) -> list:
+        """Hook: the rest of :meth:`config_key` — the per-run settings that change this backend's numbers."""
+        return [self.batch_size, self.info.max_length]
+
+    def speed_key(self) -> str:
+        """Identity of what sets this backend's scoring throughput (weights, dtype, device, strategy): the key
+        ``--dry-run`` estimates read measured speeds under."""
+        i = self.info
+        return sha256_json([i.name, self.resolved.weights_sha256, i.dtype, i.device, self.scoring_strategy])
+
+    def plan_cost(self, requests: list[LoglikelihoodRequest], cache: BatchCache | None
+                  ) -> tuple[int, int, int] | None:
+        """Hook: ``(batches, batches already in the store, tokens still to compute)`` of answering ``requests``
+        with the current settings, without a forward pass; ``None`` (the default): this backend cannot tell."""
+        return None
+
+    def pop_load_parts(self) -> dict[str, float] | None:
+        """Hook: the seconds the load took by part, once (the run that loaded the model reports them); ``None``
+        (the default): not timed by part, or already reported."""
+        return None
+
+    # ------------------------------------------------------------------ requests
+    @abc.abstractmethod
+    def loglikelihood(self, requests: list[LoglikelihoodRequest], cache: BatchCache | None = None,
                       progress: Progress | None = None) -> list[LoglikelihoodResult]:
-        """One (logprob in nats, is_greedy, continuation token count) per request, in order."""
-        ...
+        """One (logprob in nats, is_greedy, continuation token count) per request, in order; finished batches are
+        read from and committed to ``cache`` under :meth:`config_key`."""
 
-    def generate_until(self, requests: list[GenerateRequest], cache: BatchCache | None,
+    @abc.abstractmethod
+    def generate_until(self, requests: list[GenerateRequest], cache: BatchCache | None = None,
                        progress: Progress | None = None) -> list[Generation]:
-        """One :class:`Generation` per request: text cut at the first stop sequence, tokens, finish reason."""
-        ...
+        """One :class:`Generation` per request: text cut at the first stop sequence, tokens, finish reason (build
+        it on :func:`generate_in_batches`)."""
 
     def apply_chat_template(self, user: str, system: str | None, turns: list[tuple[str, str]] | tuple = ()) -> str:
-        """Wrap ``user`` (after ``system`` and the (user, assistant) ``turns``) in the model's chat
-        template, generation prompt added."""
-        ...
+        """Wrap ``user`` (after ``system`` and the (user, assistant) ``turns``) in the model's chat template,
+        generation prompt added; see :func:`repaudit.backends.tokens.apply_chat_template`.
+
+        Raises:
+            RepauditError: the tokenizer has no chat template.
+        """
+        return apply_chat_template(self.tokenizer, self.resolved.name, user, system, turns)
 
 
 def generate_in_batches(requests: list[GenerateRequest], encoded: list[list[int]], batch_size: int,

@@ -1,4 +1,4 @@
-"""Honest clocks and memory readings on any torch device.
+"""Honest clocks, memory readings and the attention kernel on any torch device.
 
 A GPU runs kernels asynchronously: ``time.perf_counter()`` read right after a forward call measures
 how long the kernels took to *launch*, not to run. :func:`clock` waits for the device first, so a
@@ -68,3 +68,28 @@ def peak_memory_mib(device: str) -> float | None:
     if dev.type != "cuda" or not torch.cuda.is_initialized():
         return None
     return round(torch.cuda.max_memory_allocated(dev) / 2**20, 1)
+
+
+def sdpa_kernels(model, device: str) -> dict[str, str]:
+    """Which kernel torch's ``scaled_dot_product_attention`` picks for ``model``'s attention on ``device`` in its
+    dtype: ``causal`` (no mask: the right-padded full-sequence path) and ``masked`` (an explicit mask: left padding,
+    the shared-prefix strategy) — ``FLASH_ATTENTION``, ``EFFICIENT_ATTENTION``, ``CUDNN_ATTENTION``, ``MATH``,
+    ``OVERRIDEABLE`` (torch's ``SDPBackend`` names), asked of ``torch._fused_sdp_choice`` with one query block of the
+    model's head count and head size; ``{}`` where the model does not use sdpa, and ``unknown`` where torch cannot
+    say (a private function: its signature may change)."""
+    import torch
+
+    cfg = model.config
+    if str(getattr(cfg, "_attn_implementation", "")) != "sdpa":
+        return {}
+    heads = getattr(cfg, "num_attention_heads", 1)
+    head_dim = getattr(cfg, "head_dim", None) or getattr(cfg, "hidden_size", 64) // heads
+    q = torch.zeros(1, heads, 16, head_dim, dtype=model.dtype, device=device)
+    mask = torch.ones(1, 1, 16, 16, dtype=torch.bool, device=device).tril()
+    out = {}
+    for case, (m, causal) in {"causal": (None, True), "masked": (mask, False)}.items():
+        try:
+            out[case] = torch.nn.attention.SDPBackend(torch._fused_sdp_choice(q, q, q, m, 0.0, causal)).name
+        except Exception:  # a private function: anything it raises means "cannot say"
+            out[case] = "unknown"
+    return out

@@ -49,16 +49,16 @@ class ChoiceIndex:
         self.index = torch.tensor([rows, targets], dtype=torch.long, device=device)  # (2, tokens)
         self.torch = torch
 
-    def scores(self, logprobs, greedy) -> list[tuple[float, bool]]:
-        """Per choice, in the order given: (sum of its tokens' log-probabilities in ``logprobs``' dtype, as a
-        Python float in nats; whether every token equals ``greedy`` at its row).
+    def gather(self, logprobs, greedy):
+        """``(2, choices)`` float32 tensor on the device, choices in length order: row 0 each choice's summed
+        log-probability (in ``logprobs``' dtype, then widened: float32 holds every bfloat16/float16/float32 sum
+        exactly), row 1 whether every token equals ``greedy`` at its row (0/1).
 
         Args:
             logprobs: ``(positions, vocabulary)`` log-probabilities on the device.
             greedy: ``(positions,)`` argmax of each ``logprobs`` row.
 
-        One gather, one comparison and one sum per distinct continuation length on the device; one
-        device-to-host transfer.
+        One gather, one comparison and one sum per distinct continuation length, all on the device.
         """
         torch = self.torch
         rows, targets = self.index[0], self.index[1]
@@ -70,9 +70,18 @@ class ChoiceIndex:
             sums.append(values[at:at + n * k].view(n, k).sum(dim=1))
             alls.append(hits[at:at + n * k].view(n, k).all(dim=1))
             at += n * k
-        # float32 holds every bfloat16/float16/float32 sum exactly, and 0/1 for the flags
-        both = torch.stack([torch.cat(sums).to(torch.float32), torch.cat(alls).to(torch.float32)]).tolist()
+        return torch.stack([torch.cat(sums).to(torch.float32), torch.cat(alls).to(torch.float32)])
+
+    def read(self, gathered) -> list[tuple[float, bool]]:
+        """Per choice, in the order given: (sum of its tokens' log-probabilities as a Python float in nats, whether
+        every token is greedy), from :meth:`gather`'s tensor in one device-to-host transfer."""
+        both = gathered.tolist()
         out: list[tuple[float, bool]] = [(0.0, False)] * len(self.order)
         for pos, c in enumerate(self.order):
             out[c] = (both[0][pos], both[1][pos] == 1.0)
         return out
+
+    def scores(self, logprobs, greedy) -> list[tuple[float, bool]]:
+        """:meth:`gather` then :meth:`read`: per choice, in the order given, (summed log-probability in nats,
+        all tokens greedy)."""
+        return self.read(self.gather(logprobs, greedy))

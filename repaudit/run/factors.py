@@ -54,6 +54,11 @@ def _none_or(parse: Callable[[str], Any], none: str = "none") -> Callable[[str],
     return lambda s: None if s.lower() == none else parse(s)
 
 
+def _int_or(word: str) -> Callable[[str], Any]:
+    """A number, or ``word`` (``--batch-size auto``)."""
+    return lambda s: word if s.strip().lower() == word else int(s)
+
+
 @dataclass(frozen=True)
 class Factor:
     """One factor (see the module docstring). ``why_not`` gives, per command of :data:`COMMANDS` the
@@ -184,7 +189,7 @@ FACTORS: tuple[Factor, ...] = (
             why_not={"reproduce": "the vllm backend needs its own install: a search tries protocol settings"}),
     setting("dtype", protocol=str,
             moves=lambda c, t: [d for d in ("bfloat16", "float16", "float32") if d != c.dtype]),
-    setting("batch_size", protocol=int | Literal["auto"],
+    setting("batch_size", protocol=int | Literal["auto"], parse=_int_or("auto"),
             moves=lambda c, t: [b for b in (1, 32) if b != c.batch_size]),
     setting("padding_side", protocol=str,
             moves=lambda c, t: ["left" if c.padding_side == "right" else "right"]),

@@ -17,7 +17,7 @@ def engine_options(cfg: RunConfig) -> dict[str, Any]:
 
 def configure(backend, cfg: RunConfig):
     """The one path per-run settings reach a loaded backend: batch size, padding, scoring strategy, BOS."""
-    backend.configure(cfg.batch_size, cfg.padding_side, cfg.scoring_strategy, cfg.add_bos_token)
+    backend.configure(cfg.serving)
     return backend
 
 

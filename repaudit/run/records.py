@@ -96,10 +96,18 @@ class Timings(BaseModel):
     read after synchronising, so compute rather than kernel launch — a GPU run's file without
     ``gpu_memory_peak_mib`` was written before that and holds launch time here)."""
     model_load_parts_s: dict[str, float] | None = None
-    """``model_load_s`` by part for the hf backend, in seconds — ``imports`` (torch, transformers), ``device_init``
-    (the GPU's context; ~0 on the CPU), ``tokenizer``, ``weights`` (read, cast to the dtype, placed on the device),
-    ``other`` (tokenizer hash, parameter count); ``None`` where the model was reused from an earlier run or another
-    backend loaded it, and in files written before it was recorded."""
+    """``model_load_s`` by part for the hf backend, in seconds — ``imports`` (torch, transformers, the model family's
+    modules), ``device_init`` (the GPU's context; ~0 on the CPU), ``tokenizer``, ``weights`` (read, cast to the dtype,
+    placed on the device), ``tokenizer_hash``, ``parameters`` (counted), ``attention_probe`` (the sdpa kernel the
+    device picks), ``other`` (the rest); ``None`` where the model was reused from an earlier run or another backend
+    loaded it, and in files written before it was recorded. Older files have fewer parts (their ``other`` held the
+    tokenizer hash and the parameter count)."""
+    eval_parts_s: dict[str, float] | None = None
+    """``eval_s`` of log-likelihood requests by part for the hf backend, in seconds (``repaudit.backends.base.
+    EVAL_PARTS``) — ``tokenise``, ``batch`` (grouping, sorting, building tensors, the batch store), ``forward`` (the
+    decoder), ``logsoftmax`` (the output layer at the scored positions, log-softmax and the on-device gather),
+    ``transfer`` (the scores read back); on a GPU each ends with a synchronised clock. ``None`` for generate_until
+    and in files written before it was recorded."""
     gpu_memory_peak_mib: float | None = None
     """The most GPU memory torch held in tensors on the run's device during the run (MiB, weights included;
     ``torch.cuda.max_memory_allocated``); ``None`` on the CPU, for the vllm backend and in older files."""

@@ -334,7 +334,7 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
     t_load = time.perf_counter()
     backend = backends.get(resolved, cfg) if backends is not None else load(resolved, cfg)
     load_s = time.perf_counter() - t_load
-    load_parts = backend.pop_load_parts() if hasattr(backend, "pop_load_parts") else None
+    load_parts = backend.pop_load_parts()
 
     generation = generation_settings(task, cfg, backend.info.eos_token)
     rendered = render_requests(task, cfg, docset, backend, generation)
@@ -342,7 +342,7 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
     store = (open_store(cache_dir) if own_store else cache) if cfg.use_batch_cache else None
     try:
         ans = answer_requests(task, backend, rendered, store, err)
-        if store is not None and hasattr(backend, "speed_key"):  # measured throughput for --dry-run estimates
+        if store is not None:  # measured throughput for --dry-run estimates
             store.add_speed(backend.speed_key(), backend.tokens_computed, ans.eval_s)
     finally:
         if own_store and store is not None:
@@ -386,6 +386,7 @@ def run_timings(cfg: RunConfig, backend, ans: Answers, n_docs: int, load: tuple[
                    computed_batches=ans.computed_batches, cached_batches=ans.cached_batches,
                    tokens_computed=backend.tokens_computed, forward_s=round(backend.forward_s, 3),
                    model_load_parts_s=parts,
+                   eval_parts_s={k: round(v, 3) for k, v in sorted(backend.eval_parts.items())} or None,
                    # vLLM's engine allocates outside torch's counter (and in another process by default)
                    gpu_memory_peak_mib=peak_memory_mib(cfg.device) if cfg.backend == "hf" else None)
 
