@@ -215,3 +215,56 @@ def test_usage_errors_exit_64_before_any_work(args, needle):
     res = runner.invoke(app, ["determinism", "--model", "/no/such/model", *args])
     assert res.exit_code == 64, res.output
     assert needle in res.stderr
+
+
+@pytest.fixture(scope="module")
+def floor_report(tiny_model, shared_data, tmp_path_factory) -> Path:
+    """A determinism report of the tiny model on ARC-Easy (float32, 12 docs): repeat and batch."""
+    from repaudit.audit.determinism_run import probe_determinism
+    from repaudit.run.runner import RunConfig
+
+    tmp = tmp_path_factory.mktemp("floor")
+    cfg = RunConfig(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=12, cache_dir=tmp / "c")
+    report = probe_determinism(cfg, ProbeOptions(axes=("repeat", "batch"), repeats=2, batch_sizes=(1, 4)))
+    path = tmp / "determinism.json"
+    path.write_text(report.model_dump_json(indent=1))
+    return path
+
+
+def test_sweep_takes_a_determinism_report_as_its_noise_floor(floor_report, tiny_model, shared_data, tmp_path):
+    from repaudit.audit.determinism import noise_floor
+
+    common = ["sweep", "--factor", "batch_size", "--values", "1", "--model", str(tiny_model), "--data-dir",
+              str(shared_data), "--cache-dir", str(tmp_path / "c"), "--noise-floor", str(floor_report)]
+    res = runner.invoke(app, [*common, "--limit", "20", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    floor = noise_floor(floor_report, "arc_easy", "acc", "hf", "float32")
+    assert out["noise_floor_scores"] == floor.scores and out["noise_floor_sd"] == floor.sd
+    assert out["noise_floor_method"].startswith("determinism report") and "repeat, batch" in out["noise_floor_method"]
+    plan = runner.invoke(app, [*common, "--dry-run", "--json"])
+    assert [c["label"] for c in json.loads(plan.stdout)["configurations"]] == ["base", "batch_size=1"]
+    wrong = runner.invoke(app, [*common, "--dtype", "bfloat16"])
+    assert wrong.exit_code == 1 and "measured arc_easy on hf float32; this base runs arc_easy on hf bfloat16" in \
+        wrong.stderr
+
+
+def test_attribute_reads_its_residual_and_factors_against_the_noise_floor(floor_report, tiny_model, shared_data,
+                                                                           tmp_path):
+    from repaudit.audit.determinism import noise_floor
+
+    files = []
+    for b in (8, 1):
+        files.append(str(tmp_path / f"b{b}.json"))
+        res = runner.invoke(app, ["run", "--model", str(tiny_model), "--data-dir", str(shared_data), "--limit", "12",
+                                  "--batch-size", str(b), "--cache-dir", str(tmp_path / "c"), "-o", files[-1]])
+        assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["attribute", *files, "--data-dir", str(shared_data), "--cache-dir", str(tmp_path / "c"),
+                              "--n-boot", "100", "--noise-floor", str(floor_report), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    floor = noise_floor(floor_report, "arc_easy", out["metric"])
+    assert out["noise_floor_sd"] == floor.sd and out["noise_floor_method"] == floor.method
+    md = runner.invoke(app, ["attribute", *files, "--data-dir", str(shared_data), "--cache-dir", str(tmp_path / "c"),
+                             "--n-boot", "100", "--noise-floor", str(floor_report), "--format", "markdown"])
+    assert "Numerical noise floor of the backend: sd" in md.stdout and "2 sd of it" in md.stdout

@@ -260,25 +260,38 @@ def read_report(path) -> DeterminismReport:
     return validate(DeterminismReport, obj, Path(path))[0]
 
 
-def noise_floor(path, task: str, metric: str, backend: str, dtype: str) -> NoiseFloor:
-    """The numerical noise floor of ``metric`` from the determinism report at ``path``, for a grid whose base runs
-    ``task`` on ``backend`` in ``dtype``.
+def check_floor(path, task: str | None = None, backend: str | None = None, dtype: str | None = None
+                ) -> DeterminismReport:
+    """The determinism report at ``path``, checked usable as the noise floor of a grid on ``task`` (where given;
+    and whose base runs on ``backend`` in ``dtype``, where given: sweep's base).
 
     Raises:
-        RepauditError: an unreadable report, one of another task, backend or dtype, one without ``metric``, or one
-            that measured no axis.
+        RepauditError: an unreadable report, one of another task, backend or dtype, or one that measured no axis.
     """
     r = read_report(path)
-    if (r.task, r.backend, r.dtype) != (task, backend, dtype):
+    if task not in (None, r.task) or backend not in (None, r.backend) or dtype not in (None, r.dtype):
         raise RepauditError(f"--noise-floor '{path}' measured {r.task} on {r.backend} {r.dtype}; this base runs "
-                            f"{task} on {backend} {dtype}: measure that configuration with repaudit determinism")
-    axes = [a for a in r.axes if not a.control and a.skipped is None and a.points]
-    if not axes:
+                            f"{task}" + (f" on {backend} {dtype}" if backend else "")
+                            + ": measure that configuration with repaudit determinism")
+    if not any(not a.control and a.skipped is None and a.points for a in r.axes):
         raise RepauditError(f"--noise-floor '{path}' measured no axis: nothing to take a floor from")
+    return r
+
+
+def noise_floor(path, task: str, metric: str, backend: str | None = None, dtype: str | None = None) -> NoiseFloor:
+    """The numerical noise floor of ``metric`` from the determinism report at ``path`` (checked as
+    :func:`check_floor` checks it): every measured axis's reference score and its points' scores, controls left
+    out.
+
+    Raises:
+        RepauditError: what :func:`check_floor` raises, or a report without ``metric``.
+    """
+    r = check_floor(path, task, backend, dtype)
     if metric not in r.metrics:
         raise RepauditError(f"--noise-floor '{path}' has no metric '{metric}': it has {', '.join(r.metrics)}")
+    axes = [a for a in r.axes if not a.control and a.skipped is None and a.points]
     scores = [s for a in axes for s in [a.reference_scores[metric], *(p.scores[metric] for p in a.points)]]
     sd = float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0
-    method = (f"determinism report '{path}': spread of {metric} over {len(scores)} configurations of the backend's "
-              f"numerics ({', '.join(a.axis for a in axes)}) on {r.n_docs} probed docs")
+    method = (f"determinism report '{path}': spread of {metric} over {len(scores)} configurations of {r.backend} "
+              f"{r.dtype}'s numerics ({', '.join(a.axis for a in axes)}) on {r.n_docs} probed docs")
     return NoiseFloor(source=str(path), metric=metric, scores=scores, sd=sd, method=method)
