@@ -268,3 +268,26 @@ def test_attribute_reads_its_residual_and_factors_against_the_noise_floor(floor_
     md = runner.invoke(app, ["attribute", *files, "--data-dir", str(shared_data), "--cache-dir", str(tmp_path / "c"),
                              "--n-boot", "100", "--noise-floor", str(floor_report), "--format", "markdown"])
     assert "Numerical noise floor of the backend: sd" in md.stdout and "2 sd of it" in md.stdout
+
+
+def test_gpu_determinism_step_runs_on_the_cpu_and_writes_its_table(tiny_model, shared_data, tmp_path):
+    """bench/gpu_determinism.sh (called by gpu_check.sh) end to end on the CPU, small: the batch axis's table from
+    the reports it wrote; no wheel is installed without --wheels, and the batch-invariant runs are left out here."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "out"
+    cmd = ["bash", str(root / "bench" / "gpu_determinism.sh"), "--python", sys.executable, "--device", "cpu",
+           "--limit", "4", "--model", str(tiny_model), "--data-dir", str(shared_data), "--dtypes", "float32",
+           "--arc-batch-sizes", "1,8", str(out)]  # gpu_check.py's own options come along and are ignored
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "OMP_NUM_THREADS": "1", "REPAUDIT_DETERMINISM_BATCHES": "1,8"})
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    md = (out / "determinism" / "determinism.md").read_text()
+    assert md in res.stdout and "installing" not in res.stderr
+    report = DeterminismReport.model_validate_json((out / "determinism" / "arc_easy-float32.json").read_text())
+    p = report.axes[0].points[0]
+    assert f"| arc_easy-float32 | B=8 | {p.docs_changed}/4 |" in md and f"| {p.flips} | {p.verdict} |" in md
+    assert "batch-invariant runs: not run on the CPU" in md
