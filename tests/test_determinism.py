@@ -67,7 +67,7 @@ def test_batch_axis_equals_the_backend_called_by_hand(tiny_model, shared_data, t
     report, _ = _probe(cfg, axes=("batch",), batch_sizes=sizes, seed=3)
     axis = report.axes[0]
     assert axis.axis == "batch" and [p.label for p in axis.points] == ["B=8", "B=32"]
-    task, backend, rendered = _docs_and_backend(cfg, max(sizes))
+    task, backend, rendered = _docs_and_backend(cfg, max(*sizes, cfg.batch_size))  # the docs the probe drew from
     probe = Probe(task, cfg, backend, rendered[:6], rendered[6:], None, extra={"seed": 3})  # the same needle draws
     alone = [_by_hand(backend, cfg, rd.all_requests, 1) for rd in rendered[:6]]
     for point, size in zip(axis.points, sizes[1:]):
@@ -291,3 +291,43 @@ def test_gpu_determinism_step_runs_on_the_cpu_and_writes_its_table(tiny_model, s
     p = report.axes[0].points[0]
     assert f"| arc_easy-float32 | B=8 | {p.docs_changed}/4 |" in md and f"| {p.flips} | {p.verdict} |" in md
     assert "batch-invariant runs: not run on the CPU" in md
+
+
+def test_generations_are_compared_as_texts_with_their_first_divergent_token(tiny_model, shared_data, tmp_path):
+    """generate_until: a doc changes when its generated text does (the backend called by hand at B = 1 and in the
+    same needle batch), and the first divergent token is counted on the texts re-tokenised."""
+    from repaudit.audit.determinism_probe import Probe, first_divergence
+    from repaudit.run.runner import RunConfig
+
+    class Tokens:  # one token per character
+        tokenizer = type("T", (), {"encode": staticmethod(lambda s, add_special_tokens: list(s))})()
+
+    assert first_divergence(Tokens(), "abcd", "abXd") == 2 and first_divergence(Tokens(), "abc", "abcd") == 3
+    cfg = RunConfig(task="gsm8k", model=str(tiny_model), data_dir=shared_data, limit=3, max_gen_toks=8,
+                    cache_dir=tmp_path)
+    report, _ = _probe(cfg, axes=("repeat", "batch"), repeats=2, batch_sizes=(1, 4))
+    assert report.output_type == "generate_until" and "exact_match,strict-match" in report.metrics
+    batch = next(a for a in report.axes if a.axis == "batch")
+    assert batch.points[0].max_abs_delta is None and batch.points[0].doc_max_abs_delta == []
+    task, backend, rendered = _docs_and_backend(cfg, max(4, cfg.batch_size))  # the docs the probe drew from
+    probe = Probe(task, cfg, backend, rendered[:3], rendered[3:], None, extra={"seed": 0})
+    changed = []
+    for i, rd in enumerate(rendered[:3]):
+        alone = probe.answer(rd.all_requests, 1)[0].text
+        reqs, at, _ = probe.needle(i, 4)
+        if probe.answer(reqs, 4)[at[0]].text != alone:
+            changed.append(rd.doc.doc_id)
+    assert batch.points[0].changed_doc_ids == changed and set(batch.points[0].divergence) == set(changed)
+    assert any("distinct completions" in n for n in report.axes[0].notes)
+
+
+def test_ctrl_c_exits_130_and_keeps_nothing(monkeypatch, tmp_path):
+    import repaudit.audit.determinism_run as run
+
+    def stop(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "probe_determinism", stop)
+    out = tmp_path / "d.json"
+    res = runner.invoke(app, ["determinism", "--limit", "2", "-o", str(out)])
+    assert res.exit_code == 130 and "interrupted: nothing was written" in res.stderr and not out.exists()

@@ -219,10 +219,11 @@ def expected_compare(axis: AxisResult, n_docs: int, metric: str | None) -> str:
             "order": "two runs whose requests arrive in other orders",
             "cache": "a run from the batch store and one recomputed", "threads": "two runs on other thread counts",
             "dtype": "two runs in different dtypes", "tp": "two runs at other tensor-parallel sizes"}[axis.axis]
+    answers = "generation" if p.max_abs_delta is None else "log-likelihood"
     if p.verdict == "bit-identical":
-        return f"{what}: identical per-doc results — no changed log-likelihood, no flipped doc, Δ 0 in every metric"
+        return f"{what}: identical per-doc results — no changed {answers}, no flipped doc, Δ 0 in every metric"
     delta = "" if p.max_abs_delta is None else f" (log-likelihoods up to {p.max_abs_delta:.2g} nats apart)"
-    head = f"{what}: {_pct(p.docs_changed, n_docs)} probed docs with other numbers{delta}"
+    head = f"{what}: {_pct(p.docs_changed, n_docs)} probed docs with other {answers}s{delta}"
     if p.verdict != "predictions differ":
         return head + "; no flipped doc, so Δ 0 in every metric and no flip in compare's tables"
     moved = ""
