@@ -68,7 +68,7 @@ def test_batch_axis_equals_the_backend_called_by_hand(tiny_model, shared_data, t
     axis = report.axes[0]
     assert axis.axis == "batch" and [p.label for p in axis.points] == ["B=8", "B=32"]
     task, backend, rendered = _docs_and_backend(cfg, max(*sizes, cfg.batch_size))  # the docs the probe drew from
-    probe = Probe(task, cfg, backend, rendered[:6], rendered[6:], None, extra={"seed": 3})  # the same needle draws
+    probe = Probe(task, cfg, backend, rendered[:6], rendered[6:], 3)  # the same needle draws
     alone = [_by_hand(backend, cfg, rd.all_requests, 1) for rd in rendered[:6]]
     for point, size in zip(axis.points, sizes[1:]):
         per_doc, changed = [], []
@@ -310,7 +310,7 @@ def test_generations_are_compared_as_texts_with_their_first_divergent_token(tiny
     batch = next(a for a in report.axes if a.axis == "batch")
     assert batch.points[0].max_abs_delta is None and batch.points[0].doc_max_abs_delta == []
     task, backend, rendered = _docs_and_backend(cfg, max(4, cfg.batch_size))  # the docs the probe drew from
-    probe = Probe(task, cfg, backend, rendered[:3], rendered[3:], None, extra={"seed": 0})
+    probe = Probe(task, cfg, backend, rendered[:3], rendered[3:], 0)
     changed = []
     for i, rd in enumerate(rendered[:3]):
         alone = probe.answer(rd.all_requests, 1)[0].text

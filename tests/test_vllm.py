@@ -184,7 +184,7 @@ def test_determinism_repeat_and_batch_with_batch_invariant_off_and_on(tiny_model
     task = get_task("arc_easy")
     docset = load_docs(task, cfg.model_copy(update={"limit": 6 + 8}), __import__("rich").console.Console(quiet=True))
     rendered = render_requests(task, cfg, docset, backend, generation_settings(task, cfg, None))
-    probe = Probe(task, cfg, backend, rendered[:6], rendered[6:], None, extra={"seed": 0})
+    probe = Probe(task, cfg, backend, rendered[:6], rendered[6:], 0)
     changed = []
     for i, rd in enumerate(rendered[:6]):
         alone = probe.answer(rd.all_requests, 1)

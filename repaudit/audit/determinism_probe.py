@@ -14,7 +14,8 @@ import os
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Console
 
@@ -89,16 +90,23 @@ class Pass:
 
 @dataclass
 class Probe:
-    """The probed docs rendered for one loaded backend, and how to answer and score them."""
+    """The probed docs rendered for one loaded backend, and how to answer and score them.
 
-    task: object
-    cfg: object
-    backend: object
+    Attributes:
+        task: the task (:class:`~repaudit.tasks.base.Task`).
+        cfg: the run configuration probed (:class:`~repaudit.run.config.RunConfig`).
+        backend: the loaded backend the axes call by hand (the dtype and tp axes pass their own).
+        docs: the probed docs, rendered, in doc order.
+        others: the docs loaded after them, whose requests fill a needle batch.
+        seed: the seed of those draws and of a batch's orders (``--probe-seed``).
+    """
+
+    task: Any
+    cfg: Any
+    backend: Any
     docs: list[RenderedDoc]
     others: list[RenderedDoc]
-    err: Console
-    options: object = None
-    extra: dict = field(default_factory=dict)
+    seed: int = 0
 
     @property
     def generative(self) -> bool:
@@ -148,10 +156,10 @@ class Probe:
         pool = [r for rd in self.others for r in rd.all_requests]
         if len(pool) < size - k:  # a small split: the other probed docs too
             pool += [r for j, rd in enumerate(self.docs) if j != i for r in rd.all_requests]
-        rng = random.Random(f"{self.extra.get('seed', 0)}:{size}:{i}")
+        rng = random.Random(f"{self.seed}:{size}:{i}")
         batch = own + rng.sample(pool, min(max(size - k, 0), len(pool)))
         order = list(range(len(batch)))
-        random.Random(f"{self.extra.get('seed', 0)}:{size}:{i}:{order_seed}").shuffle(order)
+        random.Random(f"{self.seed}:{size}:{i}:{order_seed}").shuffle(order)
         return [batch[j] for j in order], [order.index(j) for j in range(k)], k
 
 

@@ -243,7 +243,7 @@ def probe_determinism(cfg, opts: ProbeOptions, err: Console | None = None, pool=
                        (t0, commit), unsupported=str(exc))
     generation = generation_settings(task, cfg, backend.info.eos_token)
     rendered = render_requests(task, cfg, docset, backend, generation)
-    probe = Probe(task, cfg, backend, rendered[:n], rendered[n:] if n else [], err, extra={"seed": opts.seed})
+    probe = Probe(task, cfg, backend, rendered[:n], rendered[n:] if n else [], opts.seed)
     ctx = Context(probe, opts, pool, resolved, bar_factory(err))
     metric = next(iter(_metrics(task, cfg)), None)
     axes = []
