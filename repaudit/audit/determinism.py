@@ -222,7 +222,7 @@ def expected_compare(axis: AxisResult, n_docs: int, metric: str | None) -> str:
     answers = "generation" if p.max_abs_delta is None else "log-likelihood"
     if p.verdict == "bit-identical":
         return f"{what}: identical per-doc results — no changed {answers}, no flipped doc, Δ 0 in every metric"
-    delta = "" if p.max_abs_delta is None else f" (log-likelihoods up to {p.max_abs_delta:.2g} nats apart)"
+    delta = "" if p.max_abs_delta is None else f" (up to {p.max_abs_delta:.2g} nats apart)"
     head = f"{what}: {_pct(p.docs_changed, n_docs)} probed docs with other {answers}s{delta}"
     if p.verdict != "predictions differ":
         return head + "; no flipped doc, so Δ 0 in every metric and no flip in compare's tables"
