@@ -8,8 +8,8 @@
 #   bash bench/gpu_determinism.sh --python PY [--wheels DIR] [--device cuda] [--model M] [--data-dir DATA] OUT
 #   bash bench/gpu_determinism.sh --device cpu --limit 6 --data-dir ../shared/data OUT    # on the CPU, small
 #
-#   --wheels DIR   install batch-invariant-ops from DIR, else from bench/wheels/ (which carries one); without it
-#                  nothing is installed (the batch-invariant runs then say the package is missing)
+#   --wheels DIR   install batch-invariant-ops from DIR where the folder holds its wheel (it is not on PyPI: whoever
+#                  holds the GPU carries a wheel of it); without one the batch-invariant runs say the package is missing
 #   anything else goes to bench/gpu_determinism.py (python3 bench/gpu_determinism.py --help); OUT is the last
 #   argument, and gpu_check.py's own options are accepted there and ignored.
 #   REPAUDIT_DETERMINISM=0 skips the step; REPAUDIT_DETERMINISM_LIMIT (docs, default 100),
@@ -34,18 +34,18 @@ if [ "${REPAUDIT_DETERMINISM:-1}" = "0" ]; then
 fi
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-# batch_invariant_ops, on a machine set up from carried wheels only (--wheels given: the GPU check's): from that folder,
-# else the one bench/wheels carries; its kernels need Triton (CUDA torch ships it). Without --wheels nothing is
-# installed into the interpreter's environment.
+# batch_invariant_ops, on a machine set up from carried wheels only (--wheels given: the GPU check's), where that folder
+# holds its wheel; its kernels need Triton (CUDA torch ships it). Without --wheels nothing is installed into the
+# interpreter's environment.
 if [ -n "$WHEELS" ] \
         && ! "$PY" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("batch_invariant_ops") is None)'; then
-    for dir in "$WHEELS" "$REPO/bench/wheels"; do
-        whl=$(find "$dir" -maxdepth 1 -name 'batch_invariant_ops-*.whl' 2>/dev/null | head -n 1)
-        if [ -n "$whl" ]; then
-            echo "gpu_determinism: installing $(basename "$whl")" >&2
-            "$PY" -m pip install -q --no-index --no-deps "$whl" && break
-        fi
-    done
+    whl=$(find "$WHEELS" -maxdepth 1 -name 'batch_invariant_ops-*.whl' 2>/dev/null | head -n 1)
+    if [ -n "$whl" ]; then
+        echo "gpu_determinism: installing $(basename "$whl")" >&2
+        "$PY" -m pip install -q --no-index --no-deps "$whl"
+    else
+        echo "gpu_determinism: no batch_invariant_ops wheel in $WHEELS: the batch-invariant runs will say so" >&2
+    fi
 fi
 
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
