@@ -81,4 +81,5 @@ if ! "$PY" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("lm_eval") 
 fi
 
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
+bash "$REPO/bench/gpu_determinism.sh" --python "$PY" ${WHEELS:+--wheels "$WHEELS"} "${PASS[@]}" || true  # OUT/determinism
 exec "$PY" "$REPO/bench/gpu_check.py" "${PASS[@]}"

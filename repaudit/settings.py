@@ -162,8 +162,9 @@ class ServingSettings(Settings):
     kv_cache_dtype: KvCacheDtype = Field("auto", json_schema_extra=engine(
         vllm_only=True, lmeval="model_args.kv_cache_dtype", lighteval="model_config.kv_cache_dtype"))
     """vLLM: dtype the KV cache is stored in."""
-    batch_invariant: bool = Field(False, json_schema_extra=engine(vllm_only=True))
-    """vLLM: batch-invariant kernels (results independent of batch composition)."""
+    batch_invariant: bool = False
+    """Batch-invariant kernels: results independent of batch composition (vLLM: VLLM_BATCH_INVARIANT; hf:
+    batch_invariant_ops' set_batch_invariant_mode, on CUDA and XPU devices)."""
     quantization: Quantization | None = Field(None, json_schema_extra=engine(vllm_only=True))
     """vLLM: weight quantisation method the engine applies; None = none."""
     max_num_seqs: int | None = Field(None, ge=1, le=MAX_BATCH, json_schema_extra=engine(

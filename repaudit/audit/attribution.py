@@ -94,6 +94,11 @@ class AttributionReport(BaseModel):
     outcome differs between A and B."""
     sequential: SequentialReport | None = None
     """How a ``--precision`` estimate was reached; None: every doc, bootstrap intervals."""
+    noise_floor_sd: float | None = None
+    """``--noise-floor``: the backend's numerical noise floor of the metric, a standard deviation in metric units
+    from a ``repaudit determinism`` report (:func:`repaudit.audit.determinism.noise_floor`); None: not given."""
+    noise_floor_method: str | None = None
+    """``--noise-floor``: what that floor is, in words; None: not given."""
 
 
 def _check_same_docs(src, rec) -> None:

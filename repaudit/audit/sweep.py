@@ -4,9 +4,10 @@ For every value the configuration is run (finished batches come from the store),
 is compared with the base run doc by doc: Δ with a paired bootstrap interval and the flip rate.
 The **noise floor** is the spread of the same metric under variation nobody chose: across
 few-shot seeds when the base is n-shot (n > 0), otherwise across a repeated, uncached run of the
-base (zero where inference is deterministic, e.g. float32 on CPU). A value's effect *exceeds the
-floor* when its paired interval excludes 0 and |Δ| is more than twice the floor's standard
-deviation.
+base (zero where inference is deterministic, e.g. float32 on CPU) — or, given a ``repaudit determinism`` report
+(``--noise-floor``), the spread of the metric over the configurations that report measured (the backend's own
+numerical noise: repeats, batch sizes, orders, caches, thread counts), with no floor run. A value's effect *exceeds
+the floor* when its paired interval excludes 0 and |Δ| is more than twice the floor's standard deviation.
 """
 
 from __future__ import annotations
@@ -83,9 +84,11 @@ class SweepResult(BaseModel):
     noise_floor_sd: float
     """Sample standard deviation (ddof 1) of ``noise_floor_scores``; 0.0 for a single score."""
     noise_floor_method: str
-    """What the floor varies: other few-shot seeds (n-shot base), or a repeated uncached run of the base."""
+    """What the floor varies: other few-shot seeds (n-shot base), a repeated uncached run of the base, or the
+    configurations of a determinism report (``--noise-floor``)."""
     noise_floor_scores: list[float]
-    """The base's score, then each floor run's."""
+    """The base's score, then each floor run's (``--noise-floor``: each configuration's score in the determinism
+    report, on its probed docs)."""
     points: list[SweepPoint]
     """One point per value, in the order given."""
     computed_batches: int = 0
@@ -145,8 +148,10 @@ def floor_configs(base: RunConfig, num_fewshot: int, noise_seeds: int) -> tuple[
     return [base.model_copy(update={"use_batch_cache": False})], "spread across a repeated uncached run of the base"
 
 
-def sweep_grid(base: RunConfig, factor: str, values: list[Any], noise_seeds: int = 3) -> list[tuple[str, RunConfig]]:
-    """(label, RunConfig) of every configuration :func:`sweep` would run, for ``--dry-run``.
+def sweep_grid(base: RunConfig, factor: str, values: list[Any], noise_seeds: int = 3,
+               floor_given: bool = False) -> list[tuple[str, RunConfig]]:
+    """(label, RunConfig) of every configuration :func:`sweep` would run, for ``--dry-run`` (``floor_given``: a
+    determinism report is the floor, so no floor configuration runs).
 
     Raises:
         RepauditError: unknown factor or a configuration that cannot run.
@@ -157,7 +162,7 @@ def sweep_grid(base: RunConfig, factor: str, values: list[Any], noise_seeds: int
     task = check_config(base)
     nshot = len(base.fewshot_ids) if base.fewshot_ids is not None else (
         base.num_fewshot if base.num_fewshot is not None else task.default_num_fewshot)
-    floor, _ = floor_configs(base, nshot, noise_seeds)
+    floor = [] if floor_given else floor_configs(base, nshot, noise_seeds)[0]
     out = [("base", base)] + [(f"noise floor: fewshot_seed={c.fewshot_seed}" if nshot else "noise floor: uncached "
                                "repeat", c) for c in floor]
     for value in values:
@@ -202,7 +207,7 @@ def _merged(so_far: list[RunRecord] | None, recs: list[RunRecord]) -> list[RunRe
 
 def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds: int = 3,
           metric: str | None = None, progress=None, precision: float | None = None, precision_seed: int = 0,
-          round_docs: int | None = None) -> SweepResult:
+          round_docs: int | None = None, noise_floor=None) -> SweepResult:
     """Run ``base`` with ``factor`` set to each of ``values`` and judge each against the noise floor.
 
     ``executor`` is a :class:`repaudit.executor.Executor` (local or Ray) or a function
@@ -214,22 +219,28 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
     of docs until each value's Δ has a 95 % repeated confidence interval at most that wide on each
     side (:mod:`repaudit.audit.sequential`); the floor is then measured on the same docs.
 
+    ``noise_floor`` (the path of a ``repaudit determinism`` JSON report of the base's task, backend and dtype) is the
+    floor instead: no floor configuration runs (:func:`repaudit.audit.determinism.noise_floor`).
+
     Raises:
-        RepauditError: unknown factor, no values, or a metric the task does not report.
+        RepauditError: unknown factor, no values, a metric the task does not report, or a noise-floor report of
+            another configuration.
     """
     from repaudit.audit.executor import as_executor
 
     field = _factor(factor).fields[0]
     value_cfgs = _value_configs(base, field, values, noise_seeds)
+    if noise_floor is not None:  # a report of another configuration is refused before anything runs
+        from repaudit.audit.determinism import check_floor
+
+        check_floor(noise_floor, base.task, base.backend, base.dtype)
     executor = as_executor(executor)
     st: dict[str, Any] = {"recs": None, "floor": None, "metric": metric, "round": 0, "computed": 0, "cached": 0}
 
     def run_round(chunk: list[int] | None) -> np.ndarray:
         base_rec = executor.map([_restrict(base, chunk)])[0]
         if st["floor"] is None:  # the base's n-shot decides the floor, in the first round
-            st["metric"] = _checked_metric(st["metric"], base_rec, base.task)
-            shots = base_rec.fingerprint.settings.fewshot.num_fewshot
-            st["floor"], st["method"] = floor_configs(base, shots, noise_seeds)
+            _decide_floor(st, base, base_rec, noise_seeds, noise_floor)
         per = 1 + len(st["floor"]) + len(values)
         done, total = st["round"] * per, st.get("total", 1) * per
         if progress:
@@ -256,6 +267,19 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
     return _result(base, factor, getattr(base, field), values, st, seq)
 
 
+def _decide_floor(st: dict[str, Any], base: RunConfig, base_rec: RunRecord, noise_seeds: int, noise_floor) -> None:
+    """The metric and the floor, once the base's first record is in: a determinism report's configurations
+    (``noise_floor``), else :func:`floor_configs` by the base's n-shot."""
+    st["metric"] = _checked_metric(st["metric"], base_rec, base.task)
+    shots = base_rec.fingerprint.settings.fewshot.num_fewshot
+    st["floor"], st["method"] = floor_configs(base, shots, noise_seeds)
+    if noise_floor is not None:
+        from repaudit.audit.determinism import noise_floor as numerical_floor
+
+        st["given"] = numerical_floor(noise_floor, base.task, st["metric"], base.backend, base.dtype)
+        st["floor"], st["method"] = [], st["given"].method
+
+
 def _result(base: RunConfig, factor: str, base_value: Any, values: list[Any], st: dict[str, Any],
             seq: SequentialReport | None) -> SweepResult:
     """The sweep's result from every round's records (``st``): the noise floor's spread, then each value's point."""
@@ -263,6 +287,8 @@ def _result(base: RunConfig, factor: str, base_value: Any, values: list[Any], st
     base_rec, floor_recs = st["recs"][0], st["recs"][1:1 + len(st["floor"])]
     xb = _metric_values(base_rec, metric)
     floor_scores = [float(xb.mean())] + [float(_metric_values(r, metric).mean()) for r in floor_recs]
+    if st.get("given") is not None:  # a determinism report's configurations, on its probed docs
+        floor_scores = st["given"].scores
     floor_sd = float(np.std(floor_scores, ddof=1)) if len(floor_scores) > 1 else 0.0
     points = _points(factor, values, base_rec, st["recs"][1 + len(st["floor"]):], metric, floor_sd, seq)
     return SweepResult(task=base.task, metric=metric, factor=factor, base_value=base_value,

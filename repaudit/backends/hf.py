@@ -19,6 +19,7 @@ from typing import Any
 
 from repaudit.backends.base import Backend, BackendInfo, Progress, check_serving, generate_in_batches
 from repaudit.backends.batching import auto_batch_tokens, cut, generation_rows
+from repaudit.backends.determinism import batch_invariant_asked, batch_invariant_mode, hf_engine_facts
 from repaudit.backends.device import sdpa_kernels
 from repaudit.backends.gather import ChoiceIndex
 from repaudit.backends.head import ScoredHead, score_positions
@@ -54,12 +55,13 @@ ATTN_IMPLEMENTATIONS = ("eager", "sdpa", "flash_attention_2")
 
 
 def _attn_implementation(engine: dict) -> str | None:
-    """The attention implementation asked for, or None; any other serving setting is refused (vLLM's).
+    """The attention implementation asked for, or None; any other serving setting but ``batch_invariant`` is refused
+    (vLLM's).
 
     Raises:
         RepauditError: a serving setting transformers does not take.
     """
-    other = sorted(k for k in engine if k != "attention_backend")
+    other = sorted(k for k in engine if k not in ("attention_backend", "batch_invariant"))
     if other:
         raise RepauditError(f"--{other[0].replace('_', '-')} is a setting of the vllm backend, not of transformers")
     attn = engine.get("attention_backend")
@@ -103,6 +105,7 @@ class HFBackend(Backend):
             raise RepauditError(f"unknown dtype '{dtype}': choose one of {', '.join(DTYPES)}")
         check_serving(batch_size, padding_side, scoring_strategy)
         attn = _attn_implementation(engine or {})
+        self.batch_invariant = batch_invariant_asked(engine or {}, device)  # forward passes in its mode
         parts = {"imports": time.perf_counter() - t0}
         self.tokenizer, self.model = load_transformers(model, dtype, device, trust_remote_code, attn, parts)
         self.torch = torch
@@ -135,7 +138,7 @@ class HFBackend(Backend):
             max_length=_max_length(self.model, self.tokenizer), **identity, num_parameters=n_params,
             architecture=type(self.model).__name__,
             engine={"attn_implementation": str(getattr(self.model.config, "_attn_implementation", "unknown")),
-                    **({"sdpa_kernel": kernels} if kernels else {}),
+                    **({"sdpa_kernel": kernels} if kernels else {}), **hf_engine_facts(self.batch_invariant),
                     **({"requested": dict(sorted(engine.items()))} if engine else {})})
 
     def _configured(self, serving: ServingSettings) -> None:
@@ -163,9 +166,9 @@ class HFBackend(Backend):
 
     # ------------------------------------------------------------------ keys
     def _key_settings(self) -> list:
-        # shared_prefix has no padding side: its padded keys are masked out
+        # shared_prefix has no padding side: its padded keys are masked out; batch-invariant kernels give other bits
         key = [self.padding_side if self._scorer is None else None, self.batch_size, self.info.max_length,
-               self.scoring_strategy]
+               self.scoring_strategy, *(["batch_invariant"] if self.batch_invariant else [])]
         return key if self.batch_tokens is None else [*key, self.batch_tokens]
 
     def plan_cost(self, requests: list[LoglikelihoodRequest], cache: BatchCache | None) -> tuple[int, int, int]:
@@ -238,10 +241,11 @@ class HFBackend(Backend):
                       progress: Progress | None = None) -> list[LoglikelihoodResult]:
         """Answer every request; see the module docstring for the exact numerical path.
 
-        With ``scoring_strategy="shared_prefix"`` the work goes through :meth:`_loglikelihood_shared`. The seconds
-        go to :attr:`eval_parts` by part.
+        With ``scoring_strategy="shared_prefix"`` the work goes through :meth:`_loglikelihood_shared`; with
+        ``--batch-invariant`` every forward pass runs in batch_invariant_ops' mode. The seconds go to
+        :attr:`eval_parts` by part.
         """
-        with self.timed_eval():
+        with self.timed_eval(), batch_invariant_mode(self.batch_invariant):
             if self._scorer is not None:
                 return self._loglikelihood_shared(requests, cache, progress)
             return self._loglikelihood_full(requests, cache, progress)
@@ -366,9 +370,10 @@ class HFBackend(Backend):
                                 "(do_sample with temperature > 0) needs --generation-strategy exact")
 
         def compute(rows: list[list[int]], settings) -> list[tuple[str, int, bool]]:
-            if settings.generation_strategy == "prefix_cache":
-                return self._generate_prefix_cached(rows, settings, pad_id)
-            return self._generate(rows, settings, pad_id)
+            with batch_invariant_mode(self.batch_invariant):
+                if settings.generation_strategy == "prefix_cache":
+                    return self._generate_prefix_cached(rows, settings, pad_id)
+                return self._generate(rows, settings, pad_id)
 
         encoded = [self.encoder.encode(r.context) for r in requests]
         longest = min(max((len(e) for e in encoded), default=1) + max((r.settings.max_gen_toks for r in requests),

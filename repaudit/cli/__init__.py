@@ -2,10 +2,11 @@
 
 One module per command; :mod:`repaudit.cli.common` holds what they share.
 
-Exit codes (every command but ``gate``): 0 success; 1 bad input or any other user error (one ``error:``
-line on stderr); 2 a usage error — an unknown option, a bad option value, a missing argument (one
+Exit codes (every command but ``gate`` and ``determinism``): 0 success; 1 bad input or any other user error (one
+``error:`` line on stderr); 2 a usage error — an unknown option, a bad option value, a missing argument (one
 ``error:`` line); 130 interrupted (finished work is kept). ``gate`` exits 0 GO, 1 NO-GO, 2 INCONCLUSIVE,
-64 usage error, 65 bad input, 74 an output that cannot be written.
+64 usage error, 65 bad input, 74 an output that cannot be written; ``determinism`` 0 bit-identical, 1 predictions
+differ, 2 only numbers differ, and 64, 65 (bad input, or nothing measured), 74 as ``gate``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typer.core import TyperGroup
 
 from repaudit.cli.attribute import attribute_command
 from repaudit.cli.compare import compare_command
+from repaudit.cli.determinism import determinism_command
 from repaudit.cli.export import export_command
 from repaudit.cli.factors import factors_command
 from repaudit.cli.gate import gate_command
@@ -28,6 +30,8 @@ from repaudit.cli.variance import variance_command
 
 #: exit code of a usage error (click's convention; its UsageError carries it)
 USAGE_EXIT = 2
+#: commands whose exit codes 0-2 are decisions (their usage errors exit 64)
+_DECIDING = (" gate", " determinism")
 
 
 class _Group(TyperGroup):
@@ -53,8 +57,8 @@ class _Group(TyperGroup):
             message = " ".join(exc.format_message().split())
             err.print("[bold red]error:[/] " + rich_text(message + hint), highlight=False, soft_wrap=True)
             code = getattr(exc, "exit_code", 1)
-            # gate's 0-2 are decisions: its usage errors take sysexits' EX_USAGE
-            sys.exit(64 if code == USAGE_EXIT and ctx is not None and ctx.command_path.endswith(" gate") else code)
+            # gate's and determinism's 0-2 are decisions: their usage errors take sysexits' EX_USAGE
+            sys.exit(64 if code == USAGE_EXIT and ctx is not None and ctx.command_path.endswith(_DECIDING) else code)
         if standalone_mode:
             sys.exit(rv if isinstance(rv, int) else 0)
         return rv
@@ -93,10 +97,12 @@ SHORT_HELP = {
     "variance": "A benchmark's noise: doc bootstrap, seeds, few-shot order, prompt format.",
     "factors": "Every factor that can move a score, and what each command does with it.",
     "export": "Write runs as Every Eval Ever records, every factor kept.",
+    "determinism": "Is the serving stack deterministic: repeat, batch, order, cache, threads.",
 }
 for _name, _fn in (("run", run_command), ("compare", compare_command), ("gate", gate_command),
                    ("sweep", sweep_command), ("attribute", attribute_command), ("reproduce", reproduce_command),
-                   ("variance", variance_command), ("factors", factors_command), ("export", export_command)):
+                   ("variance", variance_command), ("factors", factors_command), ("export", export_command),
+                   ("determinism", determinism_command)):
     app.command(_name, short_help=SHORT_HELP[_name])(_fn)
 
 

@@ -33,6 +33,9 @@ class AttributeOptions:
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates over docs.")] = 2000
     plot: Annotated[Optional[Path], typer.Option(help="Draw the waterfall to PATH.png and PATH.pdf.")] = None
     doc_text: DocTextOption = True
+    noise_floor: Annotated[Optional[Path], typer.Option(
+        help="A repaudit determinism report (JSON) of the runs' task: the backend's numerical noise floor, against "
+             "which the residual and each factor's value are read.")] = None
 
 
 @grouped
@@ -54,6 +57,8 @@ def attribute_command(
     Example: repaudit attribute a.json b.json --data-dir DATA -o attribution.md --plot waterfall
 
     Example: repaudit attribute a.json b.json --precision 2 --dry-run
+
+    Example: repaudit attribute b1.json b64.json --noise-floor determinism.json
     """
     from repaudit.report.audit import attribution_latex, attribution_markdown, attribution_rich
 
@@ -65,11 +70,20 @@ def attribute_command(
         if grid.dry_run:
             _dry_run(run_a, run_b, what, source, r, pr)
             return
+        if what.noise_floor is not None:  # an unreadable or empty report is refused before anything runs
+            from repaudit.audit.determinism import check_floor
+
+            check_floor(what.noise_floor)
         result = attribute_runs(run_a, run_b, source.data_dir, source.model, what.metric, what.n_boot,
                                 source.cache_dir, what.plot, make_executor(grid.executor, grid.ray_address,
                                                                            grid.workers),
                                 None if pr.precision is None else pr.precision / 100, pr.precision_seed,
                                 pr.round_docs, what.task_config)
+        if what.noise_floor is not None:
+            from repaudit.audit.determinism import noise_floor
+
+            floor = noise_floor(what.noise_floor, result.task, result.metric)
+            result = result.model_copy(update={"noise_floor_sd": floor.sd, "noise_floor_method": floor.method})
         from repaudit.report.frames import attribution_frame, to_csv
 
         emit_report(report_format(r.fmt, r.output, r.as_json, csv=True, html=True), r.output,

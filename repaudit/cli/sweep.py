@@ -45,6 +45,10 @@ class SweepOptions:
                                              "'none' = sampler order; until: a|b per value).")]
     metric: Annotated[Optional[str], typer.Option(help="Metric to judge (default: the task's first).")] = None
     noise_seeds: Annotated[int, typer.Option(help="Extra few-shot seeds for the noise floor (n-shot bases).")] = 3
+    noise_floor: Annotated[Optional[Path], typer.Option(
+        help="A repaudit determinism report (JSON) of the base's task, backend and dtype: the spread of the metric "
+             "over its configurations is the noise floor (the backend's numerics), and no floor run is made.")
+                           ] = None
     plot: Annotated[Optional[Path], typer.Option(help="Draw score vs value with the noise band to PATH.png and "
                                                       "PATH.pdf.")] = None
 
@@ -59,6 +63,8 @@ def sweep_command(what: SweepOptions, base: BaseOptions, report: ReportOptions, 
     Example: repaudit sweep --factor batch_size --values 1,4,16 --dtype bfloat16 --limit 200
 
     Example: repaudit sweep --factor num_fewshot --values 0,5 --precision 2 --dry-run
+
+    Example: repaudit sweep --factor batch_size --values 1,64 --noise-floor determinism.json
     """
     from repaudit.audit.sweep import parse_values, sweep
     from repaudit.report.audit import sweep_latex, sweep_markdown
@@ -76,7 +82,7 @@ def sweep_command(what: SweepOptions, base: BaseOptions, report: ReportOptions, 
             result = sweep(cfg, what.factor, vals, grid.open_executor(), noise_seeds=what.noise_seeds,
                            metric=what.metric, progress=tick,
                            precision=None if pr.precision is None else pr.precision / 100,
-                           precision_seed=pr.precision_seed, round_docs=pr.round_docs)
+                           precision_seed=pr.precision_seed, round_docs=pr.round_docs, noise_floor=what.noise_floor)
         if what.plot is not None:
             from repaudit.report.plots import sweep_plot
 
@@ -100,5 +106,5 @@ def _dry_run(cfg, what: SweepOptions, vals: list, report: ReportOptions, pr: Pre
 
         rounds = plan_rounds(sweep_doc_ids(cfg), pr.precision_seed, pr.round_docs)
     plan = plan_grid(f"sweep --factor {what.factor} --values {what.values}",
-                     sweep_grid(cfg, what.factor, vals, what.noise_seeds), rounds=rounds)
+                     sweep_grid(cfg, what.factor, vals, what.noise_seeds, what.noise_floor is not None), rounds=rounds)
     emit_dry_run(plan, report.format(), report.output)

@@ -63,7 +63,20 @@ def attribution_summary(r: AttributionReport, esc=str, cost: bool = True) -> str
         s += f" Not recorded by one or both runs (may differ): {', '.join(r.not_recorded)}."
     if r.sequential is not None:
         s += " " + sequential_summary(r.sequential)
-    return s
+    return s + floor_sentence(r, esc)
+
+
+def floor_sentence(r: AttributionReport, esc=str) -> str:
+    """With ``--noise-floor``: the backend's numerical noise floor, whether the residual lies within 2 sd of it,
+    and the factors whose Shapley value does (numerical noise could account for them); else empty."""
+    if r.noise_floor_sd is None:
+        return ""
+    sd = r.noise_floor_sd
+    within = [esc(f) for f, v in zip(r.factors, r.phi) if abs(v) <= 2 * sd]
+    return (f" Numerical noise floor of the backend: sd {100 * sd:.2f} points ({esc(r.noise_floor_method or '')});"
+            f" the residual {_pts(r.residual)} is {'within' if abs(r.residual) <= 2 * sd else 'beyond'} 2 sd of it"
+            + (f"; factors within 2 sd (numerical noise could account for them): {', '.join(within)}." if within
+               else "; every factor is beyond 2 sd."))
 
 
 def attribution_markdown(r: AttributionReport) -> str:

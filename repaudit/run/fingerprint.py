@@ -124,7 +124,10 @@ class BackendFacts(_Record):
     """Whether the tokenizer adds special tokens (e.g. BOS) by default when it encodes text."""
     engine: dict[str, Any] | None = None
     """The engine's own facts that can change numbers (transformers: attention implementation; vLLM: version,
-    attention backend, scheduler limits, prefix caching, engine seed, batch-invariant mode, what was requested)."""
+    attention backend, scheduler limits, prefix caching, engine seed, batch-invariant mode, what was requested) and,
+    under ``determinism``, the determinism switches in force (:class:`repaudit.backends.determinism.DeterminismModes`:
+    torch's deterministic algorithms, CUBLAS_WORKSPACE_CONFIG, batch_invariant_ops and its mode, VLLM_TP_INVARIANT;
+    absent from files written before repaudit recorded them)."""
     bos_first: bool | str | None = None
     """Whether the ids sent started with BOS, from the ids themselves: True, False or "mixed"."""
 

