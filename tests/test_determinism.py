@@ -35,7 +35,7 @@ def _probe(cfg, **opts):
 
 def _by_hand(backend, cfg, requests: list, batch_size: int) -> list:
     """The backend called by hand: its batch size set, no store."""
-    backend.configure(batch_size, cfg.padding_side, cfg.scoring_strategy, cfg.add_bos_token)
+    backend.configure(cfg.serving.replaced(batch_size=batch_size))
     return backend.loglikelihood(requests, None)
 
 
