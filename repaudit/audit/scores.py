@@ -29,6 +29,7 @@ from repaudit.audit.docsets import MIN_DOCS
 from repaudit.audit.stats import (
     benjamini_hochberg,
     holm,
+    level,
     mcnemar_exact,
     paired_bootstrap,
     paired_bootstrap_ratio,
@@ -414,11 +415,11 @@ def _say_where_interval_and_verdict_part(r: ScoreRow, alpha: float, adjust: str,
     excludes = r.ci_low > 0 or r.ci_high < 0
     adjusted = "not adjusted" if adjust == "none" else f"{ADJUST[adjust]}-adjusted over {n_tested} rows"
     if excludes and r.verdict == "within noise":
-        text = (f"the unadjusted 95 % interval excludes 0, but p adj = {r.p_adjusted:.3g} ({adjusted}) is not below "
-                f"{alpha:g}: within noise")
+        text = (f"the unadjusted {level(alpha)} % interval excludes 0, but p adj = {r.p_adjusted:.3g} ({adjusted}) "
+                f"is not below {alpha:g}: within noise")
     elif not excludes and r.verdict == "significant":
-        text = (f"p adj = {r.p_adjusted:.3g} ({adjusted}) is below {alpha:g}, but the 95 % interval includes 0: the "
-                "test and the interval disagree at the margin")
+        text = (f"p adj = {r.p_adjusted:.3g} ({adjusted}) is below {alpha:g}, but the {level(alpha)} % interval "
+                "includes 0: the test and the interval disagree at the margin")
     else:
         return
     r.note = "; ".join(x for x in (r.note, text) if x)

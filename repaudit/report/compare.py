@@ -16,7 +16,7 @@ from repaudit.audit.compare import Comparison
 from repaudit.escape import md, md_code, one_line, rich_text
 from repaudit.report.compare_text import (
     ARROW,
-    SCORE_HEAD,
+    NUMERIC_COLUMNS,
     ScoreBlock,
     agreement_lines,
     doc_name,
@@ -26,6 +26,7 @@ from repaudit.report.compare_text import (
     headline,
     run_lines,
     score_blocks,
+    score_head,
     scores_caption,
     short,
     task_lines,
@@ -37,26 +38,25 @@ from repaudit.report.glossary import plural
 __all__ = ["render_json", "render_markdown", "render_rich", "short", "layout_scores"]
 
 NO_ROWS = "No score row: no shared task has a metric reported by both runs (the notes below list each side's)."
-_RIGHT = {"A", "B", "Δ", "95% CI", "p adj", "flips"}
 _STYLE = {"worse": "bold red", "better": "bold green", "up": "bold yellow", "down": "bold yellow"}
 
 
-def layout_scores(blocks: list[ScoreBlock], width: int) -> list[Text]:
-    """The score table as lines of at most ``width`` characters where that is possible without cutting
-    a cell: metrics indented under their task; when the row does not fit, the metric on its own line
-    and its numbers on the next."""
-    cols = len(SCORE_HEAD)
+def layout_scores(blocks: list[ScoreBlock], width: int, head: tuple[str, ...]) -> list[Text]:
+    """The score table (columns ``head``, :func:`~repaudit.report.compare_text.score_head`) as lines of at most
+    ``width`` characters where that is possible without cutting a cell: metrics indented under their task; when
+    the row does not fit, the metric on its own line and its numbers on the next."""
+    cols = len(head)
     rows = [r for b in blocks for r in b.rows]
-    widths = [max([len(SCORE_HEAD[i])] + [len(r[i]) + (2 if i == 0 else 0) for r in rows]) for i in range(cols)]
+    widths = [max([len(head[i])] + [len(r[i]) + (2 if i == 0 else 0) for r in rows]) for i in range(cols)]
     two_line = sum(widths) + 2 * (cols - 1) > width
     if two_line:
         widths[0] = 4
 
     def cell(i: int, s: str) -> str:
-        return s.rjust(widths[i]) if SCORE_HEAD[i] in _RIGHT else s.ljust(widths[i])
+        return s.rjust(widths[i]) if i in NUMERIC_COLUMNS else s.ljust(widths[i])
 
     lines = [Text("  ".join(cell(i, h if i else ("metric" if not two_line else "")) for i, h in
-                            enumerate(SCORE_HEAD)).rstrip(), style="bold")]
+                            enumerate(head)).rstrip(), style="bold")]
     for b in blocks:
         lines.append(Text(b.task + b.info, style="bold"))
         for r in b.rows:
@@ -100,7 +100,7 @@ def render_rich(c: Comparison, console: Console, top: int = 10) -> None:
     _section(console, "Scores")
     console.print(Text(scores_caption(c)))
     blocks, footnotes = score_blocks(c)
-    for line in layout_scores(blocks, console.width) if blocks else [Text(NO_ROWS)]:
+    for line in layout_scores(blocks, console.width, score_head(c.alpha)) if blocks else [Text(NO_ROWS)]:
         console.print(line)
     for i, n in enumerate(footnotes, 1):
         console.print(Text(one_line(f"[{i}] {n}")))
@@ -153,7 +153,7 @@ def render_markdown(c: Comparison, top: int = 10) -> str:
     out += [f"- {md(line)}" for line in task_lines(c)]
     blocks, footnotes = score_blocks(c)
     out += ["", "### Scores", "", md(scores_caption(c)), "",
-            "| task | " + " | ".join(SCORE_HEAD) + " |", "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+            "| task | " + " | ".join(score_head(c.alpha)) + " |", "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for b in blocks:
         for r in b.rows:
             # the metric comes from a file; unit, numbers and verdict words are repaudit's own

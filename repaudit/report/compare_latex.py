@@ -15,12 +15,12 @@ import re
 from repaudit.audit.compare import Comparison
 from repaudit.escape import latex
 from repaudit.report.compare_text import (
-    SCORE_HEAD,
     equivalence_notes,
     factor_lines,
     headline,
     run_lines,
     score_blocks,
+    score_head,
     scores_caption,
     task_lines,
     unknown_fields,
@@ -120,10 +120,11 @@ def render_latex(c: Comparison, top: int = 10) -> str:
     if not body:
         body = [r"\multicolumn{9}{@{}l}{" + latex("No score row: no metric is reported by both runs.") + r"} \\"]
     cells = [["\u2003" + r[0]] + r[1:] for b in blocks for r in b.rows]
-    widths = _widths(cells, SCORE_HEAD, flexible=(0, 8))
+    head = score_head(c.alpha)
+    widths = _widths(cells, head, flexible=(0, 8))
     lines += _longtable(list(zip(widths, ("l", "l", "r", "r", "r", "r", "r", "r", "l"))),
                         "Scores of " + brk(runs) + ". " + brk(scores_caption(c)), f"tab:{label_stem(c)}-scores",
-                        [latex(h) for h in SCORE_HEAD], body)
+                        [latex(h) for h in head], body)
     lines += _small([_par(f"[{i}] {n}") for i, n in enumerate(footnotes, 1)])
     if c.diagnostics:
         rows = [" & ".join(brk(x) for x in diagnostic_cells(r)) + r" \\" for r in c.diagnostics]

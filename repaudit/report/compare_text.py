@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from repaudit.audit.compare import Comparison, FactorRow, ScoreRow
+from repaudit.audit.stats import level
 from repaudit.escape import one_line, visible_controls
 from repaudit.importers.factors import NOT_SET
 from repaudit.report.glossary import ADJUST, GROUPS, METHODS, factor_label, plural, verdict_word
@@ -291,7 +292,13 @@ class ScoreBlock:
     refs: list[str] = field(default_factory=list)
 
 
-SCORE_HEAD = ("metric", "unit", "A", "B", "Δ", "95% CI", "p adj", "flips", "verdict")
+def score_head(alpha: float) -> tuple[str, ...]:
+    """The score table's columns; the interval's level is ``1 − alpha`` (the comparison's)."""
+    return ("metric", "unit", "A", "B", "Δ", f"{level(alpha)}% CI", "p adj", "flips", "verdict")
+
+
+#: the score table's columns that hold numbers (right-aligned), by position in :func:`score_head`
+NUMERIC_COLUMNS = frozenset({2, 3, 4, 5, 6, 7})
 
 
 def _direction(r: ScoreRow) -> str:
@@ -362,7 +369,8 @@ def flips_cell(r: ScoreRow) -> str:
 def scores_caption(c: Comparison) -> str:
     methods = sorted({METHODS.get(r.method, r.method) for r in c.scores if r.method != "none"})
     return (f"Δ = B − A; pts = percentage points (proportions ×100), other metrics in their own unit; ↑ higher is "
-            f"better, ↓ lower is better, ? unknown; 95% intervals ({'; '.join(methods) or 'none'}); p adj = "
+            f"better, ↓ lower is better, ? unknown; {level(c.alpha)}% intervals ({'; '.join(methods) or 'none'}); "
+            "p adj = "
             f"{ADJUST[c.adjust]}-adjusted p (McNemar exact for 0/1 metrics, else a z-test); flips: docs right → wrong "
             f"(↓) and wrong → right (↑) on a 0/1 metric, near-tie ones (top-two log-likelihood gap ≤ {c.tie_eps:g} "
             f"nats) counted apart too; verdict: p adj < {c.alpha:g}")

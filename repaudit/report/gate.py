@@ -14,12 +14,14 @@ from rich.console import Console
 from rich.text import Text
 
 from repaudit.audit.gate import GateResult, GateRow
+from repaudit.audit.stats import level
 from repaudit.escape import md, one_line, visible_controls
 from repaudit.report.compare_text import doc_name, interval, num, p_text, value_diff
 from repaudit.report.glossary import diagnostic_label, factor_label, plural
 
 _TESTS = {"non_inferiority": "non-inferiority", "equivalence": "equivalence", "superiority": "superiority"}
-HEAD = ("tier", "task", "metric", "test", "margin", "d", "90% CI", "p", "p adj", "decision")
+#: the row table's columns; the interval's (``CI``) is labelled with its level where shown (:func:`_level`)
+HEAD = ("tier", "task", "metric", "test", "margin", "d", "CI", "p", "p adj", "decision")
 SHOW = 12  # doc ids listed per flip class in text reports (all are in the JSON)
 
 
@@ -79,7 +81,7 @@ def why_lines(r: GateRow) -> list[str]:
 
 
 def _level(g: GateResult) -> str:
-    return f"{100 * (1 - 2 * g.policy.alpha):g}% CI"
+    return f"{level(2 * g.policy.alpha)}% CI"
 
 
 def render_rich(g: GateResult, console: Console) -> None:

@@ -109,11 +109,12 @@ def compare_sections(c: Comparison) -> list[Section]:
     diagnostics and mechanisms, notes."""
     from repaudit.report.compare import NO_ROWS
     from repaudit.report.compare_text import (
-        SCORE_HEAD,
+        NUMERIC_COLUMNS,
         agreement_lines,
         equivalence_notes,
         factor_lines,
         score_blocks,
+        score_head,
         scores_caption,
         task_lines,
         unknown_fields,
@@ -131,8 +132,9 @@ def compare_sections(c: Comparison) -> list[Section]:
         fac.after.append(f"Not recorded by one or both runs ({len(unknown)} fields, cannot be told): "
                          + ", ".join(unknown))
     blocks, footnotes = score_blocks(c)
-    sc = Section("scores", "Scores", before=[scores_caption(c)], head=["task", *SCORE_HEAD],
-                 numeric={"A", "B", "Δ", "95% CI", "p adj", "flips"})
+    head = score_head(c.alpha)
+    sc = Section("scores", "Scores", before=[scores_caption(c)], head=["task", *head],
+                 numeric={head[i] for i in NUMERIC_COLUMNS})
     for b in blocks:
         for r in b.rows:
             word = r[-1].split(" [")[0]
@@ -208,20 +210,22 @@ def render_gate_html(g, browser: dict | None = None, browser_notes: list[str] = 
 def render_attribution_html(r, browser: dict | None = None, browser_notes: list[str] = ()) -> str:
     """``repaudit attribute --format html``: Shapley values per factor with their intervals, the waterfall
     (SVG), the interactions, what ran, then the per-doc browser of the two recorded runs (when given)."""
+    from repaudit.audit.stats import level
     from repaudit.report.audit import _ci, _pts, attribution_rows, attribution_summary
     from repaudit.report.plots import waterfall_svg
 
     interval = "paired bootstrap over docs" if r.sequential is None else "sequential design"
+    ci = f"{level(r.alpha)} % CI"
     fac = _table("attribution", f"Attribution of the {r.metric} delta on {r.task} (points)",
-                 ["factor", "Shapley value", "95 % CI"], attribution_rows(r), {"Shapley value", "95 % CI"},
+                 ["factor", "Shapley value", ci], attribution_rows(r), {"Shapley value", ci},
                  [f"Shapley values over all hybrid configurations (HyperSHAP, Wever et al. 2025) in points (× 100); "
                   f"intervals: {interval}. Positive: the factor moved B above A."])
     fac.svg = Markup(waterfall_svg(r))
     out = [fac]
     if r.interactions:
-        out.append(_table("interactions", "Interactions", ["pair", "index", "95 % CI"],
+        out.append(_table("interactions", "Interactions", ["pair", "index", ci],
                           [(" × ".join(i["pair"]), _pts(i["value"]), _ci(*i["ci"])) for i in r.interactions],
-                          {"index", "95 % CI"},
+                          {"index", ci},
                           ["Shapley interaction index of each pair of factors (points): non-zero when two factors "
                            "are not additive."]))
     top = max(range(len(r.phi)), key=lambda i: abs(r.phi[i])) if r.phi else None
@@ -236,11 +240,12 @@ def render_attribution_html(r, browser: dict | None = None, browser_notes: list[
 def render_sweep_html(s) -> str:
     """``repaudit sweep --format html``: score per value with Δ against the base and its interval, the noise
     floor, and the sweep plot (SVG)."""
-    from repaudit.report.audit import _SWEEP_HEAD, sweep_floor, sweep_rows
+    from repaudit.report.audit import sweep_floor, sweep_head, sweep_rows
     from repaudit.report.plots import sweep_svg
 
-    sec = _table("sweep", f"Sweep of {s.factor} on {s.task} ({s.metric}, points)", _SWEEP_HEAD, sweep_rows(s),
-                 {"score", "Δ", "95 % CI", "flip rate"},
+    head = sweep_head(s)
+    sec = _table("sweep", f"Sweep of {s.factor} on {s.task} ({s.metric}, points)", head, sweep_rows(s),
+                 set(head[1:5]),
                  ["Δ against the base with a " + ("paired bootstrap interval over docs" if s.sequential is None else
                                                   "repeated confidence interval") + "; an effect exceeds the noise "
                   "floor when its interval excludes 0 and |Δ| > 2 sd of the floor."])
