@@ -163,7 +163,7 @@ def test_seed_series_on_three_fewshot_seeds_of_the_default_model():
         sd = np.std(means, ddof=1)
         lo, hi = sps.t.interval(0.95, 2, loc=means.mean(), scale=sd / math.sqrt(3))
         assert (row.n_runs, row.unit) == (3, "pts")
-        assert (row.mean, row.sd, *row.ci95) == pytest.approx((means.mean(), sd, lo, hi))
+        assert (row.mean, row.sd, *row.ci) == pytest.approx((means.mean(), sd, lo, hi))
         # the bootstrap SE over 60 docs is close to the analytic one (2,000 replicates: within a few per cent)
         analytic = np.mean([100 * np.std(x, ddof=1) / math.sqrt(len(x)) for x in docs])
         assert row.within_se == pytest.approx(analytic, rel=0.05) and row.within_se_from == "bootstrap over docs"
@@ -243,7 +243,7 @@ def test_every_format_and_the_plot(tmp_path):
         assert res.exit_code == 0 and needle in out.read_text(), (suffix, res.output)
     assert len((tmp_path / "s.csv").read_text().splitlines()) == 5
     seed = runner.invoke(app, ["variance", *map(str, sorted(SEEDS.glob("*.json"))), "--across", "seed", "--json"])
-    assert {"task", "metric", "mean", "sd", "ci95", "n_runs"} <= set(json.loads(seed.stdout)["seed"][0])
+    assert {"task", "metric", "mean", "sd", "ci", "n_runs"} <= set(json.loads(seed.stdout)["seed"][0])
     model = runner.invoke(app, ["variance", *map(str, _files("70m", "160m")), "--across", "model", "--json",
                                 "--task", "piqa"])
     assert {"task", "metric", "snr"} <= set(json.loads(model.stdout)["model"][0])

@@ -8,7 +8,7 @@ runs through the executor and the batch store, so a repeat costs no forward pass
 
 Per format and metric (values in metric units, [0, 1] for accuracies):
 
-* ``score`` — the mean of the S seed runs' scores; ``boot_low``/``boot_high`` — the 95 % percentile
+* ``score`` — the mean of the S seed runs' scores; ``boot_low``/``boot_high`` — the (1 − α) percentile
   bootstrap interval over docs of the first seed's run (whole clusters resampled where docs have one,
   e.g. MMLU subjects; Efron & Tibshirani 1993, Miller 2024 §3);
 * ``seed_sd`` — sample standard deviation (ddof 1) of the S seed scores, with their min and max;
@@ -22,7 +22,7 @@ Per format and metric (values in metric units, [0, 1] for accuracies):
 * ``snr`` — signal-to-noise: (score − chance) / seed_sd, where chance is the metric's expected value
   under a uniform guess (1/k per doc; log(1/k) for ``logp_gold_norm``); how far above chance the
   benchmark places the model, in units of its seed noise;
-* ``mde`` — the smallest true difference a two-sided paired test at α = 0.05 detects with 80 %
+* ``mde`` — the smallest true difference a two-sided paired test at α (0.05 by default) detects with 80 %
   power on these n docs: (z₀.₉₇₅ + z₀.₈) · s_d / √n (Miller 2024, "Adding Error Bars to Evals",
   arXiv 2411.00640, §5 power analysis), with s_d² the variance of per-doc differences between two
   configurations that differ only by noise: the mean, over pairs of the format's runs (seeds and

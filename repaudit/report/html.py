@@ -261,14 +261,20 @@ def render_variance_html(r, plot_metric: str | None = None) -> str:
     """``repaudit variance --format html``: the noise table, the score per format, and the plot of every
     run (SVG; ``plot_metric``, default the first measured)."""
     from repaudit.report.plots import variance_svg
-    from repaudit.report.variance import HEAD, _v, noise_rows, spread_rows, variance_summary
+    from repaudit.report.variance import (
+        _v,
+        head,
+        noise_rows,
+        spread_rows,
+        variance_summary,
+    )
 
-    noise = _table("noise", f"Benchmark noise: {r.task}", HEAD, noise_rows(r), set(HEAD[2:]))
+    noise = _table("noise", f"Benchmark noise: {r.task}", head(r), noise_rows(r), set(head(r)[2:]))
     noise.svg = Markup(variance_svg(r, plot_metric))
     out = [noise]
     if r.format_spread:
-        head = ["metric", *r.formats, "spread (max − min)"]
-        out.append(_table("formats", "Score per prompt format (seed means)", head, spread_rows(r), set(head[1:])))
+        cols = ["metric", *r.formats, "spread (max − min)"]
+        out.append(_table("formats", "Score per prompt format (seed means)", cols, spread_rows(r), set(cols[1:])))
     first = f"Benchmark noise of {r.task}: " + "; ".join(
         f"{x.format} {x.metric}: seed sd {_v(x.seed_sd, x.metric)}, MDE {_v(x.mde, x.metric)} "
         + ("nats" if x.metric == "logp_gold_norm" else "pts") for x in r.noise if x.counterpart is None)
@@ -280,10 +286,11 @@ def render_series_html(r, keys: list[tuple[str, str]]) -> str:
     none for a seed series), the confounders, names that contradict their files, repeated steps, what was left
     out, and notes."""
     from repaudit.report.plots import trajectory_svg
-    from repaudit.report.series import HEADS, NUMERIC, confounder_lines, headline, other_lines, rows, summary
+    from repaudit.report.series import confounder_lines, head, headline, is_numeric, other_lines, rows, summary
 
-    head = HEADS[r.across]
-    table = _table("series", f"Series across {r.across}s", head, rows(r), NUMERIC & set(head), [summary(r)])
+    cols = head(r)
+    table = _table("series", f"Series across {r.across}s", cols, rows(r), {h for h in cols if is_numeric(h)},
+                   [summary(r)])
     if keys:
         table.svg = Markup(trajectory_svg(r, keys))
     out = [table]
