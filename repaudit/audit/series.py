@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from repaudit.audit.noise import NoiseSplit, split_noise
 from repaudit.audit.series_runs import (
     Across,
     Confounder,
@@ -225,7 +226,7 @@ def _measure(report: SeriesReport, series_name: str, pool: list[Member], groups:
         elif across == "checkpoint":
             report.checkpoint.append(checkpoint_row(series_name, task, metric, kind, points, last))
         elif across == "seed":
-            report.seed.append(seed_row(task, metric, kind, points, report.alpha))
+            report.seed.append(seed_row(task, metric, kind, points, report.alpha, _split(task, metric, members, kind)))
         else:
             by_model = {name: [p for p in points if p.series == name] for name in groups}
             report.model.append(model_row(task, metric, kind, {k: v for k, v in by_model.items() if v}, last))
@@ -264,6 +265,17 @@ def _points(task: str, metric: str, members: list[Member], kind: MetricKind, n_b
             p.se, p.se_from = kind.scale * stderr, "reported stderr"
         points.append(p)
     return points, bad
+
+
+def _split(task: str, metric: str, members: list[Member], kind: MetricKind) -> NoiseSplit | None:
+    """Prediction vs data noise of a seed row, in its display unit: where every run has a finite per-doc value of
+    a mean-aggregated metric on the same docs (two or more); else None."""
+    docs = [r.tasks[task].docs or {} for _, r in members]
+    ids = sorted(set.intersection(*(set(d) for d in docs))) if all(docs) else []
+    if kind.aggregation != "mean" or len(ids) < 2 or any(len(d) != len(ids) for d in docs):
+        return None
+    x = kind.scale * np.array([[d[i].metrics.get(metric, math.nan) for d in docs] for i in ids], dtype=np.float64)
+    return split_noise(x) if np.all(np.isfinite(x)) else None
 
 
 def _duplicates(groups: dict[str, list[Member]]) -> list[str]:

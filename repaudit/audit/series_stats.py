@@ -20,7 +20,9 @@ unit; :mod:`repaudit.importers.metric_kinds`). Every measure, with its source:
   accuracy above 100 pts; the row says so), and a flag when one run drives the spread (without it the sd is less
   than half); next to it the average within-run standard error — the bootstrap SE over
   docs (:func:`repaudit.audit.stats.bootstrap_mean`) where every run has per-doc values, else the reported
-  stderr — so that seed noise can be set against sampling noise (``sd_over_se``).
+  stderr — so that seed noise can be set against sampling noise (``sd_over_se``); and, where every run has
+  per-doc values on the same docs, the split of that noise into prediction and data noise
+  (:mod:`repaudit.audit.noise`).
 * ``--across model`` (Heineman et al. 2025; ``signal_to_noise_ratio`` in their ``snr/metrics.py``): signal =
   the relative dispersion of the models' final scores, max_{j,k} |m_j − m_k| / m̄; noise = the relative
   standard deviation σ / m̄ₙ of the noise points — the last k checkpoints of each model with a step series, or
@@ -41,6 +43,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 from scipy import stats as sps
 
+from repaudit.audit.noise import NoiseSplit
 from repaudit.importers.metric_kinds import MetricKind
 
 
@@ -147,6 +150,9 @@ class SeedRow(BaseModel):
     """``bootstrap over docs`` or ``reported stderr``."""
     sd_over_se: float | None
     """sd / within_se: above 1, seeds move the score more than the docs' sampling does."""
+    split: NoiseSplit | None = None
+    """Prediction vs data noise over the runs' per-doc values (:mod:`repaudit.audit.noise`); None where a run has
+    no per-doc values of every shared doc."""
     points: list[Point]
     """The runs."""
 
@@ -218,9 +224,10 @@ def checkpoint_row(series: str, task: str, metric: str, kind: MetricKind, points
                          sd_last=float(np.std(y[-k:], ddof=1)) if k >= 2 else None, points=pts)
 
 
-def seed_row(task: str, metric: str, kind: MetricKind, points: list[Point], alpha: float = 0.05) -> SeedRow:
+def seed_row(task: str, metric: str, kind: MetricKind, points: list[Point], alpha: float = 0.05,
+             split: NoiseSplit | None = None) -> SeedRow:
     """Mean, seed standard deviation, t interval (cut to the metric's range), the run that drives the spread, and
-    within-run SE of one task × metric (two or more points)."""
+    within-run SE of one task × metric (two or more points); ``split``: its prediction/data noise, if measured."""
     y = np.array([p.score for p in points], dtype=np.float64)
     n, mean = len(y), float(y.mean())
     sd = float(np.std(y, ddof=1))
@@ -234,7 +241,7 @@ def seed_row(task: str, metric: str, kind: MetricKind, points: list[Point], alph
     return SeedRow(task=task, metric=metric, unit=kind.display_unit, direction=kind.direction, n_runs=n, mean=mean,
                    sd=sd, ci=ci, cut=cut, outlier=outlier, sd_without_outlier=sd_without, low=float(y.min()),
                    high=float(y.max()), within_se=within, within_se_from=" and ".join(froms) if within is not None
-                   else None, sd_over_se=sd / within if within else None, points=points)
+                   else None, sd_over_se=sd / within if within else None, split=split, points=points)
 
 
 def cut_to_range(lo: float, hi: float, kind: MetricKind) -> tuple[tuple[float, float], str]:

@@ -31,8 +31,11 @@ from repaudit.escape import rich_text
 
 def _variance_rich(r, console: Console) -> None:
     from repaudit.report.variance import (
+        SPLIT_CAPTION,
+        SPLIT_HEAD,
         head,
         noise_rows,
+        split_rows,
         spread_rows,
         variance_summary,
     )
@@ -50,6 +53,14 @@ def _variance_rich(r, console: Console) -> None:
         for row in spread_rows(r):
             spread.add_row(*(rich_text(c) for c in row))
         console.print(spread)
+    if split_rows(r):
+        split = Table(title="prediction vs data noise of the seed runs")
+        for col in SPLIT_HEAD:
+            split.add_column(col, justify="left" if col in ("format", "metric") else "right")
+        for row in split_rows(r):
+            split.add_row(*(rich_text(c) for c in row))
+        console.print(split)
+        console.print(rich_text(SPLIT_CAPTION), soft_wrap=True)
     console.print(rich_text(variance_summary(r)), soft_wrap=True)
 
 

@@ -116,8 +116,8 @@ def attribution_frame(r: AttributionReport) -> pd.DataFrame:
 
 def series_frame(r: SeriesReport) -> pd.DataFrame:
     """The rows of a series report (``variance FILE… --across``), one per (series ×) task × metric: every field of
-    its row record, scores in ``unit``; ``ci`` as ``ci_low``/``ci_high``; ``points`` and ``finals`` as JSON
-    text."""
+    its row record, scores in ``unit``; ``ci`` as ``ci_low``/``ci_high``; ``points``, ``finals`` and ``split`` as
+    JSON text."""
     out = []
     for x in {"checkpoint": r.checkpoint, "seed": r.seed, "model": r.model}[r.across]:
         d = {k: _cell(v) for k, v in x.model_dump().items() if k != "ci"}

@@ -262,9 +262,12 @@ def render_variance_html(r, plot_metric: str | None = None) -> str:
     run (SVG; ``plot_metric``, default the first measured)."""
     from repaudit.report.plots import variance_svg
     from repaudit.report.variance import (
+        SPLIT_CAPTION,
+        SPLIT_HEAD,
         _v,
         head,
         noise_rows,
+        split_rows,
         spread_rows,
         variance_summary,
     )
@@ -275,6 +278,9 @@ def render_variance_html(r, plot_metric: str | None = None) -> str:
     if r.format_spread:
         cols = ["metric", *r.formats, "spread (max − min)"]
         out.append(_table("formats", "Score per prompt format (seed means)", cols, spread_rows(r), set(cols[1:])))
+    if split_rows(r):
+        out.append(_table("split", "Prediction vs data noise", SPLIT_HEAD, split_rows(r), set(SPLIT_HEAD[2:]),
+                          [SPLIT_CAPTION]))
     first = f"Benchmark noise of {r.task}: " + "; ".join(
         f"{x.format} {x.metric}: seed sd {_v(x.seed_sd, x.metric)}, MDE {_v(x.mde, x.metric)} "
         + ("nats" if x.metric == "logp_gold_norm" else "pts") for x in r.noise if x.counterpart is None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+from repaudit.audit.noise import split_sentence
 from repaudit.audit.series import SeriesReport
 from repaudit.audit.series_runs import by_value
 from repaudit.audit.stats import level
@@ -175,6 +176,7 @@ def other_lines(r: SeriesReport) -> list[tuple[str, list[str]]]:
             f"{', '.join(x.runs) + ' — ' if x.runs else ''}{x.reason}" for x in r.left_out]
     return [(h, lines) for h, lines in (("File names that contradict what the file records", named),
                                         ("Seed intervals and spread", seed_lines(r)),
+                                        ("Prediction vs data noise (Wang 2025, arXiv 2512.21326)", split_lines(r)),
                                         ("Repeated steps", r.duplicates), ("Left out", left), ("Notes", r.notes))
             if lines]
 
@@ -191,6 +193,11 @@ def seed_lines(r: SeriesReport) -> list[str]:
                        f"the sd is {num(x.sd_without_outlier, x.unit)} instead of {num(x.sd, x.unit)} {x.unit}: check "
                        "that run before reading the interval")
     return out
+
+
+def split_lines(r: SeriesReport) -> list[str]:
+    """Per seed row with per-doc values: its prediction and data noise and what more repeats or docs would buy."""
+    return [f"{x.task} {x.metric}: " + split_sentence(x.split, x.unit) for x in r.seed if x.split is not None]
 
 
 def markdown(r: SeriesReport) -> str:

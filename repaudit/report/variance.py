@@ -42,6 +42,33 @@ def noise_rows(r: VarianceReport) -> list[tuple[str, ...]]:
     return rows
 
 
+SPLIT_HEAD = ("format", "metric", "seeds", "docs", "prediction sd", "data sd", "prediction share", "score SE",
+              "SE, 2× seeds", "SE, 2× docs", "SE, unlimited seeds")
+
+
+def split_rows(r: VarianceReport) -> list[tuple[str, ...]]:
+    """Per (format, metric): the seed runs' prediction and data noise (standard deviations) and the score's
+    standard error now, with twice the seeds, twice the docs and unlimited seeds, in points (nats for
+    ``logp_gold_norm``); :data:`SPLIT_HEAD` order."""
+    out = []
+    for x in r.noise:
+        sp = x.split
+        if sp is None:
+            continue
+        share = "–" if sp.prediction_share is None else f"{100 * sp.prediction_share:.0f} %"
+        out.append((x.format, x.metric, str(sp.repeats), str(sp.n_docs), f"{sp.prediction_var ** 0.5:.2f}",
+                    f"{sp.data_var ** 0.5:.2f}", share, *(f"{v:.3f}" for v in (sp.se, sp.se_double_repeats,
+                                                                                sp.se_double_docs, sp.se_data_floor))))
+    return out
+
+
+SPLIT_CAPTION = ("Prediction vs data noise of the seed runs (law of total variance over docs × seeds; Wang 2025, "
+                 "arXiv 2512.21326): prediction sd = √(mean over docs of the variance across seeds of one doc), data "
+                 "sd = √(variance of the docs' mean scores − prediction variance / seeds); score SE = √(data var / "
+                 "docs + prediction var / (docs × seeds)), and the same with twice the seeds, twice the docs or "
+                 "unlimited seeds. Points (× 100) except logp_gold_norm (nats).")
+
+
 def spread_rows(r: VarianceReport) -> list[tuple[str, ...]]:
     """(metric, score per format…, spread) rows."""
     return [(s.metric, *(_v(s.scores[f], s.metric) for f in r.formats), _v(s.spread, s.metric))
@@ -73,6 +100,9 @@ def variance_markdown(r: VarianceReport) -> str:
         cols = ("metric", *r.formats, "spread (max − min)")
         lines += ["", "| " + " | ".join(md(h) for h in cols) + " |", "|" + "---|" * len(cols)]
         lines += ["| " + " | ".join(md(c) for c in row) + " |" for row in spread_rows(r)]
+    if split_rows(r):
+        lines += ["", md(SPLIT_CAPTION), "", "| " + " | ".join(SPLIT_HEAD) + " |", "|" + "---|" * len(SPLIT_HEAD)]
+        lines += ["| " + " | ".join(md(c) for c in row) + " |" for row in split_rows(r)]
     return "\n".join(lines) + "\n"
 
 
@@ -84,4 +114,7 @@ def variance_latex(r: VarianceReport) -> str:
         cols = ("metric", *r.formats, "spread")
         out += latex_table(e(f"Score per prompt format (seed means), {r.task}."), "l" + "r" * (len(cols) - 1),
                            [latex_rows([cols]), latex_rows(spread_rows(r))])
+    if split_rows(r):
+        out += latex_table(e(SPLIT_CAPTION), "ll" + "r" * (len(SPLIT_HEAD) - 2),
+                           [latex_rows([SPLIT_HEAD]), latex_rows(split_rows(r))])
     return out
