@@ -264,3 +264,28 @@ def test_file_names_are_shown_literally_in_every_format(tmp_path):
     assert r"{[}red{]}a\textbar{}b*c" in tex
     html = runner.invoke(app, [*base, "--format", "html"]).stdout
     assert "[red]a|b*c-5shot_step1000.json" in html and "<red" not in html
+
+
+def test_a_seed_interval_is_cut_to_the_metric_range_and_one_broken_run_is_named():
+    from repaudit.audit.series_stats import Point, seed_row
+    from repaudit.importers.metric_kinds import metric_kind
+
+    rng = np.random.default_rng(3)
+    scores = list(4.26 + 0.01 * rng.standard_normal(28)) + [4000.0]  # one broken run among 29
+    pts = [Point(run=f"s{i}", series="m", step=None, score=v) for i, v in enumerate(scores)]
+    row = seed_row("lambada", "perplexity", metric_kind("perplexity"), pts, alpha=0.1)
+    y = np.array(scores)
+    lo, hi = sps.t.interval(0.9, len(y) - 1, loc=y.mean(), scale=np.std(y, ddof=1) / np.sqrt(len(y)))
+    assert lo < 1 and row.ci == pytest.approx((1.0, hi))  # a perplexity is never below 1
+    assert "cut to the metric's range" in row.cut and f"{lo:.6g}" in row.cut
+    assert row.outlier == "s28" and row.sd_without_outlier == pytest.approx(np.std(y[:-1], ddof=1))
+    clean = seed_row("lambada", "perplexity", metric_kind("perplexity"), pts[:-1])
+    assert clean.outlier is None and clean.cut == ""
+
+
+def test_an_interval_prints_enough_digits_for_its_ends_to_differ():
+    from repaudit.report.series import span
+
+    assert span(4.26312, 4.26341, "perplexity") == "[4.2631, 4.2634]"
+    assert span(4.263, 4.263, "perplexity") == "[4.263, 4.263]"
+    assert span(61.2301, 61.2349, "pts") == "[61.230, 61.235]"
