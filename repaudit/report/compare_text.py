@@ -75,9 +75,15 @@ def unit_decimals(rows: list[ScoreRow]) -> dict[str, int]:
 
 
 def interval(lo: float | None, hi: float | None, unit: str = "pts", decimals: int | None = None) -> str:
-    """``[lo, hi]`` signed, in the unit's format; empty when either end is missing."""
-    return "" if lo is None or hi is None else \
-        f"[{num(lo, unit, True, decimals)}, {num(hi, unit, True, decimals)}]"
+    """``[lo, hi]`` signed, in the unit's format, with more decimals where two different ends would print alike;
+    empty when either end is missing."""
+    if lo is None or hi is None:
+        return ""
+    d = decimals if decimals is not None else 2 if unit in ("pts", "%", "% difference") else _decimals(
+        max(abs(lo), abs(hi)))
+    while lo != hi and num(lo, unit, True, d) == num(hi, unit, True, d) and d < 12:
+        d += 1
+    return f"[{num(lo, unit, True, d)}, {num(hi, unit, True, d)}]"
 
 
 def _common_prefix(a: str, b: str) -> int:
