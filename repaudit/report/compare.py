@@ -34,6 +34,7 @@ from repaudit.report.compare_text import (
 )
 from repaudit.report.diagnostics import DIAG_HEAD, diagnostic_cells, mechanism_line
 from repaudit.report.glossary import plural
+from repaudit.report.power import POWER_CAPTION, power_lines
 
 __all__ = ["render_json", "render_markdown", "render_rich", "short", "layout_scores"]
 
@@ -104,6 +105,10 @@ def render_rich(c: Comparison, console: Console, top: int = 10) -> None:
         console.print(line)
     for i, n in enumerate(footnotes, 1):
         console.print(Text(one_line(f"[{i}] {n}")))
+    if lines := power_lines(c.scores):
+        console.print(Text("What each paired row can detect: " + POWER_CAPTION))
+        for line in lines:
+            console.print(Text(one_line("  " + line)))
     for line in agreement_lines(c):
         console.print(Text(one_line(line)))
     if c.diagnostics:
@@ -153,7 +158,8 @@ def render_markdown(c: Comparison, top: int = 10) -> str:
     out += [f"- {md(line)}" for line in task_lines(c)]
     blocks, footnotes = score_blocks(c)
     out += ["", "### Scores", "", md(scores_caption(c)), "",
-            "| task | " + " | ".join(score_head(c.alpha)) + " |", "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+            "| task | " + " | ".join(score_head(c.alpha)) + " |",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for b in blocks:
         for r in b.rows:
             # the metric comes from a file; unit, numbers and verdict words are repaudit's own
@@ -161,6 +167,8 @@ def render_markdown(c: Comparison, top: int = 10) -> str:
     if not blocks:
         out[-2:] = [md(NO_ROWS)]
     out += [""] + [f"{i}. {md(n, False)}" for i, n in enumerate(footnotes, 1)]
+    if lines := power_lines(c.scores):
+        out += ["", "#### What each paired row can detect", "", md(POWER_CAPTION), ""] + [f"- {md(x)}" for x in lines]
     out += [""] + [md(line) + "  " for line in agreement_lines(c)]
     if c.diagnostics:
         out += ["", "### Diagnostics", "", "| " + " | ".join(DIAG_HEAD) + " |", "|---|---|---|---|"]

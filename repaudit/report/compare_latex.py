@@ -26,6 +26,7 @@ from repaudit.report.compare_text import (
     unknown_fields,
 )
 from repaudit.report.diagnostics import DIAG_HEAD, diagnostic_cells, mechanism_line
+from repaudit.report.power import POWER_CAPTION, power_lines
 
 _ZWSP = "\u200b"
 
@@ -113,19 +114,21 @@ def render_latex(c: Comparison, top: int = 10) -> str:
     blocks, footnotes = score_blocks(c)
     body = []
     for b in blocks:
-        body.append(r"\multicolumn{9}{@{}p{\dimexpr\linewidth\relax}@{}}{\textbf{" + brk(b.task) + "}"
+        body.append(r"\multicolumn{10}{@{}p{\dimexpr\linewidth\relax}@{}}{\textbf{" + brk(b.task) + "}"
                     + brk(b.info) + r"} \\")
         body += [" & ".join([r"\quad " + brk(r[0])] + [latex(x) for x in r[1:-1]] + [brk(r[-1])]) + r" \\"
                  for r in b.rows]  # numbers never break
     if not body:
-        body = [r"\multicolumn{9}{@{}l}{" + latex("No score row: no metric is reported by both runs.") + r"} \\"]
+        body = [r"\multicolumn{10}{@{}l}{" + latex("No score row: no metric is reported by both runs.") + r"} \\"]
     cells = [["\u2003" + r[0]] + r[1:] for b in blocks for r in b.rows]
     head = score_head(c.alpha)
-    widths = _widths(cells, head, flexible=(0, 8))
-    lines += _longtable(list(zip(widths, ("l", "l", "r", "r", "r", "r", "r", "r", "l"))),
+    widths = _widths(cells, head, flexible=(0, 9))
+    lines += _longtable(list(zip(widths, ("l", "l", "r", "r", "r", "r", "r", "r", "r", "l"))),
                         "Scores of " + brk(runs) + ". " + brk(scores_caption(c)), f"tab:{label_stem(c)}-scores",
                         [latex(h) for h in head], body)
     lines += _small([_par(f"[{i}] {n}") for i, n in enumerate(footnotes, 1)])
+    lines += _small([_par(POWER_CAPTION, "What each paired row can detect.")] + [_par(x) for x in power_lines(c.scores)]
+                    if power_lines(c.scores) else [])
     if c.diagnostics:
         rows = [" & ".join(brk(x) for x in diagnostic_cells(r)) + r" \\" for r in c.diagnostics]
         lines += _longtable([(0.16, "l"), (0.28, "l"), (0.28, "l"), (0.28, "l")],

@@ -22,6 +22,7 @@ from repaudit.audit.stats import level
 from repaudit.escape import one_line, visible_controls
 from repaudit.importers.factors import NOT_SET
 from repaudit.report.glossary import ADJUST, GROUPS, METHODS, factor_label, plural, verdict_word
+from repaudit.report.power import mde_cell
 
 ARROW = "→"
 
@@ -300,11 +301,11 @@ class ScoreBlock:
 
 def score_head(alpha: float) -> tuple[str, ...]:
     """The score table's columns; the interval's level is ``1 − alpha`` (the comparison's)."""
-    return ("metric", "unit", "A", "B", "Δ", f"{level(alpha)}% CI", "p adj", "flips", "verdict")
+    return ("metric", "unit", "A", "B", "Δ", f"{level(alpha)}% CI", "p adj", "flips", "MDE", "verdict")
 
 
 #: the score table's columns that hold numbers (right-aligned), by position in :func:`score_head`
-NUMERIC_COLUMNS = frozenset({2, 3, 4, 5, 6, 7})
+NUMERIC_COLUMNS = frozenset({2, 3, 4, 5, 6, 7, 8})
 
 
 def _direction(r: ScoreRow) -> str:
@@ -358,7 +359,7 @@ def score_blocks(c: Comparison) -> tuple[list[ScoreBlock], list[str]]:
         d = dec.get(r.unit)
         b.rows.append([one_line(r.metric), f"{r.unit}{_direction(r)}", num(r.a, r.unit, False, d),
                        num(r.b, r.unit, False, d), num(r.delta, r.unit, True, d),
-                       interval(r.ci_low, r.ci_high, r.unit, d), p_text(r.p_adjusted), flips_cell(r),
+                       interval(r.ci_low, r.ci_high, r.unit, d), p_text(r.p_adjusted), flips_cell(r), mde_cell(r),
                        verdict_word(r.verdict, r.moved) + ref])
     return list(blocks.values()), notes
 

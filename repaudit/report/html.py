@@ -141,7 +141,11 @@ def compare_sections(c: Comparison) -> list[Section]:
             sc.rows.append([Cell(b.task + b.info), *(Cell(x) for x in r[:-1]), Cell(r[-1], _VERDICT_CLS.get(word, ""))])
     if not blocks:
         sc.head, sc.before = [], [*sc.before, NO_ROWS]
+    from repaudit.report.power import POWER_CAPTION, power_lines
+
     sc.items = [f"[{i}] {n}" for i, n in enumerate(footnotes, 1)]
+    if lines := power_lines(c.scores):
+        sc.items += ["What each paired row can detect: " + POWER_CAPTION, *lines]
     svg = forest_svg(c)
     sc.svg = Markup(svg) if svg else ""
     sc.after = agreement_lines(c)
@@ -191,7 +195,7 @@ def render_gate_html(g, browser: dict | None = None, browser_notes: list[str] = 
 
     head = [*HEAD[:6], _level(g), *HEAD[7:]]
     rows = [cells(r, g.policy.alpha) for r in g.rows]
-    gate = _table("gate", "Gate", head, rows, {"margin", "d", _level(g), "p", "p adj"},
+    gate = _table("gate", "Gate", head, rows, {"margin", "d", _level(g), "p", "p adj", "MDE"},
                   [f"d = B − A oriented so that positive is better, in points for proportions; {_level(g)} (two "
                    f"one-sided tests at α = {g.policy.alpha:g}); multiplicity: {g.policy.multiplicity}."],
                   lambda row: _DECISION_CLS.get(row[-1], ""))
