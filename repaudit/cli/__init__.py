@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from repaudit.cli.appendix import appendix_command
 from repaudit.cli.attribute import attribute_command
 from repaudit.cli.compare import compare_command
 from repaudit.cli.export import export_command
@@ -93,10 +94,12 @@ SHORT_HELP = {
     "variance": "A benchmark's noise: doc bootstrap, seeds, few-shot order, prompt format.",
     "factors": "Every factor that can move a score, and what each command does with it.",
     "export": "Write runs as Every Eval Ever records, every factor kept.",
+    "appendix": "A paper appendix from the run files: setup, scores, error bars, tables.",
 }
 for _name, _fn in (("run", run_command), ("compare", compare_command), ("gate", gate_command),
                    ("sweep", sweep_command), ("attribute", attribute_command), ("reproduce", reproduce_command),
-                   ("variance", variance_command), ("factors", factors_command), ("export", export_command)):
+                   ("variance", variance_command), ("factors", factors_command), ("export", export_command),
+                   ("appendix", appendix_command)):
     app.command(_name, short_help=SHORT_HELP[_name])(_fn)
 
 

@@ -28,9 +28,11 @@ def latex_rows(rows) -> list[str]:
     return [" & ".join(e(c) for c in row) + r" \\" for row in rows]
 
 
-def latex_table(caption: str, colspec: str, blocks: list[list[str]]) -> str:
-    """A booktabs table: ``blocks`` of ready LaTeX lines separated by ``\\midrule`` (the first is the header)."""
-    lines = [r"\begin{table}[t]", r"\centering", r"\small", r"\caption{" + caption + "}",
+def latex_table(caption: str, colspec: str, blocks: list[list[str]], label: str | None = None) -> str:
+    """A booktabs table: ``blocks`` of ready LaTeX lines separated by ``\\midrule`` (the first is the header);
+    ``label`` (ASCII letters, digits, ``-`` and ``:``) makes it referable."""
+    lines = [r"\begin{table}[t]", r"\centering", r"\small",
+             r"\caption{" + caption + "}" + (r"\label{" + label + "}" if label else ""),
              r"\begin{tabular}{" + colspec + "}", r"\toprule"]
     for i, block in enumerate(blocks):
         if i:
@@ -83,8 +85,8 @@ def attribution_markdown(r: AttributionReport) -> str:
     return "\n".join(out) + "\n"
 
 
-def attribution_latex(r: AttributionReport) -> str:
-    """LaTeX fragment: one booktabs table of factors (and interactions below a rule)."""
+def attribution_latex(r: AttributionReport, label: str | None = None) -> str:
+    """LaTeX fragment: one booktabs table of factors (and interactions below a rule), labelled ``label``."""
     rows = attribution_rows(r)
     ci = level(r.alpha) + r"\,\% CI"
     blocks = [[r"factor & value & " + ci + r" \\"], latex_rows(rows[:-3]), latex_rows(rows[-3:])]
@@ -94,7 +96,7 @@ def attribution_latex(r: AttributionReport) -> str:
     return latex_table(r"Attribution of the " + e(r.metric) + " difference on " + e(r.task)
                         + r" to each factor (Shapley values in points, " + level(r.alpha) + r"\,\% "
                         + ("paired-bootstrap" if r.sequential is None else "repeated confidence") + " intervals). "
-                        + e(attribution_summary(r, cost=False)), "lrr", blocks)
+                        + e(attribution_summary(r, cost=False)), "lrr", blocks, label)
 
 
 def sweep_rows(s: SweepResult) -> list[tuple[str, ...]]:
@@ -131,14 +133,14 @@ def sweep_markdown(s: SweepResult) -> str:
     return "\n".join(out) + "\n"
 
 
-def sweep_latex(s: SweepResult) -> str:
-    """LaTeX fragment: one booktabs table."""
+def sweep_latex(s: SweepResult, label: str | None = None) -> str:
+    """LaTeX fragment: one booktabs table, labelled ``label``."""
     return latex_table(r"Effect of " + e(s.factor) + " on " + e(s.metric) + " (" + e(s.task)
                         + r"), points; $\Delta$ against the base with a paired " + level(s.alpha)
                         + r"\,\% interval. " + e(sweep_floor(s)),
                         "lrrrrl", [[r"value & score & $\Delta$ & " + level(s.alpha)
                                     + r"\,\% CI & flip rate & verdict \\"],
-                                   latex_rows(sweep_rows(s))])
+                                   latex_rows(sweep_rows(s))], label)
 
 
 def attribution_rich(result, console) -> None:

@@ -27,7 +27,7 @@ def power_text(p: RowPower, unit: str, within_noise: bool) -> str:
            if p.design_effect != 1 else f"{p.n_docs:,} docs")
     flips = f", {100 * p.flip_share:.1f} % of them flip" if p.flip_share is not None else ""
     out = f"MDE {mde} ({100 * p.power:.0f} % power, {p.test} at α = {p.alpha:g}; {eff}{flips})"
-    if any(v is not None for v in p.docs_for.values()):
+    if any(v is not None for v in p.docs_for.values()) and not p.note:  # a note says what no doc count can
         have = max(p.docs_available or 0, p.n_docs)
         out += "; docs to detect " + ", ".join(f"a {m}-pt move: {_docs(v, have)}" for m, v in p.docs_for.items())
     if within_noise:

@@ -214,8 +214,9 @@ def markdown(r: SeriesReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def latex(r: SeriesReport) -> str:
-    """The ranked table as a longtable, then confounders and the other lists as paragraphs."""
+def latex(r: SeriesReport, label: str | None = None) -> str:
+    """The ranked table as a longtable (labelled ``label``, default ``tab:repaudit-series-<across>``), then
+    confounders and the other lists as paragraphs."""
     cols = head(r)
     body = rows(r)
     widths = _widths([list(x) for x in body], cols, flexible=(0, 1) if r.across == "checkpoint" else (0,))
@@ -223,7 +224,7 @@ def latex(r: SeriesReport) -> str:
     lines = [r"% repaudit variance --across " + e(r.across), r"% needs \usepackage{booktabs,longtable,array}",
              _par(headline(r)), _par(summary(r)), ""]
     lines += _longtable(list(zip(widths, aligns)), brk(f"Series across {r.across}s: {len(body)} rows."),
-                        f"tab:repaudit-series-{r.across}", [e(h) for h in cols],
+                        label or f"tab:repaudit-series-{r.across}", [e(h) for h in cols],
                         [" & ".join(brk(c) if a == "l" else e(c) for c, a in zip(row, aligns)) + r" \\"
                          for row in body])
     for title, items in [("Confounders.", confounder_lines(r)), *((t + ".", x) for t, x in other_lines(r))]:

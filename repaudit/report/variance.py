@@ -106,15 +106,17 @@ def variance_markdown(r: VarianceReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def variance_latex(r: VarianceReport) -> str:
+def variance_latex(r: VarianceReport, label: str | None = None) -> str:
     """The noise table as a booktabs fragment (the format spread as a second table)."""
     out = latex_table(e(variance_summary(r)), "ll" + "r" * (len(head(r)) - 2),
-                      [latex_rows([head(r)]), latex_rows(noise_rows(r))])
+                      [latex_rows([head(r)]), latex_rows(noise_rows(r))], label)
     if r.format_spread:
         cols = ("metric", *r.formats, "spread")
         out += latex_table(e(f"Score per prompt format (seed means), {r.task}."), "l" + "r" * (len(cols) - 1),
-                           [latex_rows([cols]), latex_rows(spread_rows(r))])
+                           [latex_rows([cols]), latex_rows(spread_rows(r))],
+                           label and f"{label}-formats")
     if split_rows(r):
         out += latex_table(e(SPLIT_CAPTION), "ll" + "r" * (len(SPLIT_HEAD) - 2),
-                           [latex_rows([SPLIT_HEAD]), latex_rows(split_rows(r))])
+                           [latex_rows([SPLIT_HEAD]), latex_rows(split_rows(r))],
+                           label and f"{label}-split")
     return out
