@@ -127,6 +127,13 @@ def test_sweep_variance_and_reproduce(tiny_runs, tmp_path):
         _check(paths)
 
 
+def test_appendix(tmp_path):
+    paths = [tmp_path / f"ap{s}" for s in (".tex", ".md")]
+    for p in paths:
+        _invoke(["appendix", *PAIR, "--compare", "1,2", "--alpha", "0.1", "-o", str(p)])
+    _check(paths)
+
+
 def test_export_records_the_interval_level(tmp_path):
     _invoke(["export", PAIR[0], "--model-id", "HuggingFaceTB/SmolLM2-135M-Instruct", "--evaluator-relationship",
              "third_party", "--alpha", "0.1", "-o", str(tmp_path / "eee")])

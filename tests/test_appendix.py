@@ -168,13 +168,6 @@ def test_the_appendix_compiles_with_no_warning(tmp_path):
     assert re.findall(r"Warning|Overfull|Underfull|Missing character", log) == []
 
 
-def test_the_examples_appendix_compiles_with_no_warning(tmp_path):
-    src = Path(__file__).parents[1] / "examples" / "appendix.tex"
-    shutil.copy(src, tmp_path / "appendix.tex")
-    log = _compile(tmp_path / "appendix.tex")
-    assert re.findall(r"Warning|Overfull|Underfull|Missing character", log) == []
-
-
 @pytest.mark.parametrize("args,needle", [
     (["-o", "x.pdf"], "written as .tex (LaTeX) or .md"),
     (["--compare", "1,9", "-o", "x.md"], "--compare '9' names no run"),
