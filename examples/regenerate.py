@@ -49,8 +49,8 @@ RUN_B = [*COMMON, "--prompt-format", "lettered", "--num-fewshot", "5"]
 NAMES = ["--name-a", "cloze 0-shot", "--name-b", "lettered 5-shot"]
 #: the appendix: both runs under the same names, their comparison, and the attribution and sweep reports
 APPENDIX = ["runs/a.json", "runs/b.json", "--names", "cloze 0-shot,lettered 5-shot", "--compare", "1,2",
-            "--attribution", "attribution.json", "--sweep", "sweep.json", "--title",
-            "Appendix A: how much does the prompt protocol move ARC-Easy?"]
+            "--title", "Appendix A: how much does the prompt protocol move ARC-Easy?"]
+REPORTS = [("--attribution", "attribution.json"), ("--sweep", "sweep.json")]
 #: the children's environment; main() points its cache at an empty temporary store
 ENV = dict(os.environ)
 SWEEP = ["--factor", "prompt_format", "--values", "lettered,cloze", *COMMON[:2],
@@ -93,13 +93,14 @@ def main() -> None:
 
 
 def appendix() -> str:
-    """Step 5 alone: ``repaudit appendix`` of the runs in ``runs/`` with the reports beside this script, as LaTeX
-    (compiled) and Markdown; no model runs. Stops the script when a run file is missing."""
-    missing = [p for p in ("runs/a.json", "runs/b.json", "attribution.json", "sweep.json") if not (HERE / p).exists()]
+    """Step 5 alone: ``repaudit appendix`` of the runs in ``runs/`` with the reports beside this script (those that
+    are there), as LaTeX (compiled) and Markdown; no model runs. Stops the script when a run file is missing."""
+    missing = [p for p in ("runs/a.json", "runs/b.json") if not (HERE / p).exists()]
     if missing:
         sys.exit(f"missing {', '.join(missing)}: run the whole script once (python examples/regenerate.py)")
-    repaudit("appendix", *APPENDIX, "--document", "-o", "appendix.tex")
-    repaudit("appendix", *APPENDIX, "-o", "appendix.md")
+    args = [*APPENDIX, *(x for opt, f in REPORTS if (HERE / f).exists() for x in (opt, f))]
+    repaudit("appendix", *args, "--document", "-o", "appendix.tex")
+    repaudit("appendix", *args, "-o", "appendix.md")
     return pdflatex()
 
 
@@ -172,7 +173,8 @@ def write_readme(walls: dict[str, float], latex_note: str, shot_note: str) -> No
         f"[`appendix.pdf`](appendix.pdf) ({latex_note}), and [`appendix.md`](appendix.md):",
         "",
         "```bash",
-        cmd + "appendix " + " ".join(shlex.quote(x) for x in APPENDIX) + " --document -o appendix.tex",
+        cmd + "appendix " + " ".join(shlex.quote(x) for x in [*APPENDIX, *(y for r in REPORTS for y in r)])
+        + " --document -o appendix.tex",
         "```",
         "",
         "[`report.html`](report.html) is compare's HTML report of the same pair (open it in a browser; "

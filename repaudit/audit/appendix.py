@@ -131,11 +131,15 @@ def run_names(runs: list[ComparableRun], given: list[str] | None) -> list[str]:
 
     paths = [Path(r.path) for r in runs]
     names = [_STAMP.sub("", p.stem).strip("_-.") or p.name for p in paths]
-    depth = 1
-    while len(set(names)) < len(names) and depth < max(len(p.parts) for p in paths):
-        # alike (lm-eval's results_<time>.json): the nearest folder that tells them apart
-        names = [p.parts[-depth - 1] if len(p.parts) > depth else p.name for p in paths]
-        depth += 1
+    for n in sorted({n for n in names if names.count(n) > 1}):
+        # alike (lm-eval's results_<time>.json): the nearest folder that tells these apart
+        idx = [i for i, x in enumerate(names) if x == n]
+        for depth in range(1, max(len(paths[i].parts) for i in idx)):
+            folders = [paths[i].parts[-depth - 1] if len(paths[i].parts) > depth else n for i in idx]
+            if len(set(folders)) == len(folders):
+                for i, f in zip(idx, folders):
+                    names[i] = f
+                break
     return names if len(set(names)) == len(names) else [f"{n} #{i}" for i, n in enumerate(names, 1)]
 
 

@@ -137,7 +137,8 @@ class SeedRow(BaseModel):
     cut: str = ""
     """Where the t interval reached past the metric's range and was cut, with its uncut ends; empty: not cut."""
     outlier: str | None = None
-    """The run that alone drives the spread (without it the sd is less than half of ``sd``); None: none does."""
+    """The run that alone drives the spread (without it the sd is less than half of ``sd``; five runs or more); None:
+    none does."""
     sd_without_outlier: float | None = None
     """The sd without ``outlier``; None without one."""
     low: float
@@ -261,8 +262,9 @@ def cut_to_range(lo: float, hi: float, kind: MetricKind) -> tuple[tuple[float, f
 
 def one_outlier(y: np.ndarray, names: list[str]) -> tuple[str | None, float | None]:
     """The run whose removal leaves less than half of the sample standard deviation (the one that alone drives the
-    spread), and the sd without it; ``(None, None)`` with fewer than 3 runs or none such."""
-    if len(y) < 3:
+    spread), and the sd without it; ``(None, None)`` with fewer than 5 runs (with 3 or 4, leaving one out says little
+    about the rest) or none such."""
+    if len(y) < 5:
         return None, None
     sd = float(np.std(y, ddof=1))
     if sd == 0:

@@ -135,29 +135,31 @@ def _scores_latex(a: Appendix) -> list[str]:
 
 def render_latex(a: Appendix, title: str = "Evaluation details", document: bool = False) -> str:
     """The appendix as LaTeX: a section (``document``: a whole article) with the setup, the scores, what the error
-    bars are, and every comparison, attribution, noise and sweep table given."""
+    bars are, and every comparison, attribution, noise and sweep table given (headings numbered, the names of what
+    they hold in the tables' own captions: a long run name cannot run into the margin)."""
     from repaudit.report.audit import attribution_latex, sweep_latex
     from repaudit.report.compare_latex import render_latex as compare_latex
     from repaudit.report.series import latex as series_latex
     from repaudit.report.variance import variance_latex
 
     lines = [r"% repaudit appendix: " + e(", ".join(a.names)), r"% needs " + PACKAGES,
-             r"\section{" + e(title) + r"}\label{sec:ra-appendix}", _par(_runs_line(a)), "",
+             r"\section{" + brk(title, prose=True) + r"}\label{sec:ra-appendix}", _par(_runs_line(a)), "",
              r"\subsection*{Evaluation setup}", *_setup_latex(a), r"\subsection*{Scores}", *_scores_latex(a),
              r"\subsection*{What the error bars are}"]
     lines += [_ref_par(a, lead, text) for lead, text in error_bar_items(a)]
     for i, c in enumerate(a.comparisons, 1):
-        lines += ["", rf"\subsection*{{Comparison {i}: {e(c.a.get('name', ''))} vs {e(c.b.get('name', ''))}}}",
+        lines += ["", rf"\subsection*{{Comparison {i}}}",
                   compare_latex(c)]
     for i, r in enumerate(a.attributions, 1):
-        lines += ["", rf"\subsection*{{Attribution {i}: {e(r.task)} {e(r.metric)}}}",
+        lines += ["", rf"\subsection*{{Attribution {i}}}",
                   attribution_latex(r, f"tab:ra-attribution-{i}")]
     for i, v in enumerate(a.variances, 1):
-        lines += ["", rf"\subsection*{{Noise {i}: {e(_variance_title(v))}}}",
+        lines += ["", rf"\subsection*{{Noise {i}}}", _par(_variance_title(v)),
                   series_latex(v, f"tab:ra-variance-{i}") if isinstance(v, SeriesReport)
                   else variance_latex(v, f"tab:ra-variance-{i}")]
     for i, s in enumerate(a.sweeps, 1):
-        lines += ["", rf"\subsection*{{Sweep {i}: {e(s.factor)} on {e(s.task)}}}", sweep_latex(s, f"tab:ra-sweep-{i}")]
+        lines += ["", rf"\subsection*{{Sweep {i}}}",
+                  sweep_latex(s, f"tab:ra-sweep-{i}")]
     text = unique_labels("\n".join(lines).rstrip() + "\n")
     return "\n".join(PREAMBLE) + "\n" + text + "\\end{document}\n" if document else text
 
