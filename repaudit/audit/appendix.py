@@ -63,7 +63,18 @@ class ScoreLine(BaseModel):
 
 @dataclass
 class Appendix:
-    """Everything one appendix shows; ``runs`` and ``names`` in the order given."""
+    """Everything one appendix shows.
+
+    Attributes:
+        runs: the run files as compare reads them, in the order given.
+        names: each run's name in every table (``--names``, else :func:`run_names`).
+        alpha: every interval computed here is (1 − alpha), two-sided.
+        n_boot: bootstrap replicates per score and per comparison.
+        scores: every run's scores with their intervals (:func:`run_scores`).
+        comparisons: ``compare`` of each pair asked for, at ``alpha``.
+        attributions, variances, sweeps: the reports read back from their ``--json`` files (a variance report of a
+            grid, or of a series with ``--across``).
+    """
 
     runs: list[ComparableRun]
     names: list[str]
@@ -180,8 +191,15 @@ def read_report(path: Path, kind: str):
 
 @dataclass
 class Requested:
-    """What an appendix is built from (the command line): run files, their names, the pairs to compare and the
-    reports' JSON files; the level and bootstrap size of every interval computed here."""
+    """What an appendix is built from (the command line).
+
+    Attributes:
+        paths: the run files.
+        names: one name per run, or None for :func:`run_names`' own.
+        pairs: the runs to compare, each by name or 1-based position.
+        attributions, variances, sweeps: JSON reports of ``attribute``, ``variance`` and ``sweep``.
+        alpha, n_boot: the level and bootstrap size of every interval computed here.
+    """
 
     paths: list[Path]
     names: list[str] | None = None
