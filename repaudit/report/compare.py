@@ -16,7 +16,6 @@ from repaudit.audit.compare import Comparison
 from repaudit.escape import md, md_code, one_line, rich_text
 from repaudit.report.compare_text import (
     ARROW,
-    NUMERIC_COLUMNS,
     ScoreBlock,
     agreement_lines,
     doc_name,
@@ -24,9 +23,10 @@ from repaudit.report.compare_text import (
     factor_lines,
     flip_groups,
     headline,
+    numeric_columns,
     run_lines,
     score_blocks,
-    score_head,
+    score_columns,
     scores_caption,
     short,
     task_lines,
@@ -43,18 +43,30 @@ _STYLE = {"worse": "bold red", "better": "bold green", "up": "bold yellow", "dow
 
 
 def layout_scores(blocks: list[ScoreBlock], width: int, head: tuple[str, ...]) -> list[Text]:
-    """The score table (columns ``head``, :func:`~repaudit.report.compare_text.score_head`) as lines of at most
+    """The score table (columns ``head``, :func:`~repaudit.report.compare_text.score_columns`) as lines of at most
     ``width`` characters where that is possible without cutting a cell: metrics indented under their task; when
-    the row does not fit, the metric on its own line and its numbers on the next."""
-    cols = len(head)
+    the row does not fit, the metric on its own line and its numbers on the next, and where that still does not
+    fit, without the MDE column (each row's MDE is in the lines below the table)."""
     rows = [r for b in blocks for r in b.rows]
-    widths = [max([len(head[i])] + [len(r[i]) + (2 if i == 0 else 0) for r in rows]) for i in range(cols)]
-    two_line = sum(widths) + 2 * (cols - 1) > width
-    if two_line:
-        widths[0] = 4
+
+    def fit(head, rows):
+        widths = [max([len(head[i])] + [len(r[i]) + (2 if i == 0 else 0) for r in rows]) for i in range(len(head))]
+        two = sum(widths) + 2 * (len(head) - 1) > width
+        if two:
+            widths[0] = 4
+        return widths, two
+
+    widths, two_line = fit(head, rows)
+    if two_line and "MDE" in head and sum(widths) + 2 * (len(head) - 1) > width:
+        k = head.index("MDE")
+        head = head[:k] + head[k + 1:]
+        blocks = [ScoreBlock(b.task, b.info, [r[:k] + r[k + 1:] for r in b.rows], b.refs) for b in blocks]
+        rows = [r for b in blocks for r in b.rows]
+        widths, two_line = fit(head, rows)
+    cols, numeric = len(head), numeric_columns(head)
 
     def cell(i: int, s: str) -> str:
-        return s.rjust(widths[i]) if i in NUMERIC_COLUMNS else s.ljust(widths[i])
+        return s.rjust(widths[i]) if i in numeric else s.ljust(widths[i])
 
     lines = [Text("  ".join(cell(i, h if i else ("metric" if not two_line else "")) for i, h in
                             enumerate(head)).rstrip(), style="bold")]
@@ -101,7 +113,7 @@ def render_rich(c: Comparison, console: Console, top: int = 10) -> None:
     _section(console, "Scores")
     console.print(Text(scores_caption(c)))
     blocks, footnotes = score_blocks(c)
-    for line in layout_scores(blocks, console.width, score_head(c.alpha)) if blocks else [Text(NO_ROWS)]:
+    for line in layout_scores(blocks, console.width, score_columns(c)) if blocks else [Text(NO_ROWS)]:
         console.print(line)
     for i, n in enumerate(footnotes, 1):
         console.print(Text(one_line(f"[{i}] {n}")))
@@ -158,8 +170,8 @@ def render_markdown(c: Comparison, top: int = 10) -> str:
     out += [f"- {md(line)}" for line in task_lines(c)]
     blocks, footnotes = score_blocks(c)
     out += ["", "### Scores", "", md(scores_caption(c)), "",
-            "| task | " + " | ".join(score_head(c.alpha)) + " |",
-            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+            "| task | " + " | ".join(score_columns(c)) + " |",
+            "|---|---|---|" + "---:|" * (len(score_columns(c)) - 3) + "---|"]
     for b in blocks:
         for r in b.rows:
             # the metric comes from a file; unit, numbers and verdict words are repaudit's own

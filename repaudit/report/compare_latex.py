@@ -20,7 +20,7 @@ from repaudit.report.compare_text import (
     headline,
     run_lines,
     score_blocks,
-    score_head,
+    score_columns,
     scores_caption,
     task_lines,
     unknown_fields,
@@ -112,18 +112,20 @@ def render_latex(c: Comparison, top: int = 10) -> str:
     lines += [_par("Same, written differently: " + n) for n in equivalence_notes(c)]
     lines += [_par(t) for t in task_lines(c)]
     blocks, footnotes = score_blocks(c)
+    head = score_columns(c)
+    ncol = len(head)
     body = []
     for b in blocks:
-        body.append(r"\multicolumn{10}{@{}p{\dimexpr\linewidth\relax}@{}}{\textbf{" + brk(b.task) + "}"
+        body.append(rf"\multicolumn{{{ncol}}}{{@{{}}p{{\dimexpr\linewidth\relax}}@{{}}}}{{\textbf{{" + brk(b.task) + "}"
                     + brk(b.info) + r"} \\")
         body += [" & ".join([r"\quad " + brk(r[0])] + [latex(x) for x in r[1:-1]] + [brk(r[-1])]) + r" \\"
                  for r in b.rows]  # numbers never break
     if not body:
-        body = [r"\multicolumn{10}{@{}l}{" + latex("No score row: no metric is reported by both runs.") + r"} \\"]
+        body = [rf"\multicolumn{{{ncol}}}{{@{{}}l}}{{" + latex("No score row: no metric is reported by both runs.")
+                + r"} \\"]
     cells = [["\u2003" + r[0]] + r[1:] for b in blocks for r in b.rows]
-    head = score_head(c.alpha)
-    widths = _widths(cells, head, flexible=(0, 9))
-    lines += _longtable(list(zip(widths, ("l", "l", "r", "r", "r", "r", "r", "r", "r", "l"))),
+    widths = _widths(cells, head, flexible=(0, ncol - 1))
+    lines += _longtable(list(zip(widths, ["l", "l", *["r"] * (ncol - 3), "l"])),
                         "Scores of " + brk(runs) + ". " + brk(scores_caption(c)), f"tab:{label_stem(c)}-scores",
                         [latex(h) for h in head], body)
     lines += _small([_par(f"[{i}] {n}") for i, n in enumerate(footnotes, 1)])

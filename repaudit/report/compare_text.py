@@ -299,13 +299,21 @@ class ScoreBlock:
     refs: list[str] = field(default_factory=list)
 
 
-def score_head(alpha: float) -> tuple[str, ...]:
-    """The score table's columns; the interval's level is ``1 − alpha`` (the comparison's)."""
-    return ("metric", "unit", "A", "B", "Δ", f"{level(alpha)}% CI", "p adj", "flips", "MDE", "verdict")
+def score_head(alpha: float, mde: bool = True) -> tuple[str, ...]:
+    """The score table's columns; the interval's level is ``1 − alpha`` (the comparison's); ``mde``: the MDE column
+    (a comparison without a paired row has none)."""
+    return ("metric", "unit", "A", "B", "Δ", f"{level(alpha)}% CI", "p adj", "flips", *(("MDE",) if mde else ()),
+            "verdict")
 
 
-#: the score table's columns that hold numbers (right-aligned), by position in :func:`score_head`
-NUMERIC_COLUMNS = frozenset({2, 3, 4, 5, 6, 7, 8})
+def score_columns(c: Comparison) -> tuple[str, ...]:
+    """:func:`score_head` of ``c``: with the MDE column where a row has one."""
+    return score_head(c.alpha, any(r.power is not None for r in c.scores))
+
+
+def numeric_columns(head: tuple[str, ...]) -> set[int]:
+    """Positions of the columns of ``head`` that hold numbers (right-aligned): all but metric, unit and verdict."""
+    return {i for i, h in enumerate(head) if h not in ("metric", "unit", "verdict")}
 
 
 def _direction(r: ScoreRow) -> str:
@@ -348,6 +356,7 @@ def score_blocks(c: Comparison) -> tuple[list[ScoreBlock], list[str]]:
     blocks: dict[str, ScoreBlock] = {}
     notes: list[str] = []
     dec = unit_decimals(c.scores)
+    with_mde = "MDE" in score_columns(c)
     for r in sorted(c.scores, key=lambda r: r.is_group):
         b = blocks.get(r.task)
         if b is None:
@@ -359,8 +368,8 @@ def score_blocks(c: Comparison) -> tuple[list[ScoreBlock], list[str]]:
         d = dec.get(r.unit)
         b.rows.append([one_line(r.metric), f"{r.unit}{_direction(r)}", num(r.a, r.unit, False, d),
                        num(r.b, r.unit, False, d), num(r.delta, r.unit, True, d),
-                       interval(r.ci_low, r.ci_high, r.unit, d), p_text(r.p_adjusted), flips_cell(r), mde_cell(r),
-                       verdict_word(r.verdict, r.moved) + ref])
+                       interval(r.ci_low, r.ci_high, r.unit, d), p_text(r.p_adjusted), flips_cell(r),
+                       *([mde_cell(r)] if with_mde else []), verdict_word(r.verdict, r.moved) + ref])
     return list(blocks.values()), notes
 
 

@@ -109,12 +109,12 @@ def compare_sections(c: Comparison) -> list[Section]:
     diagnostics and mechanisms, notes."""
     from repaudit.report.compare import NO_ROWS
     from repaudit.report.compare_text import (
-        NUMERIC_COLUMNS,
         agreement_lines,
         equivalence_notes,
         factor_lines,
+        numeric_columns,
         score_blocks,
-        score_head,
+        score_columns,
         scores_caption,
         task_lines,
         unknown_fields,
@@ -132,9 +132,9 @@ def compare_sections(c: Comparison) -> list[Section]:
         fac.after.append(f"Not recorded by one or both runs ({len(unknown)} fields, cannot be told): "
                          + ", ".join(unknown))
     blocks, footnotes = score_blocks(c)
-    head = score_head(c.alpha)
+    head = score_columns(c)
     sc = Section("scores", "Scores", before=[scores_caption(c)], head=["task", *head],
-                 numeric={head[i] for i in NUMERIC_COLUMNS})
+                 numeric={head[i] for i in numeric_columns(head)})
     for b in blocks:
         for r in b.rows:
             word = r[-1].split(" [")[0]
