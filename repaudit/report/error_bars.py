@@ -22,8 +22,8 @@ def _varies(a: Appendix) -> str:
            "could move had the benchmark drawn other docs of the same kind. It does not include run-to-run variation "
            f"of the model or the protocol, since each of the {plural(len(a.runs), 'run')} was evaluated once")
     if a.comparisons:
-        out += ("; a difference's interval (@@compare-1@@ and after) is paired — both runs scored the same docs — so "
-                "it captures which docs were drawn, not anything that differs between the runs")
+        out += ("; a difference's interval (@@compare-1@@ and after) is paired — both runs scored the same docs — "
+                "and likewise captures only which docs were drawn, not how a repeated run of either would vary")
     for i, v in enumerate(a.variances, 1):
         if isinstance(v, SeriesReport):
             out += (f"; @@variance-{i}@@ measures the spread across {plural(len(v.runs), 'run')} that differ by "
