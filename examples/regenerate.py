@@ -12,8 +12,10 @@ What it does (default model SmolLM2-135M-Instruct, ARC-Easy validation from the 
 2. ``repaudit compare A B`` in Markdown and LaTeX;
 3. ``repaudit attribute A B`` (4 configurations) in Markdown and LaTeX, with its waterfall (PNG + PDF);
 4. ``repaudit sweep`` of the prompt format from A's configuration, in Markdown and LaTeX, with its plot;
-5. ``appendix.tex``, which ``\\input``s the tables and figures, compiled with ``pdflatex`` into
-   ``appendix.pdf`` (skipped with a note when pdflatex is missing);
+5. ``repaudit appendix`` of the two runs with the comparison, the attribution and the sweep (their ``--json``
+   reports, ``attribution.json`` and ``sweep.json``): ``appendix.tex`` (a whole article, ``--document``) compiled
+   with ``pdflatex`` into ``appendix.pdf`` (skipped with a note when pdflatex or siunitx is missing), and
+   ``appendix.md``;
 6. ``report.html``, compare's self-contained HTML report, written with ``--no-doc-text`` (the
    benchmark's questions stay out of the repository; ids, flips, margins and log-likelihoods stay), and
    ``report.png``, a screenshot of it in headless Chromium (skipped with a note when chromium is missing);
@@ -21,6 +23,10 @@ What it does (default model SmolLM2-135M-Instruct, ARC-Easy validation from the 
 
 Every step goes through one batch store, a fresh temporary directory (``$REPAUDIT_CACHE_DIR``), so the
 wall times it writes are those of an empty store, and the attribution and sweep reuse the runs' batches.
+
+    .venv/bin/python examples/regenerate.py --appendix
+
+rebuilds only step 5 from the run files in ``examples/runs/`` and the reports beside this script (no model runs).
 """
 
 from __future__ import annotations
@@ -41,6 +47,10 @@ RUN_A = [*COMMON]
 RUN_B = [*COMMON, "--prompt-format", "lettered", "--num-fewshot", "5"]
 #: what the reports call the runs (the file names a.json and b.json say nothing); the LaTeX labels derive from them
 NAMES = ["--name-a", "cloze 0-shot", "--name-b", "lettered 5-shot"]
+#: the appendix: both runs under the same names, their comparison, and the attribution and sweep reports
+APPENDIX = ["runs/a.json", "runs/b.json", "--names", "cloze 0-shot,lettered 5-shot", "--compare", "1,2",
+            "--title", "Appendix A: how much does the prompt protocol move ARC-Easy?"]
+REPORTS = [("--attribution", "attribution.json"), ("--sweep", "sweep.json")]
 #: the children's environment; main() points its cache at an empty temporary store
 ENV = dict(os.environ)
 SWEEP = ["--factor", "prompt_format", "--values", "lettered,cloze", *COMMON[:2],
@@ -56,11 +66,13 @@ def repaudit(*args: str) -> float:
 
 
 def pdflatex() -> str:
-    """Compile appendix.tex (twice, for references) or say why not."""
+    """Compile appendix.tex (three times: references and longtable widths settle) or say why not."""
     exe = shutil.which("pdflatex")
     if exe is None:
         return "pdflatex not found: appendix.pdf not rebuilt (apt-get install texlive-latex-recommended)"
-    for _ in range(2):
+    if not subprocess.run(["kpsewhich", "siunitx.sty"], capture_output=True, text=True).stdout.strip():
+        return "siunitx not found: appendix.pdf not rebuilt (apt-get install texlive-science)"
+    for _ in range(3):
         res = subprocess.run([exe, "-interaction=nonstopmode", "-halt-on-error", "appendix.tex"], cwd=HERE,
                              capture_output=True, text=True)
         if res.returncode != 0:
@@ -71,10 +83,25 @@ def pdflatex() -> str:
 
 
 def main() -> None:
+    if sys.argv[1:] == ["--appendix"]:
+        print(appendix())
+        return
     RUNS.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="repaudit-examples-") as store:
         ENV["REPAUDIT_CACHE_DIR"] = store
         generate()
+
+
+def appendix() -> str:
+    """Step 5 alone: ``repaudit appendix`` of the runs in ``runs/`` with the reports beside this script (those that
+    are there), as LaTeX (compiled) and Markdown; no model runs. Stops the script when a run file is missing."""
+    missing = [p for p in ("runs/a.json", "runs/b.json") if not (HERE / p).exists()]
+    if missing:
+        sys.exit(f"missing {', '.join(missing)}: run the whole script once (python examples/regenerate.py)")
+    args = [*APPENDIX, *(x for opt, f in REPORTS if (HERE / f).exists() for x in (opt, f))]
+    repaudit("appendix", *args, "--document", "-o", "appendix.tex")
+    repaudit("appendix", *args, "-o", "appendix.md")
+    return pdflatex()
 
 
 def generate() -> None:
@@ -86,10 +113,12 @@ def generate() -> None:
     walls["attribute"] = repaudit("attribute", "runs/a.json", "runs/b.json", "-o", "attribution.md",
                                   "--plot", "waterfall")
     repaudit("attribute", "runs/a.json", "runs/b.json", "-o", "attribution.tex")
+    repaudit("attribute", "runs/a.json", "runs/b.json", "-o", "attribution.json")
     walls["sweep"] = repaudit("sweep", *SWEEP, "-o", "sweep.md", "--plot", "sweep")
     repaudit("sweep", *SWEEP, "-o", "sweep.tex")
+    repaudit("sweep", *SWEEP, "-o", "sweep.json")
     repaudit("compare", "runs/a.json", "runs/b.json", *NAMES, "--no-doc-text", "-o", "report.html")
-    latex_note = pdflatex()
+    latex_note = appendix()
     shot_note = screenshot()
     write_readme(walls, latex_note, shot_note)
     print(latex_note)
@@ -137,8 +166,16 @@ def write_readme(walls: dict[str, float], latex_note: str, shot_note: str) -> No
         "the machine runs: "
         + ", ".join(f"{k} {v:.0f} s" for k, v in walls.items()) + ".",
         "",
-        f"The same tables in LaTeX (`compare.tex`, `attribution.tex`, `sweep.tex`) are `\\input` by "
-        f"[`appendix.tex`](appendix.tex); [`appendix.pdf`](appendix.pdf) is its output ({latex_note}).",
+        "The same tables in LaTeX: `compare.tex`, `attribution.tex`, `sweep.tex`. The appendix is written by "
+        "`repaudit appendix` from the two run files and the attribution and sweep reports (`attribution.json`, "
+        "`sweep.json`): the evaluation setup, the scores with their intervals, what the error bars are, and the "
+        f"comparison, attribution and sweep tables — [`appendix.tex`](appendix.tex), compiled into "
+        f"[`appendix.pdf`](appendix.pdf) ({latex_note}), and [`appendix.md`](appendix.md):",
+        "",
+        "```bash",
+        cmd + "appendix " + " ".join(shlex.quote(x) for x in [*APPENDIX, *(y for r in REPORTS for y in r)])
+        + " --document -o appendix.tex",
+        "```",
         "",
         "[`report.html`](report.html) is compare's HTML report of the same pair (open it in a browser; "
         "it loads nothing from the network). Written with `--no-doc-text`, so its doc browser lists ids, "

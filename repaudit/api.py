@@ -97,7 +97,7 @@ def attribute(a: str | Path, b: str | Path, *, data_dir: str | Path | None = Non
 def series(runs: list[ComparableRun | str | Path], *, across: str, last: int = 5, step_from: str | None = None,
            n_boot: int = 2000, tasks: list[str] | None = None) -> SeriesReport:
     """``repaudit variance FILE… --across``: every task × metric all ``runs`` report, measured across checkpoints
-    (``kendall_tau``, ``kendall_p``, range, last-``last`` sd), seeds (``mean``, ``sd``, ``ci95``) or models
+    (``kendall_tau``, ``kendall_p``, range, last-``last`` sd), seeds (``mean``, ``sd``, ``ci``) or models
     (``snr``), with the confounders; scores in each row's unit. ``runs``: from :func:`load`, or paths (each read
     as :func:`load` reads it). See :mod:`repaudit.audit.series`.
 

@@ -163,7 +163,7 @@ def test_seed_series_on_three_fewshot_seeds_of_the_default_model():
         sd = np.std(means, ddof=1)
         lo, hi = sps.t.interval(0.95, 2, loc=means.mean(), scale=sd / math.sqrt(3))
         assert (row.n_runs, row.unit) == (3, "pts")
-        assert (row.mean, row.sd, *row.ci95) == pytest.approx((means.mean(), sd, lo, hi))
+        assert (row.mean, row.sd, *row.ci) == pytest.approx((means.mean(), sd, lo, hi))
         # the bootstrap SE over 60 docs is close to the analytic one (2,000 replicates: within a few per cent)
         analytic = np.mean([100 * np.std(x, ddof=1) / math.sqrt(len(x)) for x in docs])
         assert row.within_se == pytest.approx(analytic, rel=0.05) and row.within_se_from == "bootstrap over docs"
@@ -243,7 +243,7 @@ def test_every_format_and_the_plot(tmp_path):
         assert res.exit_code == 0 and needle in out.read_text(), (suffix, res.output)
     assert len((tmp_path / "s.csv").read_text().splitlines()) == 5
     seed = runner.invoke(app, ["variance", *map(str, sorted(SEEDS.glob("*.json"))), "--across", "seed", "--json"])
-    assert {"task", "metric", "mean", "sd", "ci95", "n_runs"} <= set(json.loads(seed.stdout)["seed"][0])
+    assert {"task", "metric", "mean", "sd", "ci", "n_runs"} <= set(json.loads(seed.stdout)["seed"][0])
     model = runner.invoke(app, ["variance", *map(str, _files("70m", "160m")), "--across", "model", "--json",
                                 "--task", "piqa"])
     assert {"task", "metric", "snr"} <= set(json.loads(model.stdout)["model"][0])
@@ -317,3 +317,28 @@ def test_a_peft_series_reads_its_epoch_from_the_folder_with_step_from(tmp_path):
     got = {(r["task"], r["metric"]): r["kendall_tau_raw"] for r in rep["checkpoint"]}
     assert got == pytest.approx({(t, m): v for t, ms in truth["kendall_tau_b"].items() for m, v in ms.items()})
     assert [c["path"] for c in rep["confounders"]] == ["model.args"]
+
+
+def test_a_seed_interval_is_cut_to_the_metric_range_and_one_broken_run_is_named():
+    from repaudit.audit.series_stats import Point, seed_row
+    from repaudit.importers.metric_kinds import metric_kind
+
+    rng = np.random.default_rng(3)
+    scores = list(4.26 + 0.01 * rng.standard_normal(28)) + [4000.0]  # one broken run among 29
+    pts = [Point(run=f"s{i}", series="m", step=None, score=v) for i, v in enumerate(scores)]
+    row = seed_row("lambada", "perplexity", metric_kind("perplexity"), pts, alpha=0.1)
+    y = np.array(scores)
+    lo, hi = sps.t.interval(0.9, len(y) - 1, loc=y.mean(), scale=np.std(y, ddof=1) / np.sqrt(len(y)))
+    assert lo < 1 and row.ci == pytest.approx((1.0, hi))  # a perplexity is never below 1
+    assert "cut to the metric's range" in row.cut and f"{lo:.6g}" in row.cut
+    assert row.outlier == "s28" and row.sd_without_outlier == pytest.approx(np.std(y[:-1], ddof=1))
+    clean = seed_row("lambada", "perplexity", metric_kind("perplexity"), pts[:-1])
+    assert clean.outlier is None and clean.cut == ""
+
+
+def test_an_interval_prints_enough_digits_for_its_ends_to_differ():
+    from repaudit.report.series import span
+
+    assert span(4.26312, 4.26341, "perplexity") == "[4.2631, 4.2634]"
+    assert span(4.263, 4.263, "perplexity") == "[4.263, 4.263]"
+    assert span(61.2301, 61.2349, "pts") == "[61.230, 61.235]"

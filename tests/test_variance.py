@@ -60,6 +60,11 @@ def test_every_number_matches_an_independent_computation(report):
         assert row.docs_for_1pt == math.ceil((z * sd_d / 0.01) ** 2)
         assert row.seeds_for_1pt == max(1, math.ceil(2 * (z * np.std(seeds, ddof=1) / 0.01) ** 2))
         assert row.boot_low <= acc[0].mean() <= row.boot_high
+        # prediction vs data noise of the seed runs (docs × seeds, in points): ANOVA's within and between parts
+        x = 100 * np.stack(acc[:3], axis=1)
+        pred = np.mean(np.var(x, axis=1, ddof=1))
+        assert row.split.prediction_var == pytest.approx(pred)
+        assert row.split.data_var == pytest.approx(max(np.var(x.mean(axis=1), ddof=1) - pred / 3, 0.0))
         k_choices = np.mean([1 / len(d.choices) for d in block[0].docs])
         assert row.chance == pytest.approx(k_choices)
         # continuous counterpart: softmax share of the gold choice, recomputed from the recorded log-likelihoods
@@ -77,6 +82,7 @@ def test_reports_render_and_the_plot_is_written(report, tmp_path):
     r, _ = report
     mdtext = variance_markdown(r)
     assert "| cloze | acc |" in mdtext and "p_gold (≈ acc)" in mdtext
+    assert "Prediction vs data noise of the seed runs" in mdtext
     assert r"\begin{tabular}" in variance_latex(r)
     assert all(p.stat().st_size > 1000 for p in variance_plot(r, tmp_path / "v.png"))
 

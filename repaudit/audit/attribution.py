@@ -49,8 +49,8 @@ class AttributionReport(BaseModel):
     phi: list[float]
     """Each factor's Shapley value: its share of the re-executed Δ (they sum to ``reexecuted_delta``)."""
     phi_ci: list[list[float]]
-    """Each factor's 95 % interval [low, high] (bootstrap over docs; with ``--precision`` the repeated confidence
-    interval)."""
+    """Each factor's (1 − ``alpha``) interval [low, high] (bootstrap over docs; with ``--precision`` the repeated
+    confidence interval)."""
     phi_stderr: list[float] | None = None
     """``permutation``: each value's Monte-Carlo standard error; None for ``exact``."""
     interactions: list[dict]
@@ -69,7 +69,9 @@ class AttributionReport(BaseModel):
     reexecuted_delta: float
     """``reexecuted_b − reexecuted_a``."""
     reexecuted_delta_ci: list[float] = []
-    """95 % interval [low, high] of ``reexecuted_delta``, as ``phi_ci``."""
+    """(1 − ``alpha``) interval [low, high] of ``reexecuted_delta``, as ``phi_ci``."""
+    alpha: float = 0.05
+    """The intervals are (1 − alpha) (two-sided)."""
     residual: float
     """``recorded_delta − reexecuted_delta``: what re-execution does not reproduce (not-replayable factors,
     nondeterminism)."""
@@ -210,7 +212,8 @@ def _grid(src_a, src_b, n_perm: int | None, n_boot: int) -> _Grid:
     return _Grid(factors, fixed, unknown, method, w, subs, per, configs, order)
 
 
-def _execute(g: _Grid, src_a, src_b, executor, metric, progress, precision, precision_seed, round_docs):
+def _execute(g: _Grid, src_a, src_b, executor, metric, progress, precision, precision_seed, round_docs,
+             alpha: float = 0.05):
     """Run every hybrid (in doc rounds with ``precision``). Returns ``(records, metric, spent, contrib, seq)``."""
     from repaudit.audit.executor import as_executor
 
@@ -250,7 +253,7 @@ def _execute(g: _Grid, src_a, src_b, executor, metric, progress, precision, prec
         census, strata = attribution_strata(src_a, src_b, metric)
         state["total"] = len(g.order) * len(plan_strata(census, strata, precision_seed, round_docs))
         contrib, weights, seq = run_stratified_rounds(census, strata, precision, precision_seed, round_docs,
-                                                      run_round, gate=k)
+                                                      run_round, alpha=alpha, gate=k)
     for s in g.subs:
         records[s] = records[s].model_copy(update={"docs": docs[s]})
     return records, state["metric"], spent, (contrib, weights), seq
@@ -292,12 +295,12 @@ def attribution_strata(src_a, src_b, metric: str | None) -> tuple[list[int], dic
     return census, {"near-tie": near, "rest": [d for d, x in zip(others, m) if x > cut]}
 
 
-def _estimate(g: _Grid, outcomes: dict, n_boot: int, contrib, seq):
+def _estimate(g: _Grid, outcomes: dict, n_boot: int, contrib, seq, alpha: float = 0.05):
     """Shapley values with intervals, interactions and the Δ interval. Returns ``(phi, phi_ci, stderr, inter,
     delta_ci)``; a sequential design's repeated confidence intervals replace the bootstrap ones."""
     k, full = len(g.factors), frozenset(range(len(g.factors)))
     if g.method == "exact":
-        att = attribute(g.factors, outcomes, n_boot=n_boot)
+        att = attribute(g.factors, outcomes, n_boot=n_boot, alpha=alpha)
         phi, phi_ci, stderr = att.phi, att.phi_ci, None
         inter = [{"pair": list(p), "value": float(v), "ci": [float(c[0]), float(c[1])]}
                  for p, v, c in zip(att.pairs, att.interactions, att.interactions_ci)]
@@ -309,10 +312,11 @@ def _estimate(g: _Grid, outcomes: dict, n_boot: int, contrib, seq):
         stderr = [float(x) for x in perm_stderr(g.per, v)]
         rng = np.random.default_rng(0)
         boot = np.stack([mat[:, rng.integers(0, mat.shape[1], mat.shape[1])].mean(axis=1) for _ in range(n_boot)])
-        phi_ci = np.quantile(boot @ g.w.T, [0.025, 0.975], axis=0).T
+        q = [alpha / 2, 1 - alpha / 2]
+        phi_ci = np.quantile(boot @ g.w.T, q, axis=0).T
         inter = []
         i0, i1 = g.subs.index(frozenset()), g.subs.index(full)
-        delta_ci = [float(x) for x in np.quantile(boot[:, i1] - boot[:, i0], [0.025, 0.975])]
+        delta_ci = [float(x) for x in np.quantile(boot[:, i1] - boot[:, i0], q)]
     if seq is not None:  # the sequential design's estimates and intervals replace the fixed-n ones
         contrib, weights = contrib
         est, hw = contrib @ weights, np.asarray(seq.half_widths)  # stratum-weighted: the all-doc value's estimate
@@ -364,7 +368,8 @@ def _score(values: np.ndarray, w: np.ndarray | None) -> float:
 
 def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: int = 2000,
                     progress=None, n_perm: int | None = None, precision: float | None = None,
-                    precision_seed: int = 0, round_docs: int | None = None) -> AttributionReport:
+                    precision_seed: int = 0, round_docs: int | None = None, alpha: float = 0.05
+                    ) -> AttributionReport:
     """Re-execute the hybrids of two runs and attribute the score delta to each differing factor.
 
     Args:
@@ -375,11 +380,12 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
         metric: per-doc metric to attribute (default: the task's first).
         progress: called as ``progress(done, total)`` after each configuration.
         n_perm: permutations when k > :data:`EXACT_MAX_FACTORS` (default 4·k).
-        precision: stop when every Shapley value's (and interaction's, and the delta's) 95 %
+        precision: stop when every Shapley value's (and interaction's, and the delta's) (1 − ``alpha``)
             interval is at most this wide on each side, in metric units; docs are evaluated in
             seeded random rounds (:mod:`repaudit.audit.sequential`) and intervals are repeated
             confidence intervals. ``None`` evaluates every doc, intervals by bootstrap.
         precision_seed, round_docs: the permutation seed and round size of the doc-adaptive audit.
+        alpha: the intervals are (1 − alpha), two-sided.
 
     Configurations are ordered by (backend, dtype) so that a pooled backend loads the model once
     per backend and dtype.
@@ -387,21 +393,26 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
     Raises:
         RepauditError: no replayable factor differs, the runs are of different tasks, or the
             metric is not recorded by both runs.
+        UsageError: ``alpha`` outside (0, 1).
     """
     import time
 
     t0 = time.perf_counter()
     g = _grid(src_a, src_b, n_perm, n_boot)
     full = frozenset(range(len(g.factors)))
+    if not 0 < alpha < 1:
+        from repaudit.errors import UsageError
+
+        raise UsageError(f"--alpha must be in (0, 1), got {alpha}")
     records, metric, spent, contrib, seq = _execute(g, src_a, src_b, executor, metric, progress, precision,
-                                                    precision_seed, round_docs)
+                                                    precision_seed, round_docs, alpha)
     first = records[frozenset()]
     _check_metric(metric, src_a, src_b, records)
     doc_ids = [d.doc_id for d in first.docs]
     _check_same_docs(src_a, first)
     _check_same_docs(src_b, records[full])
     outcomes = {s: np.array([d.metrics[metric] for d in r.docs]) for s, r in records.items()}
-    phi, phi_ci, stderr, inter, delta_ci = _estimate(g, outcomes, n_boot, contrib, seq)
+    phi, phi_ci, stderr, inter, delta_ci = _estimate(g, outcomes, n_boot, contrib, seq, alpha)
     # recorded and re-executed scores on the docs this estimate used (all of them without --precision), weighted
     # as the estimate is (stratum sizes over docs used, with --precision), so that the sum of φ is their Δ
     w = None if seq is None else contrib[1]
@@ -412,7 +423,7 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
         not_replayable=g.fixed, not_recorded=g.unknown, method=g.method,
         phi=[float(x) for x in phi], phi_ci=[[float(a), float(b)] for a, b in phi_ci], phi_stderr=stderr,
         interactions=inter, recorded_a=ra, recorded_b=rb, reexecuted_a=va, reexecuted_b=vb,
-        recorded_delta=rb - ra, reexecuted_delta=vb - va, reexecuted_delta_ci=delta_ci,
+        recorded_delta=rb - ra, reexecuted_delta=vb - va, reexecuted_delta_ci=delta_ci, alpha=alpha,
         residual=(rb - ra) - (vb - va), fidelity_a=_agreement(src_a.docs, first),
         fidelity_b=_agreement(src_b.docs, records[full]), n_docs=len(doc_ids), configurations=len(g.subs),
         forward_configurations=len(spent["forward"]), computed_batches=spent["computed"],

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scipy import stats as sps
 
 from repaudit.audit.compare import Comparison, FactorRow, ScoreRow
+from repaudit.audit.mde import RowPower
 from repaudit.audit.mechanisms import Mechanism
 from repaudit.audit.stats import benjamini_hochberg, holm, paired_score_interval, paired_score_z
 from repaudit.boundary import InputError, read_yaml, validate
@@ -194,6 +195,9 @@ class GateRow(BaseModel):
     ``tie_eps``."""
     keys: dict[int, str] = {}
     """Flipped doc id → the harness's own sample id, where it has one (inspect)."""
+    power: RowPower | None = None
+    """compare's power record of the row (paired rows): the smallest move its two-sided test detects with 80 % power,
+    the effective docs, the docs a 1- and 3-point move need; None: not paired."""
 
 
 class GateResult(BaseModel):
@@ -285,7 +289,7 @@ def _gate_row(r: ScoreRow, rule: PolicyRow, alpha: float) -> GateRow:
     direction = rule.direction or r.direction
     n_docs = r.n_shared if r.n_shared else min((x for x in (r.n_a, r.n_b) if x is not None), default=0)
     base = dict(task=r.task, metric=r.metric, test=rule.test, tier=rule.tier, margin=rule.margin, unit=r.unit,
-                direction=direction, method=r.method, n_docs=n_docs, delta=r.delta)
+                direction=direction, method=r.method, n_docs=n_docs, delta=r.delta, power=r.power)
     binary = r.method == "paired_score"
     if r.verdict == "not comparable" or r.method == "none" or r.se is None or not math.isfinite(r.se) or (
             r.se <= 0 and not binary):  # the score test of a 0/1 metric needs no spread (no flip is evidence too)

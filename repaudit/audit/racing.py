@@ -38,8 +38,23 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 Z95 = 1.959963984540054
-DESIGN = ("racing: shared seeded doc rounds; a candidate is dropped when every score's repeated 95 % interval "
-          "(Jennison & Turnbull 1989) misses the all-doc scores that could match")
+DESIGN = ("racing: shared seeded doc rounds; a candidate is dropped when every score's repeated (1 − alpha) "
+          "interval (Jennison & Turnbull 1989) misses the all-doc scores that could match")
+
+
+def z_of(alpha: float) -> float:
+    """``Φ⁻¹(1 − alpha/2)``: the normal quantile of a two-sided (1 − alpha) interval (:data:`Z95` at 0.05).
+
+    Raises:
+        UsageError: ``alpha`` outside (0, 1).
+    """
+    from scipy.stats import norm
+
+    from repaudit.errors import UsageError
+
+    if not 0 < alpha < 1:
+        raise UsageError(f"--alpha must be in (0, 1), got {alpha}")
+    return Z95 if alpha == 0.05 else float(norm.ppf(1 - alpha / 2))
 
 
 class RaceReport(BaseModel):
@@ -76,10 +91,11 @@ class RaceReport(BaseModel):
     """What the full search evaluates: candidates × N."""
 
 
-def matchable(target: float, n: int, tolerance: float = 0.0, floor: bool = False) -> tuple[float, float]:
-    """The all-doc means μ ∈ [0, 1] whose 95 % interval ``μ ± 1.96 · sqrt(μ(1 − μ)/(n − 1))`` comes
+def matchable(target: float, n: int, tolerance: float = 0.0, floor: bool = False, z: float = Z95
+              ) -> tuple[float, float]:
+    """The all-doc means μ ∈ [0, 1] whose interval ``μ ± z · sqrt(μ(1 − μ)/(n − 1))`` (z = 1.96: 95 %) comes
     within ``tolerance`` of ``target`` (fractions; ``n`` ≥ 2 docs). That interval bounds lm-eval's
-    ``μ ± 1.96 · stdev(ddof=1)/sqrt(n)`` for any per-doc values in [0, 1] (Bhatia–Davis), so a
+    ``μ ± z · stdev(ddof=1)/sqrt(n)`` for any per-doc values in [0, 1] (Bhatia–Davis), so a
     candidate whose all-doc score lies outside the returned interval cannot match.
 
     ``floor=True`` is the leaderboard-normalised target 0 (raw baseline ``target``): every μ whose
@@ -94,7 +110,7 @@ def matchable(target: float, n: int, tolerance: float = 0.0, floor: bool = False
     t = min(max(target, 0.0), 1.0)
 
     def gap(mu: float) -> float:  # convex in μ: |μ − t| is, and −sqrt(μ(1 − μ)) is
-        return abs(mu - t) - tolerance - Z95 * math.sqrt(max(mu * (1.0 - mu), 0.0) / (n - 1))
+        return abs(mu - t) - tolerance - z * math.sqrt(max(mu * (1.0 - mu), 0.0) / (n - 1))
 
     # the roots lie either side of the minimum (at t = 0 or 1 the target itself is a root too)
     m = float(minimize_scalar(gap, bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-12}).x)

@@ -7,8 +7,8 @@ factors), up to a budget of configurations. Every configuration runs through the
 acc_bytes, MMLU's micro / subject_macro) and the score form (raw, leaderboard-normalised) are
 read from the same inference.
 
-A configuration *reproduces* the target when the target lies in its score's 95 % interval,
-``value ± 1.96 · stderr`` with lm-eval's ``stderr`` (``stdev(ddof=1)/sqrt(n)``); the
+A configuration *reproduces* the target when the target lies in its score's (1 − α) interval (α = 0.05: 95 %),
+``value ± z₁₋α/₂ · stderr`` with lm-eval's ``stderr`` (``stdev(ddof=1)/sqrt(n)``); the
 leaderboard-normalised interval is the raw one's endpoints normalised (the map is monotone).
 """
 
@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from repaudit.audit.racing import Z95, RaceReport, matchable
+from repaudit.audit.racing import Z95, RaceReport, matchable, z_of
 from repaudit.errors import RepauditError
 from repaudit.importers.comparable import metric_key
 from repaudit.importers.metric_kinds import metric_kind
@@ -51,7 +51,7 @@ class Candidate(BaseModel):
 
 
 class View(BaseModel):
-    """One score of one evaluated configuration, in one form, with its 95 % interval (fractions)."""
+    """One score of one evaluated configuration, in one form, with its (1 − alpha) interval (fractions)."""
 
     model_config = ConfigDict(use_attribute_docstrings=True)
     label: str
@@ -67,7 +67,7 @@ class View(BaseModel):
     score: float
     """The score, a fraction 0–1 (dropped: its mean over the docs evaluated)."""
     ci_low: float
-    """Lower bound of the 95 % interval (score ± 1.96 · stderr, cut to the metric's range; normalised: the raw
+    """Lower bound of the (1 − alpha) interval (score ± z · stderr, cut to the metric's range; normalised: the raw
     bounds normalised; dropped: the repeated interval for the all-doc score), a fraction."""
     ci_high: float
     """Upper bound of that interval, a fraction."""
@@ -78,8 +78,8 @@ class View(BaseModel):
     n: int
     """Docs the score is over (dropped: docs evaluated before it was dropped)."""
     dropped: bool = False
-    """``reproduce --race``: the candidate was dropped after ``n`` docs; the interval is then the repeated 95 %
-    interval for its score on all docs (:mod:`repaudit.audit.racing`)."""
+    """``reproduce --race``: the candidate was dropped after ``n`` docs; the interval is then the repeated
+    (1 − alpha) interval for its score on all docs (:mod:`repaudit.audit.racing`)."""
 
 
 class ReproduceResult(BaseModel):
@@ -114,6 +114,8 @@ class ReproduceResult(BaseModel):
     """``auto`` with a match: the form of the closest match (what the target most likely is); None otherwise."""
     race: RaceReport | None = None
     """``--race``: how the racing went; None without it."""
+    alpha: float = 0.05
+    """A configuration reproduces the target when it lies in the score's (1 − alpha) interval."""
 
 
 def parse_target(text: str | float) -> float:
@@ -206,7 +208,7 @@ def candidates(base: RunConfig, moves: tuple[str, ...] = DEFAULT_MOVES) -> list[
 
 
 def _views(c: Candidate, metrics, baseline: float | None, target: float, kinds: tuple[str, ...],
-           metric: str | None) -> list[View]:
+           metric: str | None, z: float = Z95) -> list[View]:
     """The views of one evaluated candidate: each raw aggregate in ``metrics`` (skipping normalised
     ones and those without a stderr), in each form of ``kinds``; ``baseline`` the all-doc chance score."""
     out = []
@@ -216,7 +218,7 @@ def _views(c: Candidate, metrics, baseline: float | None, target: float, kinds: 
         key = metric_key(m.name, m.variant)
         if metric is not None and key != metric:
             continue
-        lo, hi = _clipped(key, m.value, m.value - Z95 * m.stderr, m.value + Z95 * m.stderr)
+        lo, hi = _clipped(key, m.value, m.value - z * m.stderr, m.value + z * m.stderr)
         forms = [("raw", m.value, lo, hi)]
         if "leaderboard_normalised" in kinds and baseline is not None and 0 <= baseline < 1:
             nz = [leaderboard_normalise(x, baseline) for x in (m.value, max(lo, 0.0), min(hi, 1.0))]
@@ -276,7 +278,7 @@ def _joined(recs: list):
 
 
 def _race_targets(target: float, kinds: tuple[str, ...], baseline: float, n: int,
-                  tolerance: float) -> dict[str, tuple[float, float]]:
+                  tolerance: float, z: float) -> dict[str, tuple[float, float]]:
     """Per form, the all-doc raw means that could reproduce ``target`` (:func:`repaudit.audit.racing.matchable`).
 
     A leaderboard-normalised target ``t > 0`` is the raw score ``b + t(1 − b)`` (the map is monotone);
@@ -284,10 +286,10 @@ def _race_targets(target: float, kinds: tuple[str, ...], baseline: float, n: int
     """
     out = {}
     if "raw" in kinds:
-        out["raw"] = matchable(target, n, tolerance)
+        out["raw"] = matchable(target, n, tolerance, z=z)
     if "leaderboard_normalised" in kinds and 0 <= baseline < 1:
         raw = baseline + target * (1 - baseline)
-        out["leaderboard_normalised"] = matchable(raw, n, tolerance, floor=target <= 0)
+        out["leaderboard_normalised"] = matchable(raw, n, tolerance, floor=target <= 0, z=z)
     return out
 
 
@@ -304,7 +306,7 @@ def _forms(target_kind: str) -> tuple[str, ...]:
 
 
 def _all_views(todo: list[Candidate], recs: list[list], partial: dict[int, dict[str, tuple]], baseline: float | None,
-               target: float, kinds: tuple[str, ...], metric: str | None) -> list[View]:
+               target: float, kinds: tuple[str, ...], metric: str | None, z: float) -> list[View]:
     """Every candidate's views: dropped ones' from their rounds so far, the others' from all docs (rounds joined)."""
     views: list[View] = []
     for i, (c, rounds) in enumerate(zip(todo, recs)):
@@ -313,14 +315,15 @@ def _all_views(todo: list[Candidate], recs: list[list], partial: dict[int, dict[
         else:
             rec = _joined(rounds)
             b = rec.fingerprint.metric.random_baseline if baseline is None else baseline
-            views += _views(c, rec.metrics, b, target, kinds, metric)
+            views += _views(c, rec.metrics, b, target, kinds, metric, z)
     return views
 
 
 def reproduce(base: RunConfig, target: float, executor, target_kind: str = "auto", metric: str | None = None,
               budget: int = 40, moves: tuple[str, ...] = DEFAULT_MOVES, progress=None, race: bool = False,
-              tolerance: float = 0.0, race_seed: int = 0, round_docs: int | None = None) -> ReproduceResult:
-    """Search configurations of ``base``'s model for one whose score's 95 % interval holds ``target``.
+              tolerance: float = 0.0, race_seed: int = 0, round_docs: int | None = None, alpha: float = 0.05
+              ) -> ReproduceResult:
+    """Search configurations of ``base``'s model for one whose score's (1 − ``alpha``) interval holds ``target``.
 
     ``target`` is a fraction; ``target_kind`` ``raw``, ``normalised`` or ``auto`` (both forms,
     labelled); ``executor`` a :class:`repaudit.audit.executor.Executor` or ``RunConfig -> RunRecord``;
@@ -333,12 +336,12 @@ def reproduce(base: RunConfig, target: float, executor, target_kind: str = "auto
     the ranking among them are the full search's.
 
     Raises:
-        RepauditError: a bad kind, budget, tolerance, move or metric name.
+        RepauditError: a bad kind, budget, tolerance, move, metric name or ``alpha``.
     """
     from repaudit.audit.executor import as_executor
     from repaudit.run.runner import check_config
 
-    kinds = _forms(target_kind)
+    kinds, z = _forms(target_kind), z_of(alpha)
     if not 1 <= budget <= 10_000:
         raise RepauditError(f"--budget must be between 1 and 10000, got {budget}")
     t0 = time.perf_counter()
@@ -349,13 +352,13 @@ def reproduce(base: RunConfig, target: float, executor, target_kind: str = "auto
     ex = as_executor(executor)
     report = None
     if race:
-        recs, report, partial = _race(todo, base, ex, target, kinds, metric, tolerance, race_seed, round_docs,
-                                      progress)
+        recs, report, partial = _race(todo, base, ex, target, kinds, metric, (tolerance, alpha), race_seed,
+                                      round_docs, progress)
         baseline = report.random_baseline
     else:
         recs = [[r] for r in ex.map([c.config for c in todo], progress)]
         partial, baseline = {}, None
-    views = _all_views(todo, recs, partial, baseline, target, kinds, metric)
+    views = _all_views(todo, recs, partial, baseline, target, kinds, metric, z)
     if metric is not None and not views:
         names = sorted({metric_key(m.name, m.variant) for r in recs for m in r[0].metrics
                         if not m.variant.endswith(NORMALISED_SUFFIX)})
@@ -372,7 +375,7 @@ def reproduce(base: RunConfig, target: float, executor, target_kind: str = "auto
     return ReproduceResult(task=base.task, target=target, target_kind=target_kind, metric=metric,
                            candidates=len(found), evaluated=len(todo), computed=computed, budget=budget,
                            wall_s=round(time.perf_counter() - t0, 1), views=views, verdict=verdict,
-                           reproduced=bool(hits), recognised_as=recognised, race=report)
+                           reproduced=bool(hits), recognised_as=recognised, race=report, alpha=alpha)
 
 
 def _verdict(views: list[View], hits: list[View], target: float, target_kind: str, searched: int
@@ -402,14 +405,16 @@ def _verdict(views: list[View], hits: list[View], target: float, target_kind: st
 
 
 def _race(todo: list[Candidate], base: RunConfig, ex, target: float, kinds: tuple[str, ...], metric: str | None,
-          tolerance: float, seed: int, round_docs: int | None, progress):
-    """Run :func:`repaudit.audit.racing.race` over the candidates: (records per candidate, report, partial views)."""
+          slack: tuple[float, float], seed: int, round_docs: int | None, progress):
+    """Run :func:`repaudit.audit.racing.race` over the candidates (``slack``: tolerance and alpha): (records per
+    candidate, report, partial views)."""
     from repaudit.audit.racing import RaceScore, race
 
+    tolerance, alpha = slack
     if not (0.0 <= tolerance <= 1.0):
         raise RepauditError(f"--tolerance must be between 0 and 100 points, got {100 * tolerance:g}")
     doc_ids, baseline = race_docs(base)
-    targets = _race_targets(target, kinds, baseline, len(doc_ids), tolerance)
+    targets = _race_targets(target, kinds, baseline, len(doc_ids), tolerance, z_of(alpha))
     from repaudit.audit.sequential import plan_rounds
 
     planned = len(plan_rounds(doc_ids, seed, round_docs))
@@ -437,5 +442,5 @@ def _race(todo: list[Candidate], base: RunConfig, ex, target: float, kinds: tupl
         return out
 
     recs, report, partial = race([c.label for c in todo], doc_ids, targets, run_round, scores, seed=seed,
-                                 round_docs=round_docs, tolerance=tolerance, random_baseline=baseline)
+                                 round_docs=round_docs, alpha=alpha, tolerance=tolerance, random_baseline=baseline)
     return [recs[i] for i in range(len(todo))], report, partial

@@ -26,13 +26,16 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from repaudit.audit.docsets import MIN_DOCS
+from repaudit.audit.mde import RowPower, binary_power, z_power
 from repaudit.audit.stats import (
     benjamini_hochberg,
     holm,
+    level,
     mcnemar_exact,
     paired_bootstrap,
     paired_bootstrap_ratio,
     paired_score_interval,
+    paired_se,
     top2_margin,
     unpaired_interval,
     z_pvalue,
@@ -124,6 +127,9 @@ class ScoreRow(BaseModel):
     """A's own ``task metric`` where a rename paired it under this row's names; None: the same names."""
     b_name: str | None = None
     """B's own ``task metric``, as ``a_name``."""
+    power: RowPower | None = None
+    """Paired rows: the smallest move the row's test detects with 80 % power, the effective docs and the docs a 1-
+    and 3-point move need (:mod:`repaudit.audit.mde`); None for rows that are not paired or not tested."""
 
 
 class FlippedDoc(BaseModel):
@@ -319,11 +325,15 @@ def _paired(task, metric, ta, tb, shared, ka, kb, kind, tie_eps, n_boot, alpha, 
                    p_value=z_pvalue(res.delta, res.se),
                    note="" if clusters is not None or not any(cl) else "only some docs carry a cluster: not clustered",
                    **extra)
+    n_avail = max((x for x in (row.n_a, row.n_b) if x is not None), default=None)
+    row.power = z_power(res.se, paired_se(xb * s_b - xa * s_a) if clusters is not None else None, len(shared),
+                        alpha, row.unit, n_avail)
     if binary:
         p, r2w, w2r = mcnemar_exact(xa, xb)
         row.mcnemar_p, row.right_to_wrong, row.wrong_to_right = p, r2w, w2r
         if clusters is None:
             row.p_value = p
+            row.power = binary_power(r2w, w2r, len(shared), alpha, s_a, row.unit, n_avail)
             if s_a == s_b:
                 # the percentile bootstrap is too narrow when few docs flip (4 flips of 40 one way: [+2.5, +20]
                 # pts while McNemar's p is 0.125); the score interval keeps its level there (Newcombe 1998)
@@ -380,11 +390,12 @@ def _paired_corpus(task, metric, ta, tb, shared, kind, n_boot, alpha, extra) -> 
                     f"{len(shared)} shared docs: fewer than the floor of {MIN_DOCS} for a verdict", len(shared),
                     subset=subset, **extra)
     res = paired_bootstrap_ratio(*parts_a, *parts_b, f, n_boot=n_boot, alpha=alpha)
+    n_avail = max((x for x in (extra["n_a"], extra["n_b"]) if x is not None), default=None)
     return _row(task, metric, kind, float(f(parts_a[0].sum() / parts_a[1].sum())),
                 float(f(parts_b[0].sum() / parts_b[1].sum())), "paired_corpus_bootstrap", "within noise",
                 f"paired bootstrap of the corpus-level {kind.aggregation.replace('_', ' ')}", len(shared),
                 se=res.se, ci_low=res.ci_low, ci_high=res.ci_high, p_value=z_pvalue(res.delta, res.se),
-                subset=subset, **extra)
+                subset=subset, power=z_power(res.se, None, len(shared), alpha, kind.display_unit, n_avail), **extra)
 
 
 def judge(rows: list[ScoreRow], alpha: float, adjust: str = "holm") -> None:
@@ -420,11 +431,11 @@ def _say_where_interval_and_verdict_part(r: ScoreRow, alpha: float, adjust: str,
     excludes = r.ci_low > 0 or r.ci_high < 0
     adjusted = "not adjusted" if adjust == "none" else f"{ADJUST[adjust]}-adjusted over {n_tested} rows"
     if excludes and r.verdict == "within noise":
-        text = (f"the unadjusted 95 % interval excludes 0, but p adj = {r.p_adjusted:.3g} ({adjusted}) is not below "
-                f"{alpha:g}: within noise")
+        text = (f"the unadjusted {level(alpha)} % interval excludes 0, but p adj = {r.p_adjusted:.3g} ({adjusted}) "
+                f"is not below {alpha:g}: within noise")
     elif not excludes and r.verdict == "significant":
-        text = (f"p adj = {r.p_adjusted:.3g} ({adjusted}) is below {alpha:g}, but the 95 % interval includes 0: the "
-                "test and the interval disagree at the margin")
+        text = (f"p adj = {r.p_adjusted:.3g} ({adjusted}) is below {alpha:g}, but the {level(alpha)} % interval "
+                "includes 0: the test and the interval disagree at the margin")
     else:
         return
     r.note = "; ".join(x for x in (r.note, text) if x)

@@ -34,6 +34,7 @@ from collections.abc import Callable
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from repaudit.audit.stats import level
 from repaudit.errors import RepauditError
 
 #: words the reports use for the design
@@ -336,7 +337,8 @@ def sequential_summary(seq: SequentialReport) -> str:
     """One sentence for reports: the subset, the rounds, the design."""
     pts = 100 * seq.precision
     if seq.stopped == "precision reached":
-        what = "every factor's 95 % interval" if seq.gating < len(seq.half_widths) else "every 95 % interval"
+        lvl = level(seq.alpha)
+        what = f"every factor's {lvl} % interval" if seq.gating < len(seq.half_widths) else f"every {lvl} % interval"
         how = f"{what} reached ±{pts:g} points"
     else:
         how = f"±{pts:g} points was not reached before the docs ran out, so these are the values on all docs"

@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from repaudit.audit.noise import NoiseSplit, split_noise
 from repaudit.audit.series_runs import (
     Across,
     Confounder,
@@ -36,7 +37,7 @@ from repaudit.audit.series_stats import (
     model_row,
     seed_row,
 )
-from repaudit.audit.stats import bootstrap_mean
+from repaudit.audit.stats import bootstrap_mean, level
 from repaudit.errors import RepauditError
 from repaudit.importers.comparable import ComparableRun
 from repaudit.importers.metric_kinds import MetricKind, metric_kind
@@ -54,6 +55,8 @@ class SeriesReport(BaseModel):
     """``--last``: checkpoints in the noise window."""
     n_boot: int
     """Bootstrap replicates per run (per-doc values only)."""
+    alpha: float = 0.05
+    """Every interval (per run over docs; the seed mean's t interval) is (1 − alpha), two-sided."""
     runs: list[SeriesRun]
     """Every file, as the series reads it."""
     checkpoint: list[CheckpointRow] = []
@@ -76,7 +79,7 @@ Member = tuple[SeriesRun, ComparableRun]
 
 
 def series(runs: list[ComparableRun], across: Across, last: int = 5, step_from: str | None = None,
-           n_boot: int = 2000, tasks: list[str] | None = None) -> SeriesReport:
+           n_boot: int = 2000, tasks: list[str] | None = None, alpha: float = 0.05) -> SeriesReport:
     """Measure every task × metric that all ``runs`` report, across checkpoints, seeds or models (see the module
     docstring).
 
@@ -87,13 +90,16 @@ def series(runs: list[ComparableRun], across: Across, last: int = 5, step_from: 
             records none.
         n_boot: bootstrap replicates per run, where it has per-doc values.
         tasks: only tasks matching one of these ``fnmatch`` patterns.
+        alpha: every interval is (1 − alpha), two-sided.
 
     Raises:
         RepauditError: fewer than two runs; no task × metric reported by all of them; a checkpoint series with a
-            run whose step is not recorded; a model series of one model; ``last``/``n_boot``/``step_from`` out of
-            range.
+            run whose step is not recorded; a model series of one model; ``last``/``n_boot``/``step_from``/``alpha``
+            out of range.
     """
     _check(runs, across, last, n_boot)
+    if not 0 < alpha < 1:
+        raise RepauditError(f"--alpha must be in (0, 1), got {alpha}")
     members = list(zip(describe_runs(runs, step_from), runs))
     if across == "checkpoint":
         _need_steps(members)
@@ -102,13 +108,14 @@ def series(runs: list[ComparableRun], across: Across, last: int = 5, step_from: 
     if across == "model" and len(groups) < 2:
         raise RepauditError(f"--across model needs runs of two or more models: all {len(runs)} files record "
                             f"'{next(iter(groups))}' (for one model's checkpoints: --across checkpoint)")
-    report = SeriesReport(across=across, last=last, n_boot=n_boot, runs=[s for s, _ in members], left_out=left)
+    report = SeriesReport(across=across, last=last, n_boot=n_boot, alpha=alpha, runs=[s for s, _ in members],
+                          left_out=left)
     pools = {ALL_RUNS: members} if across != "checkpoint" else groups
     for series_name, pool in pools.items():
         if across == "checkpoint" and len(pool) < 2:
             report.notes.append(f"{series_name}: one checkpoint only ({pool[0][0].name}): no trend")
             continue
-        _measure(report, series_name, pool, groups, keys, across, last, n_boot)
+        _measure(report, series_name, pool, groups, keys, across, last)
         row_tasks = list(dict.fromkeys(t for t, _ in keys))
         label = series_name if across == "checkpoint" else _one_name(pool)
         report.confounders += confounders(label, pool, row_tasks, across)
@@ -197,7 +204,7 @@ def _one_name(pool: list[Member]) -> str:
 
 
 def _measure(report: SeriesReport, series_name: str, pool: list[Member], groups: dict[str, list[Member]],
-             keys: list[tuple[str, str]], across: str, last: int, n_boot: int) -> None:
+             keys: list[tuple[str, str]], across: str, last: int) -> None:
     """The rows of one pool of runs (one checkpoint series, or every run of a seed or model series)."""
     kept_by_task: dict[str, list[Member]] = {}
     for task, metric in keys:
@@ -209,7 +216,7 @@ def _measure(report: SeriesReport, series_name: str, pool: list[Member], groups:
                                                runs=[name for name, why in out if why == reason], reason=reason))
         members = kept_by_task[task]
         kind = _kind(task, metric, members)
-        points, bad = _points(task, metric, members, kind, n_boot)
+        points, bad = _points(task, metric, members, kind, report.n_boot, report.alpha)
         if bad:
             report.left_out.append(LeftOut(series=series_name, task=task, metric=metric, runs=bad,
                                            reason="the reported score is not a finite number"))
@@ -219,7 +226,7 @@ def _measure(report: SeriesReport, series_name: str, pool: list[Member], groups:
         elif across == "checkpoint":
             report.checkpoint.append(checkpoint_row(series_name, task, metric, kind, points, last))
         elif across == "seed":
-            report.seed.append(seed_row(task, metric, kind, points))
+            report.seed.append(seed_row(task, metric, kind, points, report.alpha, _split(task, metric, members, kind)))
         else:
             by_model = {name: [p for p in points if p.series == name] for name in groups}
             report.model.append(model_row(task, metric, kind, {k: v for k, v in by_model.items() if v}, last))
@@ -234,7 +241,7 @@ def _kind(task: str, metric: str, members: list[Member]) -> MetricKind:
     return replace(kind, direction="unknown", source="conflict") if len(flags) > 1 else kind
 
 
-def _points(task: str, metric: str, members: list[Member], kind: MetricKind, n_boot: int
+def _points(task: str, metric: str, members: list[Member], kind: MetricKind, n_boot: int, alpha: float = 0.05
             ) -> tuple[list[Point], list[str]]:
     """One point per run with a finite score (display unit), with a bootstrap interval and SE over docs where the
     run has a per-doc value of a mean-aggregated metric for every doc; the labels of runs without a finite score."""
@@ -251,13 +258,24 @@ def _points(task: str, metric: str, members: list[Member], kind: MetricKind, n_b
         if kind.aggregation == "mean" and docs and all(v is not None and math.isfinite(v) for v in vals):
             clusters = [d.cluster for d in docs]
             b = bootstrap_mean(np.array(vals, dtype=np.float64),
-                               np.array(clusters) if all(c is not None for c in clusters) else None, n_boot)
+                               np.array(clusters) if all(c is not None for c in clusters) else None, n_boot, alpha)
             p.ci_low, p.ci_high, p.se, p.se_from = (kind.scale * b.ci_low, kind.scale * b.ci_high, kind.scale * b.se,
                                                     "bootstrap over docs")
         elif stderr is not None and math.isfinite(stderr):
             p.se, p.se_from = kind.scale * stderr, "reported stderr"
         points.append(p)
     return points, bad
+
+
+def _split(task: str, metric: str, members: list[Member], kind: MetricKind) -> NoiseSplit | None:
+    """Prediction vs data noise of a seed row, in its display unit: where every run has a finite per-doc value of
+    a mean-aggregated metric on the same docs (two or more); else None."""
+    docs = [r.tasks[task].docs or {} for _, r in members]
+    ids = sorted(set.intersection(*(set(d) for d in docs))) if all(docs) else []
+    if kind.aggregation != "mean" or len(ids) < 2 or any(len(d) != len(ids) for d in docs):
+        return None
+    x = kind.scale * np.array([[d[i].metrics.get(metric, math.nan) for d in docs] for i in ids], dtype=np.float64)
+    return split_noise(x) if np.all(np.isfinite(x)) else None
 
 
 def _duplicates(groups: dict[str, list[Member]]) -> list[str]:
@@ -291,6 +309,6 @@ def _notes(report: SeriesReport) -> list[str]:
                      "as well as by what the series varies")
     if any(p.se_from == "bootstrap over docs" for r in [*report.checkpoint, *report.seed, *report.model]
            for p in r.points):
-        notes.append(f"intervals per run: 95 % percentile bootstrap over docs, {report.n_boot} replicates (whole "
-                     "clusters where docs have one)")
+        notes.append(f"intervals per run: {level(report.alpha)} % percentile bootstrap over docs, {report.n_boot} "
+                     "replicates (whole clusters where docs have one)")
     return notes

@@ -15,10 +15,14 @@ unit; :mod:`repaudit.importers.metric_kinds`). Every measure, with its source:
   2508.13144; their code, ``snr/metrics.py`` in allenai/signal-and-noise, uses ddof 0 — smaller by
   √((k−1)/k)).
 * ``--across seed`` (Madaan et al. 2024, *seed variance* and its confidence interval): mean, sample standard
-  deviation (ddof 1) and the t-based 95 % interval for the mean, mean ± t₀.₉₇₅,ₙ₋₁ · sd/√n
-  (``scipy.stats.t.interval``); next to it the average within-run standard error — the bootstrap SE over
+  deviation (ddof 1) and the t-based (1 − α) interval for the mean, mean ± t₁₋α/₂,ₙ₋₁ · sd/√n
+  (``scipy.stats.t.interval``), cut to the metric's range where it reaches past it (a perplexity below 1, an
+  accuracy above 100 pts; the row says so), and a flag when one run drives the spread (without it the sd is less
+  than half); next to it the average within-run standard error — the bootstrap SE over
   docs (:func:`repaudit.audit.stats.bootstrap_mean`) where every run has per-doc values, else the reported
-  stderr — so that seed noise can be set against sampling noise (``sd_over_se``).
+  stderr — so that seed noise can be set against sampling noise (``sd_over_se``); and, where every run has
+  per-doc values on the same docs, the split of that noise into prediction and data noise
+  (:mod:`repaudit.audit.noise`).
 * ``--across model`` (Heineman et al. 2025; ``signal_to_noise_ratio`` in their ``snr/metrics.py``): signal =
   the relative dispersion of the models' final scores, max_{j,k} |m_j − m_k| / m̄; noise = the relative
   standard deviation σ / m̄ₙ of the noise points — the last k checkpoints of each model with a step series, or
@@ -27,7 +31,7 @@ unit; :mod:`repaudit.importers.metric_kinds`). Every measure, with its source:
   spread between models to the noise); **SNR** = signal / noise. A model's final score is its score at its
   last step (the mean of its runs where no step is recorded).
 
-Every row keeps its points (run, step, score, and the 95 % percentile bootstrap interval over docs where the
+Every row keeps its points (run, step, score, and the (1 − α) percentile bootstrap interval over docs where the
 run has per-doc values).
 """
 
@@ -39,6 +43,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 from scipy import stats as sps
 
+from repaudit.audit.noise import NoiseSplit
 from repaudit.importers.metric_kinds import MetricKind
 
 
@@ -55,7 +60,8 @@ class Point(BaseModel):
     score: float
     """The reported score, in the row's unit."""
     ci_low: float | None = None
-    """95 % percentile bootstrap interval over docs, low end (row's unit); ``None`` without per-doc values."""
+    """(1 − alpha) percentile bootstrap interval over docs, low end (row's unit); ``None`` without per-doc
+    values."""
     ci_high: float | None = None
     """Its high end."""
     se: float | None = None
@@ -125,8 +131,16 @@ class SeedRow(BaseModel):
     """Mean score over the runs."""
     sd: float
     """Sample standard deviation (ddof 1) over the runs: the seed noise."""
-    ci95: tuple[float, float]
-    """t-based 95 % interval for the mean (n − 1 degrees of freedom)."""
+    ci: tuple[float, float]
+    """t-based (1 − alpha) interval for the mean (n − 1 degrees of freedom), cut to the metric's range (``cut``
+    says where)."""
+    cut: str = ""
+    """Where the t interval reached past the metric's range and was cut, with its uncut ends; empty: not cut."""
+    outlier: str | None = None
+    """The run that alone drives the spread (without it the sd is less than half of ``sd``; five runs or more); None:
+    none does."""
+    sd_without_outlier: float | None = None
+    """The sd without ``outlier``; None without one."""
     low: float
     """Lowest run score."""
     high: float
@@ -137,6 +151,9 @@ class SeedRow(BaseModel):
     """``bootstrap over docs`` or ``reported stderr``."""
     sd_over_se: float | None
     """sd / within_se: above 1, seeds move the score more than the docs' sampling does."""
+    split: NoiseSplit | None = None
+    """Prediction vs data noise over the runs' per-doc values (:mod:`repaudit.audit.noise`); None where a run has
+    no per-doc values of every shared doc."""
     points: list[Point]
     """The runs."""
 
@@ -208,20 +225,53 @@ def checkpoint_row(series: str, task: str, metric: str, kind: MetricKind, points
                          sd_last=float(np.std(y[-k:], ddof=1)) if k >= 2 else None, points=pts)
 
 
-def seed_row(task: str, metric: str, kind: MetricKind, points: list[Point]) -> SeedRow:
-    """Mean, seed standard deviation, t interval and within-run SE of one task × metric (two or more points)."""
+def seed_row(task: str, metric: str, kind: MetricKind, points: list[Point], alpha: float = 0.05,
+             split: NoiseSplit | None = None) -> SeedRow:
+    """Mean, seed standard deviation, t interval (cut to the metric's range), the run that drives the spread, and
+    within-run SE of one task × metric (two or more points); ``split``: its prediction/data noise, if measured."""
     y = np.array([p.score for p in points], dtype=np.float64)
     n, mean = len(y), float(y.mean())
     sd = float(np.std(y, ddof=1))
     # every run scored the same: the t interval degenerates to the point (scipy would return nan)
-    lo, hi = sps.t.interval(0.95, n - 1, loc=mean, scale=sd / math.sqrt(n)) if sd > 0 else (mean, mean)
+    lo, hi = sps.t.interval(1 - alpha, n - 1, loc=mean, scale=sd / math.sqrt(n)) if sd > 0 else (mean, mean)
+    ci, cut = cut_to_range(float(lo), float(hi), kind)
     ses = [p.se for p in points]
     within = float(np.mean(ses)) if all(s is not None for s in ses) else None
     froms = sorted({p.se_from for p in points if p.se_from})
+    outlier, sd_without = one_outlier(y, [p.run for p in points])
     return SeedRow(task=task, metric=metric, unit=kind.display_unit, direction=kind.direction, n_runs=n, mean=mean,
-                   sd=sd, ci95=(float(lo), float(hi)), low=float(y.min()), high=float(y.max()), within_se=within,
-                   within_se_from=" and ".join(froms) if within is not None else None,
-                   sd_over_se=sd / within if within else None, points=points)
+                   sd=sd, ci=ci, cut=cut, outlier=outlier, sd_without_outlier=sd_without, low=float(y.min()),
+                   high=float(y.max()), within_se=within, within_se_from=" and ".join(froms) if within is not None
+                   else None, sd_over_se=sd / within if within else None, split=split, points=points)
+
+
+def cut_to_range(lo: float, hi: float, kind: MetricKind) -> tuple[tuple[float, float], str]:
+    """``(lo, hi)`` cut to the range a score of ``kind`` can take (display unit), and a note of what was cut (empty:
+    nothing)."""
+    low = None if kind.low is None else kind.low * kind.scale
+    high = None if kind.high is None else kind.high * kind.scale
+    parts = []
+    if low is not None and lo < low:
+        parts.append(f"low end {lo:.6g} below the metric's least value {low:g}")
+        lo = low
+    if high is not None and hi > high:
+        parts.append(f"high end {hi:.6g} above the metric's greatest value {high:g}")
+        hi = high
+    return (lo, hi), ("t interval cut to the metric's range (" + "; ".join(parts) + ")" if parts else "")
+
+
+def one_outlier(y: np.ndarray, names: list[str]) -> tuple[str | None, float | None]:
+    """The run whose removal leaves less than half of the sample standard deviation (the one that alone drives the
+    spread), and the sd without it; ``(None, None)`` with fewer than 5 runs (with 3 or 4, leaving one out says little
+    about the rest) or none such."""
+    if len(y) < 5:
+        return None, None
+    sd = float(np.std(y, ddof=1))
+    if sd == 0:
+        return None, None
+    without = [float(np.std(np.delete(y, i), ddof=1)) for i in range(len(y))]
+    i = int(np.argmin(without))
+    return (names[i], without[i]) if without[i] < 0.5 * sd else (None, None)
 
 
 def model_row(task: str, metric: str, kind: MetricKind, by_model: dict[str, list[Point]], last: int) -> ModelRow:

@@ -151,6 +151,12 @@ def unpaired_interval(va: float, sa: float, vb: float, sb: float, alpha: float =
     return se, (vb - va) - z * se, (vb - va) + z * se
 
 
+def level(alpha: float) -> str:
+    """An interval's confidence level ``1 − alpha`` in percent, as labels print it without the sign: ``90`` for
+    ``alpha`` 0.1, ``99.9`` for 0.001 (two-sided; a gate's (1 − 2α) interval passes ``2 * alpha``)."""
+    return f"{round(100 * (1 - alpha), 8):g}"
+
+
 def paired_power(delta: float, sd_diff: float, n: int, alpha: float = 0.05) -> float:
     """Power of the two-sided paired z-test to detect a true mean difference ``delta``.
 

@@ -41,8 +41,8 @@ def _factor(factor: str):
 
 
 class SweepPoint(BaseModel):
-    """One value of the swept factor: score, Δ vs the base with its paired 95 % interval, flip rate. Scores in metric
-    units (0–1 for accuracies), on the docs evaluated."""
+    """One value of the swept factor: score, Δ vs the base with its paired (1 − alpha) interval, flip rate. Scores in
+    metric units (0–1 for accuracies), on the docs evaluated."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     value: Any
@@ -52,7 +52,7 @@ class SweepPoint(BaseModel):
     delta: float
     """Δ = this value's score − the base's (paired, same docs)."""
     ci_low: float
-    """Lower bound of Δ's 95 % interval (paired bootstrap; with ``--precision`` the repeated confidence
+    """Lower bound of Δ's (1 − alpha) interval (paired bootstrap; with ``--precision`` the repeated confidence
     interval)."""
     ci_high: float
     """Upper bound of that interval."""
@@ -97,6 +97,8 @@ class SweepResult(BaseModel):
     """Batches the values' configurations read from the store (scoring-only factors: all)."""
     sequential: SequentialReport | None = None
     """How a ``--precision`` estimate was reached; None: every doc, bootstrap intervals."""
+    alpha: float = 0.05
+    """The intervals are (1 − alpha), two-sided."""
 
 
 def parse_values(factor: str, text: str) -> list[Any]:
@@ -207,7 +209,7 @@ def _merged(so_far: list[RunRecord] | None, recs: list[RunRecord]) -> list[RunRe
 
 def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds: int = 3,
           metric: str | None = None, progress=None, precision: float | None = None, precision_seed: int = 0,
-          round_docs: int | None = None, noise_floor=None) -> SweepResult:
+           round_docs: int | None = None, noise_floor=None, alpha: float = 0.05) -> SweepResult:
     """Run ``base`` with ``factor`` set to each of ``values`` and judge each against the noise floor.
 
     ``executor`` is a :class:`repaudit.executor.Executor` (local or Ray) or a function
@@ -216,8 +218,9 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
     ``progress(done, total)`` is called per finished configuration.
 
     With ``precision`` (metric units), every configuration runs on the same seeded random rounds
-    of docs until each value's Δ has a 95 % repeated confidence interval at most that wide on each
-    side (:mod:`repaudit.audit.sequential`); the floor is then measured on the same docs.
+    of docs until each value's Δ has a (1 − ``alpha``) repeated confidence interval at most that wide on
+    each side (:mod:`repaudit.audit.sequential`); the floor is then measured on the same docs. Every
+    interval is (1 − ``alpha``), two-sided.
 
     ``noise_floor`` (the path of a ``repaudit determinism`` JSON report of the base's task, backend and dtype) is the
     floor instead: no floor configuration runs (:func:`repaudit.audit.determinism.noise_floor`).
@@ -225,7 +228,12 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
     Raises:
         RepauditError: unknown factor, no values, a metric the task does not report, or a noise-floor report of
             another configuration.
+        UsageError: ``alpha`` outside (0, 1).
     """
+    if not 0 < alpha < 1:
+        from repaudit.errors import UsageError
+
+        raise UsageError(f"--alpha must be in (0, 1), got {alpha}")
     from repaudit.audit.executor import as_executor
 
     field = _factor(factor).fields[0]
@@ -263,8 +271,8 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
 
         available = sweep_doc_ids(base)
         st["total"] = len(plan_rounds(available, precision_seed, round_docs))
-        _, seq = run_rounds(available, precision, precision_seed, round_docs, run_round)
-    return _result(base, factor, getattr(base, field), values, st, seq)
+        _, seq = run_rounds(available, precision, precision_seed, round_docs, run_round, alpha=alpha)
+    return _result(base, factor, getattr(base, field), values, st, seq, alpha)
 
 
 def _decide_floor(st: dict[str, Any], base: RunConfig, base_rec: RunRecord, noise_seeds: int, noise_floor) -> None:
@@ -281,7 +289,7 @@ def _decide_floor(st: dict[str, Any], base: RunConfig, base_rec: RunRecord, nois
 
 
 def _result(base: RunConfig, factor: str, base_value: Any, values: list[Any], st: dict[str, Any],
-            seq: SequentialReport | None) -> SweepResult:
+            seq: SequentialReport | None, alpha: float = 0.05) -> SweepResult:
     """The sweep's result from every round's records (``st``): the noise floor's spread, then each value's point."""
     metric = st["metric"]
     base_rec, floor_recs = st["recs"][0], st["recs"][1:1 + len(st["floor"])]
@@ -290,15 +298,15 @@ def _result(base: RunConfig, factor: str, base_value: Any, values: list[Any], st
     if st.get("given") is not None:  # a determinism report's configurations, on its probed docs
         floor_scores = st["given"].scores
     floor_sd = float(np.std(floor_scores, ddof=1)) if len(floor_scores) > 1 else 0.0
-    points = _points(factor, values, base_rec, st["recs"][1 + len(st["floor"]):], metric, floor_sd, seq)
+    points = _points(factor, values, base_rec, st["recs"][1 + len(st["floor"]):], metric, floor_sd, seq, alpha)
     return SweepResult(task=base.task, metric=metric, factor=factor, base_value=base_value,
                        base_score=float(xb.mean()), noise_floor_sd=floor_sd, noise_floor_method=st["method"],
                        noise_floor_scores=floor_scores, points=points, sequential=seq,
-                       computed_batches=st["computed"], cached_batches=st["cached"])
+                       computed_batches=st["computed"], cached_batches=st["cached"], alpha=alpha)
 
 
 def _points(factor: str, values: list[Any], base_rec, value_recs: list, metric: str, floor_sd: float,
-            seq) -> list[SweepPoint]:
+            seq, alpha: float = 0.05) -> list[SweepPoint]:
     """One :class:`SweepPoint` per value: paired Δ against the base (bootstrap, or the sequential
     design's repeated interval when ``seq`` is given) and a verdict against 2× the floor's sd (none below
     :data:`repaudit.audit.docsets.MIN_DOCS` docs)."""
@@ -308,7 +316,8 @@ def _points(factor: str, values: list[Any], base_rec, value_recs: list, metric: 
         xv = _metric_values(rec, metric)
         if len(xv) != len(xb) or [d.doc_id for d in rec.docs] != [d.doc_id for d in base_rec.docs]:
             raise RepauditError(f"{factor}={value} evaluated other docs than the base: cannot pair them")
-        res = paired_bootstrap(xb, xv, np.array([d.cluster for d in rec.docs]) if rec.docs[0].cluster else None)
+        res = paired_bootstrap(xb, xv, np.array([d.cluster for d in rec.docs]) if rec.docs[0].cluster else None,
+                               alpha=alpha)
         lo, hi = res.ci_low, res.ci_high
         if seq is not None:  # the sequential design's interval replaces the fixed-n bootstrap one
             lo, hi = res.delta - seq.half_widths[j], res.delta + seq.half_widths[j]

@@ -8,7 +8,7 @@ runs through the executor and the batch store, so a repeat costs no forward pass
 
 Per format and metric (values in metric units, [0, 1] for accuracies):
 
-* ``score`` — the mean of the S seed runs' scores; ``boot_low``/``boot_high`` — the 95 % percentile
+* ``score`` — the mean of the S seed runs' scores; ``boot_low``/``boot_high`` — the (1 − α) percentile
   bootstrap interval over docs of the first seed's run (whole clusters resampled where docs have one,
   e.g. MMLU subjects; Efron & Tibshirani 1993, Miller 2024 §3);
 * ``seed_sd`` — sample standard deviation (ddof 1) of the S seed scores, with their min and max;
@@ -22,7 +22,7 @@ Per format and metric (values in metric units, [0, 1] for accuracies):
 * ``snr`` — signal-to-noise: (score − chance) / seed_sd, where chance is the metric's expected value
   under a uniform guess (1/k per doc; log(1/k) for ``logp_gold_norm``); how far above chance the
   benchmark places the model, in units of its seed noise;
-* ``mde`` — the smallest true difference a two-sided paired test at α = 0.05 detects with 80 %
+* ``mde`` — the smallest true difference a two-sided paired test at α (0.05 by default) detects with 80 %
   power on these n docs: (z₀.₉₇₅ + z₀.₈) · s_d / √n (Miller 2024, "Adding Error Bars to Evals",
   arXiv 2411.00640, §5 power analysis), with s_d² the variance of per-doc differences between two
   configurations that differ only by noise: the mean, over pairs of the format's runs (seeds and
@@ -32,7 +32,10 @@ Per format and metric (values in metric units, [0, 1] for accuracies):
   (s_d² = 2·var(x)). ``docs_for_1pt`` is the n at which
   the MDE is one point (0.01); ``seeds_for_1pt`` the number of seeds S each of two systems must
   average for the seed noise of their difference, √(2/S)·seed_sd, to allow detecting one point at
-  the same α and power: 2 · ((z₀.₉₇₅ + z₀.₈) · seed_sd / 0.01)².
+  the same α and power: 2 · ((z₀.₉₇₅ + z₀.₈) · seed_sd / 0.01)²;
+* ``split`` — the seed runs' per-doc values (docs × seeds) split into prediction noise (the same doc across
+  seeds) and data noise (which docs were drawn), with the score's standard error at twice the seeds or twice
+  the docs (:mod:`repaudit.audit.noise`; Wang 2025, arXiv 2512.21326).
 
 ``bench/mde_simulation.py`` checks the MDE by simulation (planted effects of that size, detection
 rate ≈ 80 %).
@@ -47,6 +50,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 from scipy import stats as sps
 
+from repaudit.audit.noise import NoiseSplit, split_noise
 from repaudit.audit.stats import paired_bootstrap
 from repaudit.errors import RepauditError
 from repaudit.run.records import DocResult, RunRecord
@@ -120,6 +124,9 @@ class MetricNoise(BaseModel):
     seeds_for_1pt: int | None
     """Seeds each of two systems must average to detect one point against the seed noise; None for
     ``logp_gold_norm`` or a non-finite seed_sd."""
+    split: NoiseSplit | None = None
+    """The seed runs' noise split into prediction and data noise (:mod:`repaudit.audit.noise`), in points (× 100;
+    nats for ``logp_gold_norm``); None with fewer than 2 docs."""
 
 
 class FormatSpread(BaseModel):
@@ -230,6 +237,7 @@ def noise_of(fmt: str, metric: str, seed_vals: list[np.ndarray], order_scores: l
     z = _z(alpha, power)
     base = chance(metric, docs)
     bounded = metric != "logp_gold_norm"  # a point is 0.01 of a [0, 1] metric only
+    split = split_noise((100.0 if bounded else 1.0) * np.stack(seed_vals, axis=1)) if n > 1 else None
     return MetricNoise(
         format=fmt, metric=metric, counterpart=CONTINUOUS.get(metric), score=float(scores.mean()),
         boot_low=boot.ci_low, boot_high=boot.ci_high, seed_sd=seed_sd, seed_min=float(scores.min()),
@@ -240,7 +248,7 @@ def noise_of(fmt: str, metric: str, seed_vals: list[np.ndarray], order_scores: l
         mde_unpaired=mde(math.sqrt(2 * np.var(first, ddof=1)), n, alpha, power),
         docs_for_1pt=math.ceil((z * sd_diff / ONE_POINT) ** 2) if bounded and sd_diff is not None else None,
         seeds_for_1pt=max(1, math.ceil(2 * (z * seed_sd / ONE_POINT) ** 2)) if bounded and math.isfinite(seed_sd)
-        else None)
+        else None, split=split)
 
 
 def variance_grid(base: RunConfig, formats: list[str], fewshot_seeds: int, order_seeds: int

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from repaudit.cli.appendix import appendix_command
 from repaudit.cli.attribute import attribute_command
 from repaudit.cli.compare import compare_command
 from repaudit.cli.determinism import determinism_command
@@ -98,11 +99,12 @@ SHORT_HELP = {
     "factors": "Every factor that can move a score, and what each command does with it.",
     "export": "Write runs as Every Eval Ever records, every factor kept.",
     "determinism": "Is the serving stack deterministic: repeat, batch, order, cache, threads.",
+    "appendix": "A paper appendix from the run files: setup, scores, error bars, tables.",
 }
 for _name, _fn in (("run", run_command), ("compare", compare_command), ("gate", gate_command),
                    ("sweep", sweep_command), ("attribute", attribute_command), ("reproduce", reproduce_command),
                    ("variance", variance_command), ("factors", factors_command), ("export", export_command),
-                   ("determinism", determinism_command)):
+                   ("determinism", determinism_command), ("appendix", appendix_command)):
     app.command(_name, short_help=SHORT_HELP[_name])(_fn)
 
 

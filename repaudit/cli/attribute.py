@@ -10,7 +10,9 @@ import typer
 
 from repaudit.cli.attribution import attribute_runs, attribution_html, replay_sources
 from repaudit.cli.common import (
+    AlphaOption,
     DocTextOption,
+    check_alpha,
     check_outputs,
     check_precision,
     emit_dry_run,
@@ -31,6 +33,7 @@ class AttributeOptions:
         help="An lm-eval task YAML (or results file) that defines the task, for runs whose files record no "
              "configuration (lm-eval 0.3).")] = None
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates over docs.")] = 2000
+    alpha: AlphaOption = 0.05
     plot: Annotated[Optional[Path], typer.Option(help="Draw the waterfall to PATH.png and PATH.pdf.")] = None
     doc_text: DocTextOption = True
     noise_floor: Annotated[Optional[Path], typer.Option(
@@ -67,6 +70,7 @@ def attribute_command(
         check_outputs(r.output, what.plot, r.fmt, r.as_json, csv=not grid.dry_run, html=not grid.dry_run,
                       mkdir=r.mkdir)
         check_precision(pr.precision, pr.round_docs)
+        check_alpha(what.alpha)
         if grid.dry_run:
             _dry_run(run_a, run_b, what, source, r, pr)
             return
@@ -78,7 +82,7 @@ def attribute_command(
                                 source.cache_dir, what.plot, make_executor(grid.executor, grid.ray_address,
                                                                            grid.workers),
                                 None if pr.precision is None else pr.precision / 100, pr.precision_seed,
-                                pr.round_docs, what.task_config)
+                                pr.round_docs, what.task_config, what.alpha)
         if what.noise_floor is not None:
             from repaudit.audit.determinism import noise_floor
 

@@ -196,9 +196,23 @@ def emit_report(fmt: Format, output: Optional[Path], rich_view, markdown, latex,
         typer.echo(text, nl=False)
 
 
+AlphaOption = Annotated[float, typer.Option(
+    "--alpha", help="Intervals are (1 − alpha), two-sided, and every label says so (0.05: 95 %).")]
+
+
+def check_alpha(alpha: float) -> None:
+    """``--alpha`` in (0, 0.5], before any work.
+
+    Raises:
+        UsageError: out of range or not a number.
+    """
+    if not 0 < alpha <= 0.5:
+        raise UsageError(f"--alpha must be in (0, 0.5], got {alpha}")
+
+
 PrecisionOption = Annotated[Optional[float], typer.Option(
-    "--precision", metavar="PTS", help="Stop when every 95 % interval is at most ±PTS points wide on each side: docs "
-                                       "run in seeded random rounds shared by all configurations (repeated "
+    "--precision", metavar="PTS", help="Stop when every (1 − alpha) interval is at most ±PTS points wide on each "
+                                       "side: docs run in seeded random rounds shared by all configurations (repeated "
                                        "confidence intervals). Default: every doc.")]
 PrecisionSeedOption = Annotated[int, typer.Option("--precision-seed", help="Seed of the doc order of --precision.")]
 RoundDocsOption = Annotated[Optional[int], typer.Option("--round-docs", help="Docs per round of --precision "

@@ -34,6 +34,8 @@ class StatOptions:
 
     tie_eps: Annotated[float, typer.Option(help="Near-tie: top-two log-likelihood gap at most this (nats).")] = 0.01
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates.")] = 10_000
+    alpha: Annotated[float, typer.Option(help="Significance level of every row's test, before the multiplicity "
+                                              "adjustment; intervals are (1 − alpha).")] = 0.05
     adjust: Annotated[str, typer.Option(help="Multiplicity adjustment of the rows' p-values: holm (family-wise "
                                              "error), bh (false discovery rate) or none.")] = "holm"
     top: Annotated[int, typer.Option(help="Flipped docs to show per task and metric (all are in the JSON).")] = 10
@@ -96,7 +98,7 @@ def compare_command(
 
     r, att_on = report, attribution.attribute
     with user_errors():
-        check_options(stats.tie_eps, stats.n_boot, 0.05, stats.adjust, stats.top)
+        check_options(stats.tie_eps, stats.n_boot, stats.alpha, stats.adjust, stats.top)
         check_outputs(r.output, attribution.plot, r.fmt, r.as_json, csv=not att_on, html=not att_on, mkdir=r.mkdir)
         _check_docs_csv(extra.docs_csv, r.mkdir)
         from repaudit.run.protocol import looks_like_protocol
@@ -107,11 +109,12 @@ def compare_command(
         task_map = task_map_of(pair.pair_tasks or [])
         tok = _tokenizer(extra.tokenizer, source.cache_dir) if extra.tokenizer else None
         ra, rb = load_run(run_a, pair.samples_a, tok), load_run(run_b, pair.samples_b, tok)
-        comparison = compare(ra, rb, tie_eps=stats.tie_eps, n_boot=stats.n_boot, task_map=task_map,
-                             adjust=stats.adjust, names=(pair.name_a, pair.name_b))
+        comparison = compare(ra, rb, tie_eps=stats.tie_eps, n_boot=stats.n_boot, alpha=stats.alpha,
+                             task_map=task_map, adjust=stats.adjust, names=(pair.name_a, pair.name_b))
         att = (attribute_runs(run_a, run_b, source.data_dir, source.model, None, 2000, source.cache_dir,
                               attribution.plot, make_executor(attribution.executor, attribution.ray_address,
-                                                              attribution.workers)) if att_on else None)
+                                                              attribution.workers), alpha=stats.alpha)
+               if att_on else None)
         _emit(comparison, att, report_format(r.fmt, r.output, r.as_json, csv=not att_on, html=not att_on), r.output,
               stats.top, lambda: _html(comparison, (run_a, ra), (run_b, rb), task_map, source, extra.doc_text))
         if extra.docs_csv is not None:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from repaudit.cli.common import err, out, user_errors
+from repaudit.cli.common import AlphaOption, check_alpha, err, out, user_errors
+from repaudit.cli.groups import grouped
 from repaudit.escape import rich_text
 
 
@@ -27,6 +29,22 @@ class Relationship(str, Enum):
     other = "other"
 
 
+@dataclass
+class RecordOptions:
+    """What EEE requires that a run cannot know: who ran it, the model's id and developer, who provides it."""
+
+    relationship: Annotated[Optional[Relationship], typer.Option(
+        "--evaluator-relationship", help="Required by EEE: who ran the evaluation relative to the model's "
+                                         "developer.", show_default=False)] = None
+    model_id: Annotated[Optional[str], typer.Option("--model-id", help="model_info.id as org/name (default: the "
+                                                                       "run's model where it is a hub id).",
+                                                    show_default=False)] = None
+    developer: Annotated[Optional[str], typer.Option(help="model_info.developer (default: the id's org).",
+                                                     show_default=False)] = None
+    organization: Annotated[str, typer.Option(help="source_organization_name: who provides the records.")] = ""
+
+
+@grouped
 def export_command(
     runs: Annotated[list[Path], typer.Argument(help="Runs: anything compare reads (a repaudit run, lm-eval results "
                                                     "or output directory, lighteval output, inspect log, EEE "
@@ -35,17 +53,10 @@ def export_command(
                                                                 "OUTPUT/data/<task>/<developer>/<model>/ (created "
                                                                 "if missing; its parent must exist).",
                                          show_default=False)],
+    record: RecordOptions,
     fmt: Annotated[ExportFormat, typer.Option("--format", help="eee: Every Eval Ever schema 0.3.0.")
                    ] = ExportFormat.eee,
-    relationship: Annotated[Optional[Relationship], typer.Option(
-        "--evaluator-relationship", help="Required by EEE: who ran the evaluation relative to the model's "
-                                         "developer.", show_default=False)] = None,
-    model_id: Annotated[Optional[str], typer.Option("--model-id", help="model_info.id as org/name (default: the "
-                                                                       "run's model where it is a hub id).",
-                                                    show_default=False)] = None,
-    developer: Annotated[Optional[str], typer.Option(help="model_info.developer (default: the id's org).",
-                                                     show_default=False)] = None,
-    organization: Annotated[str, typer.Option(help="source_organization_name: who provides the records.")] = "",
+    alpha: AlphaOption = 0.05,
     data_dir: Annotated[Optional[Path], typer.Option(help="Local data as run --data-dir reads it, to rebuild "
                                                           "a repaudit run's prompts.", show_default=False)] = None,
 ) -> None:
@@ -61,9 +72,12 @@ def export_command(
     """
     from repaudit.report.eee import ExportOptions, export
 
+    rec = record
     with user_errors():
-        opts = ExportOptions(relationship=relationship.value if relationship is not None else None,
-                             model_id=model_id, developer=developer, organization=organization, data_dir=data_dir)
+        check_alpha(alpha)
+        opts = ExportOptions(relationship=rec.relationship.value if rec.relationship is not None else None,
+                             model_id=rec.model_id, developer=rec.developer, organization=rec.organization,
+                             data_dir=data_dir, alpha=alpha)
         written, notes = export(runs, output, opts)
         for note in notes:
             err.print(rich_text("note: " + note), highlight=False, soft_wrap=True)

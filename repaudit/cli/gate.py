@@ -180,7 +180,8 @@ def _attribution(result, baseline, candidate, source: SourceOptions, precision) 
     row = failing[0]
     try:
         att = attribute_runs(baseline, candidate, source.data_dir, source.model, row.metric, 2000, source.cache_dir,
-                             None, LocalExecutor(), None if precision is None else precision / 100)
+                             None, LocalExecutor(), None if precision is None else precision / 100,
+                             alpha=result.policy.alpha)
     except RepauditError as exc:  # the gate's decision stands; the note says why nothing was attributed
         result.notes.append(f"--attribute: {row.task} {row.metric} could not be re-executed: {exc}")
         return

@@ -7,7 +7,16 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from repaudit.cli.common import RoundDocsOption, check_precision, emit_dry_run, emit_report, grid_progress, user_errors
+from repaudit.cli.common import (
+    AlphaOption,
+    RoundDocsOption,
+    check_alpha,
+    check_precision,
+    emit_dry_run,
+    emit_report,
+    grid_progress,
+    user_errors,
+)
 from repaudit.cli.groups import BaseOptions, GridOptions, ReportOptions, grouped
 from repaudit.cli.options import factor_settings, with_factor_options
 
@@ -39,13 +48,14 @@ class SearchOptions:
     budget: Annotated[int, typer.Option(help="Evaluate at most this many configurations (in search order).")] = 40
     moves: Annotated[Optional[str], typer.Option(help=_moves_help())] = None
     race: Annotated[bool, typer.Option("--race", help="Race the candidates: all advance through the same seeded "
-                                                      "doc rounds, and one is dropped once its repeated 95 % "
-                                                      "interval rules out every score that could match; "
+                                                      "doc rounds, and one is dropped once its repeated "
+                                                      "(1 − alpha) interval rules out every score that could match; "
                                                       "survivors are scored on every doc.")] = False
     tolerance: Annotated[float, typer.Option(metavar="PTS", help="With --race: keep a candidate while its interval "
                                                                  "is within PTS points of a matching score.")] = 0.0
     race_seed: Annotated[int, typer.Option(help="With --race: seed of the doc order.")] = 0
     round_docs: RoundDocsOption = None
+    alpha: AlphaOption = 0.05
 
 
 @with_factor_options()
@@ -69,6 +79,7 @@ def reproduce_command(target: TargetOptions, search: SearchOptions, base: BaseOp
         report.check()
         value = parse_target(t.target)
         check_precision(None, s.round_docs)
+        check_alpha(s.alpha)
         if not 0 <= s.tolerance <= 100:
             raise RepauditError(f"--tolerance must be between 0 and 100 points, got {s.tolerance:g}")
         settings = factor_settings(factors)
@@ -88,7 +99,7 @@ def reproduce_command(target: TargetOptions, search: SearchOptions, base: BaseOp
         with grid_progress("reproduce") as tick:
             result = reproduce(cfg, value, grid.open_executor(), target_kind=t.target_kind, metric=t.metric,
                                budget=s.budget, moves=chosen, progress=tick, race=s.race, tolerance=s.tolerance / 100,
-                               race_seed=s.race_seed, round_docs=s.round_docs)
+                               race_seed=s.race_seed, round_docs=s.round_docs, alpha=s.alpha)
         emit_report(report.format(), report.output, lambda c: render_reproduce_rich(result, c, t.top),
                     lambda: render_reproduce_markdown(result, t.top), lambda: render_reproduce_latex(result, t.top),
                     lambda: result.model_dump_json(indent=1))

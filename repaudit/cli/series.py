@@ -30,7 +30,7 @@ FilesArgument = Annotated[Optional[list[Path]], typer.Argument(
          "directories, lighteval, inspect_ai logs, repaudit runs). Nothing is run.")]
 AcrossOption = Annotated[Optional[Across], typer.Option(
     help="Measure FILE… as a series: checkpoint (Kendall tau-b of score over training step, range, noise of the "
-         "last checkpoints), seed (mean, sd, t 95 % interval over training seeds) or model (signal-to-noise "
+         "last checkpoints), seed (mean, sd, t (1 − alpha) interval over training seeds) or model (signal-to-noise "
          "across models).")]
 LastOption = Annotated[int, typer.Option(help="With --across: checkpoints in the noise window (their standard "
                                               "deviation).")]
@@ -58,12 +58,12 @@ def _keys(plot_metric: Optional[str]) -> list[tuple[str, str]] | None:
 
 
 def _rich(r, console: Console) -> None:
-    from repaudit.report.series import HEADS, NUMERIC, confounder_lines, headline, other_lines, rows, summary
+    from repaudit.report.series import confounder_lines, head, headline, is_numeric, other_lines, rows, summary
 
     console.print(rich_text(headline(r)), soft_wrap=True)
     table = Table(title=rich_text(f"variance · series across {r.across}s"))
-    for col in HEADS[r.across]:
-        table.add_column(rich_text(col), justify="right" if col in NUMERIC else "left")
+    for col in head(r):
+        table.add_column(rich_text(col), justify="right" if is_numeric(col) else "left")
     for row in rows(r):
         table.add_row(*(rich_text(c) for c in row))
     console.print(table)
@@ -77,7 +77,7 @@ def _rich(r, console: Console) -> None:
 
 def series_mode(files: list[Path], across: Optional[Across], tasks: Optional[str], last: int,
                 step_from: Optional[str], n_boot: int, fmt: Format, output: Optional[Path], plot: Optional[Path],
-                plot_metric: Optional[str], as_json: bool, mkdir: bool = False) -> None:
+                plot_metric: Optional[str], as_json: bool, mkdir: bool = False, alpha: float = 0.05) -> None:
     """Read ``files``, measure the series, plot and render (the CLI's part of ``variance FILE… --across``).
 
     Raises:
@@ -98,7 +98,7 @@ def series_mode(files: list[Path], across: Optional[Across], tasks: Optional[str
         raise UsageError("--plot draws score over training step: it needs --across checkpoint or model")
     runs = [load_run(f) for f in files]
     patterns = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
-    report = series(runs, across.value, last=last, step_from=step_from, n_boot=n_boot, tasks=patterns)
+    report = series(runs, across.value, last=last, step_from=step_from, n_boot=n_boot, tasks=patterns, alpha=alpha)
     keys = _panels(report, _keys(plot_metric))
     if plot is not None and not report.checkpoint and all(s.step is None for s in report.runs):
         raise RepauditError("--plot draws score over training step, and no run records one (--step-from reads it "

@@ -10,17 +10,27 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from repaudit.cli.common import check_precision, emit_dry_run, emit_report, err, grid_progress, user_errors
+from repaudit.cli.common import (
+    AlphaOption,
+    check_alpha,
+    check_precision,
+    emit_dry_run,
+    emit_report,
+    err,
+    grid_progress,
+    user_errors,
+)
 from repaudit.cli.groups import BaseOptions, GridOptions, PrecisionOptions, ReportOptions, grouped
 from repaudit.cli.options import factor_settings, with_factor_options
 from repaudit.escape import rich_text
 
 
 def _sweep_rich(result, console: Console) -> None:
+    from repaudit.audit.stats import level
     from repaudit.report.audit import sweep_floor, sweep_rows
 
     table = Table(title=rich_text(f"sweep {result.factor} · {result.task} · {result.metric} (points)"))
-    for col in ("value", "score", "Δ (pts)", "95% CI (pts)", "flip rate", "verdict"):
+    for col in ("value", "score", "Δ (pts)", f"{level(result.alpha)}% CI (pts)", "flip rate", "verdict"):
         table.add_column(col, justify="left" if col in ("value", "verdict") else "right")
     for row in sweep_rows(result):
         table.add_row(*(rich_text(c) for c in row))
@@ -49,6 +59,7 @@ class SweepOptions:
         help="A repaudit determinism report (JSON) of the base's task, backend and dtype: the spread of the metric "
              "over its configurations is the noise floor (the backend's numerics), and no floor run is made.")
                            ] = None
+    alpha: AlphaOption = 0.05
     plot: Annotated[Optional[Path], typer.Option(help="Draw score vs value with the noise band to PATH.png and "
                                                       "PATH.pdf.")] = None
 
@@ -73,6 +84,7 @@ def sweep_command(what: SweepOptions, base: BaseOptions, report: ReportOptions, 
     with user_errors():
         report.check(what.plot, html=not grid.dry_run)
         check_precision(pr.precision, pr.round_docs)
+        check_alpha(what.alpha)
         vals = parse_values(what.factor, what.values)
         cfg = base.config(**factor_settings(factors))
         if grid.dry_run:
@@ -82,7 +94,8 @@ def sweep_command(what: SweepOptions, base: BaseOptions, report: ReportOptions, 
             result = sweep(cfg, what.factor, vals, grid.open_executor(), noise_seeds=what.noise_seeds,
                            metric=what.metric, progress=tick,
                            precision=None if pr.precision is None else pr.precision / 100,
-                           precision_seed=pr.precision_seed, round_docs=pr.round_docs, noise_floor=what.noise_floor)
+                           precision_seed=pr.precision_seed, round_docs=pr.round_docs, noise_floor=what.noise_floor,
+                           alpha=what.alpha)
         if what.plot is not None:
             from repaudit.report.plots import sweep_plot
 

@@ -11,7 +11,17 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from repaudit.cli.common import Format, emit_dry_run, emit_report, err, grid_progress, report_format, user_errors
+from repaudit.cli.common import (
+    AlphaOption,
+    Format,
+    check_alpha,
+    emit_dry_run,
+    emit_report,
+    err,
+    grid_progress,
+    report_format,
+    user_errors,
+)
 from repaudit.cli.groups import BaseOptions, GridOptions, ReportOptions, grouped
 from repaudit.cli.options import factor_settings, with_factor_options
 from repaudit.cli.series import AcrossOption, FilesArgument, LastOption, StepFromOption
@@ -20,10 +30,18 @@ from repaudit.escape import rich_text
 
 
 def _variance_rich(r, console: Console) -> None:
-    from repaudit.report.variance import HEAD, noise_rows, spread_rows, variance_summary
+    from repaudit.report.variance import (
+        SPLIT_CAPTION,
+        SPLIT_HEAD,
+        head,
+        noise_rows,
+        split_rows,
+        spread_rows,
+        variance_summary,
+    )
 
     table = Table(title=rich_text(f"variance · {r.task} · {r.model}"))
-    for col in HEAD:
+    for col in head(r):
         table.add_column(col, justify="left" if col in ("format", "metric") else "right")
     for row in noise_rows(r):
         table.add_row(*(rich_text(c) for c in row))
@@ -35,6 +53,14 @@ def _variance_rich(r, console: Console) -> None:
         for row in spread_rows(r):
             spread.add_row(*(rich_text(c) for c in row))
         console.print(spread)
+    if split_rows(r):
+        split = Table(title="prediction vs data noise of the seed runs")
+        for col in SPLIT_HEAD:
+            split.add_column(col, justify="left" if col in ("format", "metric") else "right")
+        for row in split_rows(r):
+            split.add_row(*(rich_text(c) for c in row))
+        console.print(split)
+        console.print(rich_text(SPLIT_CAPTION), soft_wrap=True)
     console.print(rich_text(variance_summary(r)), soft_wrap=True)
 
 
@@ -71,6 +97,7 @@ class NoiseOptions:
                        ] = "cloze,lettered"
     doc_ids: Annotated[Optional[str], typer.Option(help="Only these doc ids, e.g. '0,7,42'.")] = None
     n_boot: NBootOption = 2000
+    alpha: AlphaOption = 0.05
 
 
 @dataclass
@@ -112,12 +139,14 @@ def variance_command(series: SeriesOptions, noise: NoiseOptions, base: VarianceB
         from repaudit.cli.series import series_mode
 
         with user_errors():
+            check_alpha(n.alpha)
             series_mode(files or [], series.across, base.task, series.last, series.step_from, n.n_boot, r.fmt,
-                        r.output, figure.plot, figure.plot_metric, r.as_json, r.mkdir)
+                        r.output, figure.plot, figure.plot_metric, r.as_json, r.mkdir, n.alpha)
         return
     base.task = base.task or "arc_easy"
     with user_errors():
         r.check(figure.plot, html=not grid.dry_run)
+        check_alpha(n.alpha)
         fmts = [f.strip() for f in n.formats.split(",") if f.strip()]
         from repaudit.tasks.fewshot import parse_fewshot_ids
 
@@ -133,7 +162,7 @@ def variance_command(series: SeriesOptions, noise: NoiseOptions, base: VarianceB
             return
         with grid_progress("variance") as tick:
             result = variance(cfg, grid.open_executor(), fmts, n.fewshot_seeds, n.order_seeds, n_boot=n.n_boot,
-                              progress=tick)
+                              alpha=n.alpha, progress=tick)
         _emit(result, r.fmt, r.output, r.as_json, figure.plot, figure.plot_metric)
 
 

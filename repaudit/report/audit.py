@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from repaudit.audit.attribution import AttributionReport
 from repaudit.audit.sequential import sequential_summary
+from repaudit.audit.stats import level
 from repaudit.audit.sweep import SweepResult
 from repaudit.escape import latex as e
 from repaudit.escape import md
@@ -27,9 +28,11 @@ def latex_rows(rows) -> list[str]:
     return [" & ".join(e(c) for c in row) + r" \\" for row in rows]
 
 
-def latex_table(caption: str, colspec: str, blocks: list[list[str]]) -> str:
-    """A booktabs table: ``blocks`` of ready LaTeX lines separated by ``\\midrule`` (the first is the header)."""
-    lines = [r"\begin{table}[t]", r"\centering", r"\small", r"\caption{" + caption + "}",
+def latex_table(caption: str, colspec: str, blocks: list[list[str]], label: str | None = None) -> str:
+    """A booktabs table: ``blocks`` of ready LaTeX lines separated by ``\\midrule`` (the first is the header);
+    ``label`` (ASCII letters, digits, ``-`` and ``:``) makes it referable."""
+    lines = [r"\begin{table}[t]", r"\centering", r"\small",
+             r"\caption{" + caption + "}" + (r"\label{" + label + "}" if label else ""),
              r"\begin{tabular}{" + colspec + "}", r"\toprule"]
     for i, block in enumerate(blocks):
         if i:
@@ -40,7 +43,7 @@ def latex_table(caption: str, colspec: str, blocks: list[list[str]]) -> str:
 
 
 def attribution_rows(r: AttributionReport) -> list[tuple[str, str, str]]:
-    """(factor, value, 95 % CI) in points: one row per factor, then the residual and the totals."""
+    """(factor, value, (1 − alpha) CI) in points: one row per factor, then the residual and the totals."""
     rows = [(f, _pts(v), _ci(*ci)) for f, v, ci in zip(r.factors, r.phi, r.phi_ci)]
     rows.append(("residual (not replayable here)", _pts(r.residual), ""))
     rows.append(("re-executed Δ (sum of factors)", _pts(r.reexecuted_delta), ""))
@@ -81,11 +84,12 @@ def floor_sentence(r: AttributionReport, esc=str) -> str:
 
 def attribution_markdown(r: AttributionReport) -> str:
     """Markdown: factor table (Shapley values), interaction table, summary."""
+    ci = f"{level(r.alpha)} % CI"
     out = [f"### Attribution of the {md(r.metric)} delta on {md(r.task)} (points)", "",
-           "| factor | Shapley value | 95 % CI |", "|---|---:|---:|"]
+           f"| factor | Shapley value | {ci} |", "|---|---:|---:|"]
     out += [f"| {md(a, block=False)} | {b} | {c} |" for a, b, c in attribution_rows(r)]
     if r.interactions:
-        out += ["", "| interaction | index | 95 % CI |", "|---|---:|---:|"]
+        out += ["", f"| interaction | index | {ci} |", "|---|---:|---:|"]
         out += [f"| {md(' × '.join(i['pair']), block=False)} | {_pts(i['value'])} | {_ci(*i['ci'])} |"
                 for i in r.interactions]
     out += ["", attribution_summary(r, md), "",
@@ -94,21 +98,22 @@ def attribution_markdown(r: AttributionReport) -> str:
     return "\n".join(out) + "\n"
 
 
-def attribution_latex(r: AttributionReport) -> str:
-    """LaTeX fragment: one booktabs table of factors (and interactions below a rule)."""
+def attribution_latex(r: AttributionReport, label: str | None = None) -> str:
+    """LaTeX fragment: one booktabs table of factors (and interactions below a rule), labelled ``label``."""
     rows = attribution_rows(r)
-    blocks = [[r"factor & value & 95\,\% CI \\"], latex_rows(rows[:-3]), latex_rows(rows[-3:])]
+    ci = level(r.alpha) + r"\,\% CI"
+    blocks = [[r"factor & value & " + ci + r" \\"], latex_rows(rows[:-3]), latex_rows(rows[-3:])]
     if r.interactions:
-        blocks += [[r"interaction & index & 95\,\% CI \\"],
+        blocks += [[r"interaction & index & " + ci + r" \\"],
                    latex_rows([(" x ".join(i["pair"]), _pts(i["value"]), _ci(*i["ci"])) for i in r.interactions])]
     return latex_table(r"Attribution of the " + e(r.metric) + " difference on " + e(r.task)
-                        + r" to each factor (Shapley values in points, 95\,\% "
+                        + r" to each factor (Shapley values in points, " + level(r.alpha) + r"\,\% "
                         + ("paired-bootstrap" if r.sequential is None else "repeated confidence") + " intervals). "
-                        + e(attribution_summary(r, cost=False)), "lrr", blocks)
+                        + e(attribution_summary(r, cost=False)), "lrr", blocks, label)
 
 
 def sweep_rows(s: SweepResult) -> list[tuple[str, ...]]:
-    """(value, score, Δ, 95 % CI, flip rate, verdict) in points, base first."""
+    """(value, score, Δ, (1 − alpha) CI, flip rate, verdict) in points, base first."""
     rows = [(f"{s.base_value} (base)", f"{100 * s.base_score:.2f}", "", "", "", "")]
     rows += [(str(p.value), f"{100 * p.score:.2f}", _pts(p.delta), _ci(p.ci_low, p.ci_high),
               f"{100 * p.flip_rate:.1f} %", p.verdict) for p in s.points]
@@ -124,13 +129,15 @@ def sweep_floor(s: SweepResult) -> str:
     return out if s.sequential is None else out + " " + sequential_summary(s.sequential)
 
 
-_SWEEP_HEAD = ("value", "score", "Δ", "95 % CI", "flip rate", "verdict")
+def sweep_head(s: SweepResult) -> tuple[str, ...]:
+    """The sweep table's columns; the interval's level is the sweep's (1 − alpha)."""
+    return ("value", "score", "Δ", f"{level(s.alpha)} % CI", "flip rate", "verdict")
 
 
 def sweep_markdown(s: SweepResult) -> str:
     """Markdown: one row per value, then the noise floor."""
     out = [f"### Sweep of {md(s.factor)} on {md(s.task)} ({md(s.metric)}, points)", "",
-           "| " + " | ".join(_SWEEP_HEAD) + " |", "|---|---:|---:|---:|---:|---|"]
+           "| " + " | ".join(sweep_head(s)) + " |", "|---|---:|---:|---:|---:|---|"]
     out += ["| " + " | ".join([md(row[0], block=False), *row[1:]]) + " |" for row in sweep_rows(s)]
     out += ["", sweep_floor(s), "",
             ("Δ against the base with a " + ("paired bootstrap interval over docs" if s.sequential is None else
@@ -139,12 +146,14 @@ def sweep_markdown(s: SweepResult) -> str:
     return "\n".join(out) + "\n"
 
 
-def sweep_latex(s: SweepResult) -> str:
-    """LaTeX fragment: one booktabs table."""
+def sweep_latex(s: SweepResult, label: str | None = None) -> str:
+    """LaTeX fragment: one booktabs table, labelled ``label``."""
     return latex_table(r"Effect of " + e(s.factor) + " on " + e(s.metric) + " (" + e(s.task)
-                        + r"), points; $\Delta$ against the base with a paired 95\,\% interval. " + e(sweep_floor(s)),
-                        "lrrrrl", [[r"value & score & $\Delta$ & 95\,\% CI & flip rate & verdict \\"],
-                                   latex_rows(sweep_rows(s))])
+                        + r"), points; $\Delta$ against the base with a paired " + level(s.alpha)
+                        + r"\,\% interval. " + e(sweep_floor(s)),
+                        "lrrrrl", [[r"value & score & $\Delta$ & " + level(s.alpha)
+                                    + r"\,\% CI & flip rate & verdict \\"],
+                                   latex_rows(sweep_rows(s))], label)
 
 
 def attribution_rich(result, console) -> None:
@@ -154,7 +163,7 @@ def attribution_rich(result, console) -> None:
     from repaudit.escape import rich_text
 
     table = Table(title=rich_text(f"attribution · {result.task} · {result.metric} (points)"))
-    for col in ("factor", "Shapley value", "95% CI"):
+    for col in ("factor", "Shapley value", f"{level(result.alpha)}% CI"):
         table.add_column(col, justify="left" if col == "factor" else "right")
     for row in attribution_rows(result):
         table.add_row(*(rich_text(c) for c in row))

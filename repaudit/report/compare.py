@@ -16,7 +16,6 @@ from repaudit.audit.compare import Comparison
 from repaudit.escape import md, md_code, one_line, rich_text
 from repaudit.report.compare_text import (
     ARROW,
-    SCORE_HEAD,
     ScoreBlock,
     agreement_lines,
     doc_name,
@@ -25,8 +24,10 @@ from repaudit.report.compare_text import (
     flip_groups,
     headline,
     na_fields,
+    numeric_columns,
     run_lines,
     score_blocks,
+    score_columns,
     scores_caption,
     short,
     task_lines,
@@ -34,30 +35,42 @@ from repaudit.report.compare_text import (
 )
 from repaudit.report.diagnostics import DIAG_HEAD, diagnostic_cells, mechanism_line
 from repaudit.report.glossary import plural
+from repaudit.report.power import POWER_CAPTION, power_lines
 
 __all__ = ["render_json", "render_markdown", "render_rich", "short", "layout_scores"]
 
 NO_ROWS = "No score row: no shared task has a metric reported by both runs (the notes below list each side's)."
-_RIGHT = {"A", "B", "Δ", "95% CI", "p adj", "flips"}
 _STYLE = {"worse": "bold red", "better": "bold green", "up": "bold yellow", "down": "bold yellow"}
 
 
-def layout_scores(blocks: list[ScoreBlock], width: int) -> list[Text]:
-    """The score table as lines of at most ``width`` characters where that is possible without cutting
-    a cell: metrics indented under their task; when the row does not fit, the metric on its own line
-    and its numbers on the next."""
-    cols = len(SCORE_HEAD)
+def layout_scores(blocks: list[ScoreBlock], width: int, head: tuple[str, ...]) -> list[Text]:
+    """The score table (columns ``head``, :func:`~repaudit.report.compare_text.score_columns`) as lines of at most
+    ``width`` characters where that is possible without cutting a cell: metrics indented under their task; when
+    the row does not fit, the metric on its own line and its numbers on the next, and where that still does not
+    fit, without the MDE column (each row's MDE is in the lines below the table)."""
     rows = [r for b in blocks for r in b.rows]
-    widths = [max([len(SCORE_HEAD[i])] + [len(r[i]) + (2 if i == 0 else 0) for r in rows]) for i in range(cols)]
-    two_line = sum(widths) + 2 * (cols - 1) > width
-    if two_line:
-        widths[0] = 4
+
+    def fit(head, rows):
+        widths = [max([len(head[i])] + [len(r[i]) + (2 if i == 0 else 0) for r in rows]) for i in range(len(head))]
+        two = sum(widths) + 2 * (len(head) - 1) > width
+        if two:
+            widths[0] = 4
+        return widths, two
+
+    widths, two_line = fit(head, rows)
+    if two_line and "MDE" in head and sum(widths) + 2 * (len(head) - 1) > width:
+        k = head.index("MDE")
+        head = head[:k] + head[k + 1:]
+        blocks = [ScoreBlock(b.task, b.info, [r[:k] + r[k + 1:] for r in b.rows], b.refs) for b in blocks]
+        rows = [r for b in blocks for r in b.rows]
+        widths, two_line = fit(head, rows)
+    cols, numeric = len(head), numeric_columns(head)
 
     def cell(i: int, s: str) -> str:
-        return s.rjust(widths[i]) if SCORE_HEAD[i] in _RIGHT else s.ljust(widths[i])
+        return s.rjust(widths[i]) if i in numeric else s.ljust(widths[i])
 
     lines = [Text("  ".join(cell(i, h if i else ("metric" if not two_line else "")) for i, h in
-                            enumerate(SCORE_HEAD)).rstrip(), style="bold")]
+                            enumerate(head)).rstrip(), style="bold")]
     for b in blocks:
         lines.append(Text(b.task + b.info, style="bold"))
         for r in b.rows:
@@ -110,10 +123,14 @@ def render_rich(c: Comparison, console: Console, top: int = 10) -> None:
     _section(console, "Scores")
     console.print(Text(scores_caption(c)))
     blocks, footnotes = score_blocks(c)
-    for line in layout_scores(blocks, console.width) if blocks else [Text(NO_ROWS)]:
+    for line in layout_scores(blocks, console.width, score_columns(c)) if blocks else [Text(NO_ROWS)]:
         console.print(line)
     for i, n in enumerate(footnotes, 1):
         console.print(Text(one_line(f"[{i}] {n}")))
+    if lines := power_lines(c.scores):
+        console.print(Text("What each paired row can detect: " + POWER_CAPTION))
+        for line in lines:
+            console.print(Text(one_line("  " + line)))
     for line in agreement_lines(c):
         console.print(Text(one_line(line)))
     if c.diagnostics:
@@ -165,7 +182,8 @@ def render_markdown(c: Comparison, top: int = 10) -> str:
     out += [f"- {md(line)}" for line in task_lines(c)]
     blocks, footnotes = score_blocks(c)
     out += ["", "### Scores", "", md(scores_caption(c)), "",
-            "| task | " + " | ".join(SCORE_HEAD) + " |", "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+            "| task | " + " | ".join(score_columns(c)) + " |",
+            "|---|---|---|" + "---:|" * (len(score_columns(c)) - 3) + "---|"]
     for b in blocks:
         for r in b.rows:
             # the metric comes from a file; unit, numbers and verdict words are repaudit's own
@@ -173,6 +191,8 @@ def render_markdown(c: Comparison, top: int = 10) -> str:
     if not blocks:
         out[-2:] = [md(NO_ROWS)]
     out += [""] + [f"{i}. {md(n, False)}" for i, n in enumerate(footnotes, 1)]
+    if lines := power_lines(c.scores):
+        out += ["", "#### What each paired row can detect", "", md(POWER_CAPTION), ""] + [f"- {md(x)}" for x in lines]
     out += [""] + [md(line) + "  " for line in agreement_lines(c)]
     if c.diagnostics:
         out += ["", "### Diagnostics", "", "| " + " | ".join(DIAG_HEAD) + " |", "|---|---|---|---|"]

@@ -15,18 +15,19 @@ import re
 from repaudit.audit.compare import Comparison
 from repaudit.escape import latex
 from repaudit.report.compare_text import (
-    SCORE_HEAD,
     equivalence_notes,
     factor_lines,
     headline,
     na_fields,
     run_lines,
     score_blocks,
+    score_columns,
     scores_caption,
     task_lines,
     unknown_fields,
 )
 from repaudit.report.diagnostics import DIAG_HEAD, diagnostic_cells, mechanism_line
+from repaudit.report.power import POWER_CAPTION, power_lines
 
 _ZWSP = "\u200b"
 
@@ -114,20 +115,25 @@ def render_latex(c: Comparison, top: int = 10) -> str:
         lines.append(_par("Applying to one run only (not a difference): " + "; ".join(na_fields(c))))
     lines += [_par(t) for t in task_lines(c)]
     blocks, footnotes = score_blocks(c)
+    head = score_columns(c)
+    ncol = len(head)
     body = []
     for b in blocks:
-        body.append(r"\multicolumn{9}{@{}p{\dimexpr\linewidth\relax}@{}}{\textbf{" + brk(b.task) + "}"
+        body.append(rf"\multicolumn{{{ncol}}}{{@{{}}p{{\dimexpr\linewidth\relax}}@{{}}}}{{\textbf{{" + brk(b.task) + "}"
                     + brk(b.info) + r"} \\")
         body += [" & ".join([r"\quad " + brk(r[0])] + [latex(x) for x in r[1:-1]] + [brk(r[-1])]) + r" \\"
                  for r in b.rows]  # numbers never break
     if not body:
-        body = [r"\multicolumn{9}{@{}l}{" + latex("No score row: no metric is reported by both runs.") + r"} \\"]
+        body = [rf"\multicolumn{{{ncol}}}{{@{{}}l}}{{" + latex("No score row: no metric is reported by both runs.")
+                + r"} \\"]
     cells = [["\u2003" + r[0]] + r[1:] for b in blocks for r in b.rows]
-    widths = _widths(cells, SCORE_HEAD, flexible=(0, 8))
-    lines += _longtable(list(zip(widths, ("l", "l", "r", "r", "r", "r", "r", "r", "l"))),
+    widths = _widths(cells, head, flexible=(0, ncol - 1))
+    lines += _longtable(list(zip(widths, ["l", "l", *["r"] * (ncol - 3), "l"])),
                         "Scores of " + brk(runs) + ". " + brk(scores_caption(c)), f"tab:{label_stem(c)}-scores",
-                        [latex(h) for h in SCORE_HEAD], body)
+                        [latex(h) for h in head], body)
     lines += _small([_par(f"[{i}] {n}") for i, n in enumerate(footnotes, 1)])
+    lines += _small([_par(POWER_CAPTION, "What each paired row can detect.")] + [_par(x) for x in power_lines(c.scores)]
+                    if power_lines(c.scores) else [])
     if c.diagnostics:
         rows = [" & ".join(brk(x) for x in diagnostic_cells(r)) + r" \\" for r in c.diagnostics]
         lines += _longtable([(0.16, "l"), (0.28, "l"), (0.28, "l"), (0.28, "l")],

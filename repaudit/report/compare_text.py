@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from repaudit.audit.compare import Comparison, FactorRow, ScoreRow
+from repaudit.audit.stats import level
 from repaudit.escape import one_line, visible_controls
 from repaudit.report.glossary import ADJUST, METHODS, factor_label, plural, verdict_word
+from repaudit.report.power import mde_cell
 from repaudit.vocabulary import GROUPS, Value, order, shown
 
 ARROW = "→"
@@ -83,9 +85,15 @@ def unit_decimals(rows: list[ScoreRow]) -> dict[str, int]:
 
 
 def interval(lo: float | None, hi: float | None, unit: str = "pts", decimals: int | None = None) -> str:
-    """``[lo, hi]`` signed, in the unit's format; empty when either end is missing."""
-    return "" if lo is None or hi is None else \
-        f"[{num(lo, unit, True, decimals)}, {num(hi, unit, True, decimals)}]"
+    """``[lo, hi]`` signed, in the unit's format, with more decimals where two different ends would print alike;
+    empty when either end is missing."""
+    if lo is None or hi is None:
+        return ""
+    d = decimals if decimals is not None else 2 if unit in ("pts", "%", "% difference") else _decimals(
+        max(abs(lo), abs(hi)))
+    while lo != hi and num(lo, unit, True, d) == num(hi, unit, True, d) and d < 12:
+        d += 1
+    return f"[{num(lo, unit, True, d)}, {num(hi, unit, True, d)}]"
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -325,7 +333,21 @@ class ScoreBlock:
     refs: list[str] = field(default_factory=list)
 
 
-SCORE_HEAD = ("metric", "unit", "A", "B", "Δ", "95% CI", "p adj", "flips", "verdict")
+def score_head(alpha: float, mde: bool = True) -> tuple[str, ...]:
+    """The score table's columns; the interval's level is ``1 − alpha`` (the comparison's); ``mde``: the MDE column
+    (a comparison without a paired row has none)."""
+    return ("metric", "unit", "A", "B", "Δ", f"{level(alpha)}% CI", "p adj", "flips", *(("MDE",) if mde else ()),
+            "verdict")
+
+
+def score_columns(c: Comparison) -> tuple[str, ...]:
+    """:func:`score_head` of ``c``: with the MDE column where a row has one."""
+    return score_head(c.alpha, any(r.power is not None for r in c.scores))
+
+
+def numeric_columns(head: tuple[str, ...]) -> set[int]:
+    """Positions of the columns of ``head`` that hold numbers (right-aligned): all but metric, unit and verdict."""
+    return {i for i, h in enumerate(head) if h not in ("metric", "unit", "verdict")}
 
 
 def _direction(r: ScoreRow) -> str:
@@ -368,6 +390,7 @@ def score_blocks(c: Comparison) -> tuple[list[ScoreBlock], list[str]]:
     blocks: dict[str, ScoreBlock] = {}
     notes: list[str] = []
     dec = unit_decimals(c.scores)
+    with_mde = "MDE" in score_columns(c)
     for r in sorted(c.scores, key=lambda r: r.is_group):
         b = blocks.get(r.task)
         if b is None:
@@ -380,7 +403,7 @@ def score_blocks(c: Comparison) -> tuple[list[ScoreBlock], list[str]]:
         b.rows.append([one_line(r.metric), f"{r.unit}{_direction(r)}", num(r.a, r.unit, False, d),
                        num(r.b, r.unit, False, d), num(r.delta, r.unit, True, d),
                        interval(r.ci_low, r.ci_high, r.unit, d), p_text(r.p_adjusted), flips_cell(r),
-                       verdict_word(r.verdict, r.moved) + ref])
+                       *([mde_cell(r)] if with_mde else []), verdict_word(r.verdict, r.moved) + ref])
     return list(blocks.values()), notes
 
 
@@ -396,7 +419,8 @@ def flips_cell(r: ScoreRow) -> str:
 def scores_caption(c: Comparison) -> str:
     methods = sorted({METHODS.get(r.method, r.method) for r in c.scores if r.method != "none"})
     return (f"Δ = B − A; pts = percentage points (proportions ×100), other metrics in their own unit; ↑ higher is "
-            f"better, ↓ lower is better, ? unknown; 95% intervals ({'; '.join(methods) or 'none'}); p adj = "
+            f"better, ↓ lower is better, ? unknown; {level(c.alpha)}% intervals ({'; '.join(methods) or 'none'}); "
+            "p adj = "
             f"{ADJUST[c.adjust]}-adjusted p (McNemar exact for 0/1 metrics, else a z-test); flips: docs right → wrong "
             f"(↓) and wrong → right (↑) on a 0/1 metric, near-tie ones (top-two log-likelihood gap ≤ {c.tie_eps:g} "
             f"nats) counted apart too; verdict: p adj < {c.alpha:g}")

@@ -58,6 +58,7 @@ class ExportOptions:
         developer: ``model_info.developer``; default: the id's organisation (needed where the id has none).
         organization: ``source_metadata.source_organization_name`` (who provides the record).
         data_dir: where a repaudit run's data is, to rebuild its prompts (as ``attribute --data-dir``).
+        alpha: each score's ``confidence_interval`` is (1 − alpha), two-sided.
     """
 
     relationship: str | None
@@ -65,6 +66,7 @@ class ExportOptions:
     developer: str | None = None
     organization: str = ""
     data_dir: Path | None = None
+    alpha: float = 0.05
 
 
 
@@ -243,7 +245,7 @@ def _record(src: Source, task: str, evaluation_id: str, model: tuple[str, str, s
         "eval_library": {"name": LIBRARIES.get(harness, harness), "version": version or "unknown",
                          "additional_details": _payload(src, task)},
         "model_info": _model_info(factors, model),
-        "evaluation_results": _results(src, task, factors)}
+        "evaluation_results": _results(src, task, factors, opts.alpha)}
     if ts is not None:
         rec["evaluation_timestamp"] = ts
     return rec
@@ -283,7 +285,7 @@ def _model_info(rec: Recorded, model: tuple[str, str, str]) -> dict[str, Any]:
     return info
 
 
-def _results(src: Source, task: str, factors: Recorded) -> list[dict[str, Any]]:
+def _results(src: Source, task: str, factors: Recorded, alpha: float = 0.05) -> list[dict[str, Any]]:
     """One ``evaluation_results`` entry per reported metric with a finite value."""
     outcome = src.loaded.run.tasks[task]
     gen = _generation(factors)
@@ -309,7 +311,7 @@ def _results(src: Source, task: str, factors: Recorded) -> list[dict[str, Any]]:
             uncertainty["standard_error"] = {"value": stderr}
             if src.record is not None:
                 uncertainty["standard_error"]["method"] = "analytic"
-            uncertainty["confidence_interval"] = _normal_interval(value, stderr, kind.low, kind.high)
+            uncertainty["confidence_interval"] = _normal_interval(value, stderr, kind.low, kind.high, alpha)
         entry = {"evaluation_result_id": result_id(metric), "evaluation_name": evaluation_name(task, metric),
                  "source_data": data, "metric_config": config,
                  "score_details": {"score": value, **({"uncertainty": uncertainty} if uncertainty else {})}}
@@ -373,18 +375,22 @@ def _rows(src: Source, task: str, evaluation_id: str, model_id: str) -> list[dic
     return rows
 
 
-def _normal_interval(value: float, stderr: float, low: float | None, high: float | None) -> dict[str, Any]:
-    """The 95 % normal-approximation interval ``value ± 1.959964 × stderr``, cut to the metric's range where it
-    has one (on a few docs the raw interval of a proportion can reach below 0 or above 1, values no score can
-    take); the method says whether it was cut."""
-    lo, hi = value - 1.959964 * stderr, value + 1.959964 * stderr
+def _normal_interval(value: float, stderr: float, low: float | None, high: float | None, alpha: float = 0.05
+                     ) -> dict[str, Any]:
+    """The (1 − alpha) normal-approximation interval ``value ± z × stderr`` (z = Φ⁻¹(1 − alpha/2), 1.959964 at
+    alpha 0.05), cut to the metric's range where it has one (on a few docs the raw interval of a proportion can
+    reach below 0 or above 1, values no score can take); the method says whether it was cut."""
+    from scipy.stats import norm
+
+    z = round(float(norm.ppf(1 - alpha / 2)), 6)
+    lo, hi = value - z * stderr, value + z * stderr
     cut = (low is not None and lo < low) or (high is not None and hi > high)
     if low is not None:
         lo = max(lo, low)
     if high is not None:
         hi = min(hi, high)
-    method = "normal approximation: score ± 1.959964 × standard error"
+    method = f"normal approximation: score ± {z} × standard error"
     if cut:
         method += f", cut to the metric's range [{low if low is not None else '-inf'}, " \
                   f"{high if high is not None else 'inf'}]"
-    return {"lower": lo, "upper": hi, "confidence_level": 0.95, "method": method}
+    return {"lower": lo, "upper": hi, "confidence_level": round(1 - alpha, 10), "method": method}

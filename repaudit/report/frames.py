@@ -106,7 +106,7 @@ def factors_frame(c: Comparison) -> pd.DataFrame:
 
 
 def attribution_frame(r: AttributionReport) -> pd.DataFrame:
-    """One row per attributed factor: Shapley value and its 95 % interval, in points (×100), plus the
+    """One row per attributed factor: Shapley value and its (1 − alpha) interval, in points (×100), plus the
     residual as a last row (factor ``residual``, no interval)."""
     rows = [{"factor": f, "shapley_pts": 100 * p, "ci_low_pts": 100 * lo, "ci_high_pts": 100 * hi}
             for f, p, (lo, hi) in zip(r.factors, r.phi, r.phi_ci)]
@@ -116,13 +116,13 @@ def attribution_frame(r: AttributionReport) -> pd.DataFrame:
 
 def series_frame(r: SeriesReport) -> pd.DataFrame:
     """The rows of a series report (``variance FILE… --across``), one per (series ×) task × metric: every field of
-    its row record, scores in ``unit``; ``ci95`` as ``ci95_low``/``ci95_high``; ``points`` and ``finals`` as JSON
-    text."""
+    its row record, scores in ``unit``; ``ci`` as ``ci_low``/``ci_high``; ``points``, ``finals`` and ``split`` as
+    JSON text."""
     out = []
     for x in {"checkpoint": r.checkpoint, "seed": r.seed, "model": r.model}[r.across]:
-        d = {k: _cell(v) for k, v in x.model_dump().items() if k != "ci95"}
+        d = {k: _cell(v) for k, v in x.model_dump().items() if k != "ci"}
         if r.across == "seed":
-            d["ci95_low"], d["ci95_high"] = x.ci95
+            d["ci_low"], d["ci_high"] = x.ci
         out.append(d)
     return pd.DataFrame(out, columns=_columns(out, ("task", "metric", "unit")))
 

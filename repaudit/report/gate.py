@@ -14,12 +14,15 @@ from rich.console import Console
 from rich.text import Text
 
 from repaudit.audit.gate import GateResult, GateRow
+from repaudit.audit.stats import level
 from repaudit.escape import md, one_line, visible_controls
 from repaudit.report.compare_text import doc_name, interval, num, p_text, values_diff
 from repaudit.report.glossary import diagnostic_label, factor_label, plural
+from repaudit.report.power import power_text
 
 _TESTS = {"non_inferiority": "non-inferiority", "equivalence": "equivalence", "superiority": "superiority"}
-HEAD = ("tier", "task", "metric", "test", "margin", "d", "90% CI", "p", "p adj", "decision")
+#: the row table's columns; the interval's (``CI``) is labelled with its level where shown (:func:`_level`)
+HEAD = ("tier", "task", "metric", "test", "margin", "d", "CI", "p", "p adj", "MDE", "decision")
 SHOW = 12  # doc ids listed per flip class in text reports (all are in the JSON)
 
 
@@ -38,7 +41,8 @@ def d_cell(r: GateRow) -> str:
 def cells(r: GateRow, level: float) -> list[str]:
     """The cells of one row; d and its interval are oriented (positive = better) in the row's unit."""
     return [r.tier, r.task, r.metric, _TESTS[r.test], f"{num(r.margin, r.unit)} {r.unit}".strip(),
-            d_cell(r), interval(r.ci_low, r.ci_high, r.unit), p_text(r.p_raw), p_text(r.p_adjusted), r.decision]
+            d_cell(r), interval(r.ci_low, r.ci_high, r.unit), p_text(r.p_raw), p_text(r.p_adjusted),
+            "" if r.power is None else "–" if r.power.mde is None else f"{r.power.mde:.2f}", r.decision]
 
 
 def outcome(r: GateRow) -> str:
@@ -69,6 +73,8 @@ def why_lines(r: GateRow) -> list[str]:
             "{}: {} → {}".format(factor_label(f.path), *values_diff(f.a, f.b, 30)) for f in r.factors))
     for m in r.mechanisms:
         out.append(f"  likely mechanism: {diagnostic_label(m.diagnostic)}: {m.reason}")
+    if r.power is not None:
+        out.append("  what the paired test can detect: " + power_text(r.power, r.unit, r.decision == "INCONCLUSIVE"))
     for label, ids in (("harmful (right → wrong)", r.harmful), ("beneficial (wrong → right)", r.beneficial),
                        ("churn (near-tie flips)", r.churn)):
         if ids:
@@ -79,7 +85,7 @@ def why_lines(r: GateRow) -> list[str]:
 
 
 def _level(g: GateResult) -> str:
-    return f"{100 * (1 - 2 * g.policy.alpha):g}% CI"
+    return f"{level(2 * g.policy.alpha)}% CI"
 
 
 def render_rich(g: GateResult, console: Console) -> None:
@@ -92,7 +98,8 @@ def render_rich(g: GateResult, console: Console) -> None:
     for r in g.rows:
         c = cells(r, g.policy.alpha)
         console.print(Text(one_line(f"  {c[-1]:<12} [{c[0]}] {c[1]} {c[2]}: {c[3]} margin {c[4]}; d {c[5]} "
-                                    f"{c[6]}; p {c[7] or '—'}, adjusted {c[8] or '—'}"),
+                                    f"{c[6]}; p {c[7] or '—'}, adjusted {c[8] or '—'}"
+                                    + (f"; MDE {c[9]}" if c[9] else "")),
                            style={"PASS": "green", "FAIL": "red"}.get(r.decision, "yellow")))
     for w in g.comparison.warnings:
         console.print(Text(one_line("WARNING: " + w), style="bold red"))
@@ -116,10 +123,10 @@ def render_markdown(g: GateResult) -> str:
            f"is better, in points for proportions; {_level(g)}.", ""]
     out += [f"> **Warning:** {md(w)}\n" for w in g.comparison.warnings]
     out += ["| " + " | ".join(HEAD[:6] + (_level(g),) + HEAD[7:]) + " |",
-           "|---|---|---|---|---:|---:|---:|---:|---:|---|"]
+           "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in g.rows:
         c = cells(r, g.policy.alpha)
-        out.append("| " + " | ".join([c[0], md(c[1], False), md(c[2], False), *c[3:9], f"**{c[9]}**"]) + " |")
+        out.append("| " + " | ".join([c[0], md(c[1], False), md(c[2], False), *c[3:10], f"**{c[10]}**"]) + " |")
     failing = [r for r in g.rows if r.decision != "PASS"]
     if failing:
         out += ["", "#### Why", ""]
@@ -164,7 +171,7 @@ def write_junit(g: GateResult, path: Path) -> None:
         props = Properties()
         for name, value in (("test", r.test), ("margin", r.margin), ("unit", r.unit), ("d", r.d),
                             ("ci_low", r.ci_low), ("ci_high", r.ci_high), ("p", r.p_raw), ("p_adjusted", r.p_adjusted),
-                            ("decision", r.decision)):
+                            ("mde", None if r.power is None else r.power.mde), ("decision", r.decision)):
             props.add_property(Property(name, _x("" if value is None else value)))
         case.append(props)
         message = _x(" | ".join(why_lines(r))) if r.decision != "PASS" else ""

@@ -109,12 +109,13 @@ def compare_sections(c: Comparison) -> list[Section]:
     diagnostics and mechanisms, notes."""
     from repaudit.report.compare import NO_ROWS
     from repaudit.report.compare_text import (
-        SCORE_HEAD,
         agreement_lines,
         equivalence_notes,
         factor_lines,
         na_fields,
+        numeric_columns,
         score_blocks,
+        score_columns,
         scores_caption,
         task_lines,
         unknown_fields,
@@ -134,15 +135,20 @@ def compare_sections(c: Comparison) -> list[Section]:
         fac.after.append(f"Not recorded by one or both runs ({len(unknown)} fields, cannot be told): "
                          + ", ".join(unknown))
     blocks, footnotes = score_blocks(c)
-    sc = Section("scores", "Scores", before=[scores_caption(c)], head=["task", *SCORE_HEAD],
-                 numeric={"A", "B", "Δ", "95% CI", "p adj", "flips"})
+    head = score_columns(c)
+    sc = Section("scores", "Scores", before=[scores_caption(c)], head=["task", *head],
+                 numeric={head[i] for i in numeric_columns(head)})
     for b in blocks:
         for r in b.rows:
             word = r[-1].split(" [")[0]
             sc.rows.append([Cell(b.task + b.info), *(Cell(x) for x in r[:-1]), Cell(r[-1], _VERDICT_CLS.get(word, ""))])
     if not blocks:
         sc.head, sc.before = [], [*sc.before, NO_ROWS]
+    from repaudit.report.power import POWER_CAPTION, power_lines
+
     sc.items = [f"[{i}] {n}" for i, n in enumerate(footnotes, 1)]
+    if lines := power_lines(c.scores):
+        sc.items += ["What each paired row can detect: " + POWER_CAPTION, *lines]
     svg = forest_svg(c)
     sc.svg = Markup(svg) if svg else ""
     sc.after = agreement_lines(c)
@@ -192,7 +198,7 @@ def render_gate_html(g, browser: dict | None = None, browser_notes: list[str] = 
 
     head = [*HEAD[:6], _level(g), *HEAD[7:]]
     rows = [cells(r, g.policy.alpha) for r in g.rows]
-    gate = _table("gate", "Gate", head, rows, {"margin", "d", _level(g), "p", "p adj"},
+    gate = _table("gate", "Gate", head, rows, {"margin", "d", _level(g), "p", "p adj", "MDE"},
                   [f"d = B − A oriented so that positive is better, in points for proportions; {_level(g)} (two "
                    f"one-sided tests at α = {g.policy.alpha:g}); multiplicity: {g.policy.multiplicity}."],
                   lambda row: _DECISION_CLS.get(row[-1], ""))
@@ -211,20 +217,22 @@ def render_gate_html(g, browser: dict | None = None, browser_notes: list[str] = 
 def render_attribution_html(r, browser: dict | None = None, browser_notes: list[str] = ()) -> str:
     """``repaudit attribute --format html``: Shapley values per factor with their intervals, the waterfall
     (SVG), the interactions, what ran, then the per-doc browser of the two recorded runs (when given)."""
+    from repaudit.audit.stats import level
     from repaudit.report.audit import _ci, _pts, attribution_rows, attribution_summary
     from repaudit.report.plots import waterfall_svg
 
     interval = "paired bootstrap over docs" if r.sequential is None else "sequential design"
+    ci = f"{level(r.alpha)} % CI"
     fac = _table("attribution", f"Attribution of the {r.metric} delta on {r.task} (points)",
-                 ["factor", "Shapley value", "95 % CI"], attribution_rows(r), {"Shapley value", "95 % CI"},
+                 ["factor", "Shapley value", ci], attribution_rows(r), {"Shapley value", ci},
                  [f"Shapley values over all hybrid configurations (HyperSHAP, Wever et al. 2025) in points (× 100); "
                   f"intervals: {interval}. Positive: the factor moved B above A."])
     fac.svg = Markup(waterfall_svg(r))
     out = [fac]
     if r.interactions:
-        out.append(_table("interactions", "Interactions", ["pair", "index", "95 % CI"],
+        out.append(_table("interactions", "Interactions", ["pair", "index", ci],
                           [(" × ".join(i["pair"]), _pts(i["value"]), _ci(*i["ci"])) for i in r.interactions],
-                          {"index", "95 % CI"},
+                          {"index", ci},
                           ["Shapley interaction index of each pair of factors (points): non-zero when two factors "
                            "are not additive."]))
     top = max(range(len(r.phi)), key=lambda i: abs(r.phi[i])) if r.phi else None
@@ -239,11 +247,12 @@ def render_attribution_html(r, browser: dict | None = None, browser_notes: list[
 def render_sweep_html(s) -> str:
     """``repaudit sweep --format html``: score per value with Δ against the base and its interval, the noise
     floor, and the sweep plot (SVG)."""
-    from repaudit.report.audit import _SWEEP_HEAD, sweep_floor, sweep_rows
+    from repaudit.report.audit import sweep_floor, sweep_head, sweep_rows
     from repaudit.report.plots import sweep_svg
 
-    sec = _table("sweep", f"Sweep of {s.factor} on {s.task} ({s.metric}, points)", _SWEEP_HEAD, sweep_rows(s),
-                 {"score", "Δ", "95 % CI", "flip rate"},
+    head = sweep_head(s)
+    sec = _table("sweep", f"Sweep of {s.factor} on {s.task} ({s.metric}, points)", head, sweep_rows(s),
+                 set(head[1:5]),
                  ["Δ against the base with a " + ("paired bootstrap interval over docs" if s.sequential is None else
                                                   "repeated confidence interval") + "; an effect exceeds the noise "
                   "floor when its interval excludes 0 and |Δ| > 2 sd of the floor."])
@@ -259,14 +268,26 @@ def render_variance_html(r, plot_metric: str | None = None) -> str:
     """``repaudit variance --format html``: the noise table, the score per format, and the plot of every
     run (SVG; ``plot_metric``, default the first measured)."""
     from repaudit.report.plots import variance_svg
-    from repaudit.report.variance import HEAD, _v, noise_rows, spread_rows, variance_summary
+    from repaudit.report.variance import (
+        SPLIT_CAPTION,
+        SPLIT_HEAD,
+        _v,
+        head,
+        noise_rows,
+        split_rows,
+        spread_rows,
+        variance_summary,
+    )
 
-    noise = _table("noise", f"Benchmark noise: {r.task}", HEAD, noise_rows(r), set(HEAD[2:]))
+    noise = _table("noise", f"Benchmark noise: {r.task}", head(r), noise_rows(r), set(head(r)[2:]))
     noise.svg = Markup(variance_svg(r, plot_metric))
     out = [noise]
     if r.format_spread:
-        head = ["metric", *r.formats, "spread (max − min)"]
-        out.append(_table("formats", "Score per prompt format (seed means)", head, spread_rows(r), set(head[1:])))
+        cols = ["metric", *r.formats, "spread (max − min)"]
+        out.append(_table("formats", "Score per prompt format (seed means)", cols, spread_rows(r), set(cols[1:])))
+    if split_rows(r):
+        out.append(_table("split", "Prediction vs data noise", SPLIT_HEAD, split_rows(r), set(SPLIT_HEAD[2:]),
+                          [SPLIT_CAPTION]))
     first = f"Benchmark noise of {r.task}: " + "; ".join(
         f"{x.format} {x.metric}: seed sd {_v(x.seed_sd, x.metric)}, MDE {_v(x.mde, x.metric)} "
         + ("nats" if x.metric == "logp_gold_norm" else "pts") for x in r.noise if x.counterpart is None)
@@ -278,10 +299,11 @@ def render_series_html(r, keys: list[tuple[str, str]]) -> str:
     none for a seed series), the confounders, names that contradict their files, repeated steps, what was left
     out, and notes."""
     from repaudit.report.plots import trajectory_svg
-    from repaudit.report.series import HEADS, NUMERIC, confounder_lines, headline, other_lines, rows, summary
+    from repaudit.report.series import confounder_lines, head, headline, is_numeric, other_lines, rows, summary
 
-    head = HEADS[r.across]
-    table = _table("series", f"Series across {r.across}s", head, rows(r), NUMERIC & set(head), [summary(r)])
+    cols = head(r)
+    table = _table("series", f"Series across {r.across}s", cols, rows(r), {h for h in cols if is_numeric(h)},
+                   [summary(r)])
     if keys:
         table.svg = Markup(trajectory_svg(r, keys))
     out = [table]

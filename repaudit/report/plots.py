@@ -12,6 +12,7 @@ from pathlib import Path
 
 from repaudit.audit.attribution import AttributionReport
 from repaudit.audit.series import SeriesReport
+from repaudit.audit.stats import level as ci_level
 from repaudit.audit.sweep import SweepResult
 from repaudit.audit.variance import VarianceReport
 
@@ -64,7 +65,7 @@ def _saved(fig, path: Path) -> list[Path]:
 def waterfall(r: AttributionReport, path: Path) -> list[Path]:
     """Waterfall from recorded score A through each factor's Shapley value and the residual to score B.
 
-    Factor bars carry their 95 % bootstrap interval as an error bar at the bar's end; the
+    Factor bars carry their (1 − alpha) bootstrap interval as an error bar at the bar's end; the
     residual (recorded Δ − re-executed Δ) is its own, hatched bar.
 
     Returns:
@@ -104,13 +105,13 @@ def _waterfall_fig(r: AttributionReport):
     ax.set_ylim(max(0.0, min(lows) - max(2.0, span)), max(lows) + max(2.0, 0.6 * span))
     ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
     ax.set_ylabel(f"{_plain(r.metric)} (points)")
-    ax.set_title(f"{_plain(r.task)}: A {a:.2f} → B {b:.2f}", fontsize=9)
+    ax.set_title(f"{_plain(r.task)}: A {a:.2f} → B {b:.2f}; bars: {ci_level(r.alpha)} % CI", fontsize=9)
     ax.grid(axis="y", alpha=0.3)
     return fig
 
 
 def sweep_plot(s: SweepResult, path: Path) -> list[Path]:
-    """Score against the swept value, paired 95 % intervals, and the noise band (base ± 2 sd).
+    """Score against the swept value, paired (1 − alpha) intervals, and the noise band (base ± 2 sd).
 
     Returns:
         The PNG and PDF paths written.
@@ -135,7 +136,7 @@ def _sweep_fig(s: SweepResult):
     ax.axhspan(base - band, base + band, color="tab:blue", alpha=0.15, label=f"noise floor (±2 sd = {band:.2f})")
     ax.axhline(base, color="tab:blue", linewidth=0.8)
     ax.errorbar(range(len(labels)), scores, yerr=[err_lo, err_hi], fmt="o", color="black", capsize=3,
-                label="score, paired 95 % CI of Δ")
+                label=f"score, paired {ci_level(s.alpha)} % CI of Δ")
     ax.set_xticks(range(len(labels)), labels)
     ax.set_xlabel(_plain(s.factor))
     ax.set_ylabel(f"{_plain(s.metric)} (points)")
@@ -147,8 +148,8 @@ def _sweep_fig(s: SweepResult):
 
 def variance_plot(r: VarianceReport, path: Path, metric: str | None = None) -> list[Path]:
     """Score of every run of a variance grid: per format, the few-shot seeds (filled) then the other
-    orders of the first seed's examples (hollow), each with its 95 % normal interval over docs
-    (±1.96 stderr); a line at each format's seed mean.
+    orders of the first seed's examples (hollow), each with its (1 − alpha) normal interval over docs
+    (± z₁₋α/₂ stderr); a line at each format's seed mean.
 
     Returns:
         The PNG and PDF paths written.
@@ -166,6 +167,9 @@ def _variance_fig(r: VarianceReport, metric: str | None):
     metric = metric or r.noise[0].metric
     scale = 1.0 if metric == "logp_gold_norm" else 100.0
     n_seeds = len(r.fewshot_seeds)
+    from scipy.stats import norm
+
+    z = float(norm.ppf(1 - r.alpha / 2))
     fig, ax = plt.subplots(figsize=(2.0 + 0.35 * len(r.runs), 3.4))
     x = 0
     ticks, labels = [], []
@@ -173,7 +177,7 @@ def _variance_fig(r: VarianceReport, metric: str | None):
         runs = [u for u in r.runs if u.format == fmt]
         color = f"C{k}"
         for j, u in enumerate(runs):
-            y, se = scale * u.scores[metric], 1.96 * scale * u.stderr[metric]
+            y, se = scale * u.scores[metric], z * scale * u.stderr[metric]
             ax.errorbar(x, y, yerr=se, fmt="o", color=color, mfc=color if j < n_seeds else "white", capsize=2,
                         label=_plain(fmt) if j == 0 else None)
             ticks.append(x)
@@ -185,7 +189,7 @@ def _variance_fig(r: VarianceReport, metric: str | None):
     ax.set_xticks(ticks, labels, rotation=90, fontsize=6)
     ax.set_ylabel(f"{_plain(metric)} ({'nats' if scale == 1.0 else 'points'})")
     ax.set_title(f"{_plain(r.task)}: {len(r.fewshot_seeds)} few-shot seeds (filled) and {len(r.order_seeds)} orders "
-                 "(hollow) per format", fontsize=9)
+                 f"(hollow) per format; bars: {ci_level(r.alpha)} % CI over docs", fontsize=9)
     ax.legend(fontsize=7, loc="best")
     ax.grid(axis="y", alpha=0.3)
     return fig

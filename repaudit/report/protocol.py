@@ -11,13 +11,17 @@ from rich.table import Table
 
 from repaudit.audit.conformance import Conformance
 from repaudit.audit.reproduce import ReproduceResult
+from repaudit.audit.stats import level
 from repaudit.escape import latex as e
 from repaudit.escape import md, rich_text
 from repaudit.report.audit import latex_rows, latex_table
 from repaudit.report.compare import short
 
 CONF_HEAD = ("task", "factor", "protocol", "run", "status", "note")
-REPRO_HEAD = ("configuration", "found by", "metric", "form", "score", "95% CI", "distance", "docs", "match")
+def repro_head(r: ReproduceResult) -> tuple[str, ...]:
+    """The reproduce table's columns; the interval's level is the search's (1 − alpha)."""
+    return ("configuration", "found by", "metric", "form", "score", f"{level(r.alpha)}% CI", "distance", "docs",
+            "match")
 
 
 def conformance_rows(c: Conformance) -> list[tuple[str, ...]]:
@@ -97,16 +101,17 @@ def race_summary(r: ReproduceResult) -> str:
     return (f" Racing (--race, seed {x.seed}, {x.rounds_run} of {x.rounds_planned} rounds of {x.round_docs} docs): "
             f"{len(x.dropped)} of {r.evaluated} configurations dropped; {x.doc_evaluations:,} of "
             f"{x.full_doc_evaluations:,} doc evaluations of a full search. A dropped row's score is its mean over the "
-            f"docs it ran and its interval the repeated 95 % interval for its score on all {x.docs_available} docs "
-            f"(c = {x.constant:.3f}), which misses every score that could match"
+            f"docs it ran and its interval the repeated {level(x.alpha)} % interval for its score on all "
+            f"{x.docs_available} docs (c = {x.constant:.3f}), which misses every score that could match"
             + (f" within {100 * x.tolerance:g} points" if x.tolerance else "") +
-            "; each such row is wrongly dropped with probability at most 5 %.")
+            f"; each such row is wrongly dropped with probability at most {100 * x.alpha:g} %.")
 
 
 def render_reproduce_rich(r: ReproduceResult, console: Console, top: int = 15) -> None:
     table = Table(title=rich_text(f"reproduce {_pct(r.target)} · {r.task} (points)"))
-    for col in REPRO_HEAD:
-        table.add_column(col, justify="right" if col in ("score", "95% CI", "distance", "docs") else "left",
+    cols = repro_head(r)
+    for col in cols:
+        table.add_column(col, justify="right" if col in (*cols[4:6], "distance", "docs") else "left",
                          overflow="fold", min_width=24 if col == "configuration" else None)
     for row in reproduce_rows(r, top):
         table.add_row(*(rich_text(x) for x in row))
@@ -115,12 +120,13 @@ def render_reproduce_rich(r: ReproduceResult, console: Console, top: int = 15) -
 
 
 def render_reproduce_markdown(r: ReproduceResult, top: int = 15) -> str:
-    out = [f"## Reproducing {_pct(r.target)} on {md(r.task)}", "", "| " + " | ".join(REPRO_HEAD) + " |",
-           "|" + "---|" * len(REPRO_HEAD)]
+    cols = repro_head(r)
+    out = [f"## Reproducing {_pct(r.target)} on {md(r.task)}", "", "| " + " | ".join(cols) + " |",
+           "|" + "---|" * len(cols)]
     out += ["| " + " | ".join(md(x) for x in row) + " |" for row in reproduce_rows(r, top)]
     return "\n".join(out + ["", md(reproduce_summary(r))]) + "\n"
 
 
 def render_reproduce_latex(r: ReproduceResult, top: int = 15) -> str:
     return latex_table(e(reproduce_summary(r)), "llllrrrrl",
-                       [latex_rows([REPRO_HEAD]), latex_rows(reproduce_rows(r, top))])
+                       [latex_rows([repro_head(r)]), latex_rows(reproduce_rows(r, top))])

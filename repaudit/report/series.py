@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 
+from repaudit.audit.noise import split_sentence
 from repaudit.audit.series import SeriesReport
 from repaudit.audit.series_runs import by_value
+from repaudit.audit.stats import level
 from repaudit.escape import latex as e
 from repaudit.escape import md
 from repaudit.report.compare_latex import _longtable, _par, _widths, brk
@@ -20,20 +22,40 @@ from repaudit.report.compare_latex import _longtable, _par, _widths, brk
 HEADS = {
     "checkpoint": ("model", "task", "metric", "unit", "n", "tau-b (+ = improving)", "p", "first → last", "range",
                    "sd last k"),
-    "seed": ("task", "metric", "unit", "n", "mean", "sd", "95 % CI (t)", "min – max", "within-run SE", "sd / SE"),
+    "seed": ("task", "metric", "unit", "n", "mean", "sd", "CI (t)", "min – max", "within-run SE", "sd / SE"),
     "model": ("task", "metric", "unit", "models", "final min – max", "signal (max − min)", "noise (sd)", "SNR"),
 }
 #: columns that hold numbers (right-aligned)
-NUMERIC = {"n", "tau-b (+ = improving)", "p", "first → last", "range", "sd last k", "mean", "sd", "95 % CI (t)",
+NUMERIC = {"n", "tau-b (+ = improving)", "p", "first → last", "range", "sd last k", "mean", "sd", "CI (t)",
            "min – max", "within-run SE", "sd / SE", "models", "final min – max", "signal (max − min)", "noise (sd)",
            "SNR"}
 
 
-def num(x: float | None, unit: str) -> str:
-    """A score in its unit: points with 2 decimals, anything else with 4 significant digits; ``–`` if missing."""
+def head(r: SeriesReport) -> tuple[str, ...]:
+    """The columns of the report's table (:data:`HEADS`), the seed interval's labelled with its level."""
+    return tuple(f"{level(r.alpha)} % CI (t)" if h == "CI (t)" else h for h in HEADS[r.across])
+
+
+def is_numeric(column: str) -> bool:
+    """The column holds numbers (right-aligned)."""
+    return column in NUMERIC or column.endswith("% CI (t)")
+
+
+def num(x: float | None, unit: str, more: int = 0) -> str:
+    """A score in its unit: points with 2 decimals, anything else with 4 significant digits (``more`` adds to
+    either); ``–`` if missing."""
     if x is None or x != x:
         return "–"
-    return f"{x:.2f}" if unit == "pts" else f"{x:.4g}"
+    return f"{x:.{2 + more}f}" if unit == "pts" else f"{x:.{4 + more}g}"
+
+
+def span(lo: float, hi: float, unit: str) -> str:
+    """``[lo, hi]`` in the unit's format, with as many more digits as it takes for two different ends to print
+    differently (a clean series' interval must not read [4.263, 4.263])."""
+    more = 0
+    while lo != hi and num(lo, unit, more) == num(hi, unit, more) and more < 10:
+        more += 1
+    return f"[{num(lo, unit, more)}, {num(hi, unit, more)}]"
 
 
 def short_names(r: SeriesReport) -> tuple[dict[str, str], str]:
@@ -69,7 +91,7 @@ def _checkpoint_cells(x, series: str, last: int) -> tuple[str, ...]:
 
 def _seed_cells(x) -> tuple[str, ...]:
     return (x.task, x.metric, x.unit, str(x.n_runs), num(x.mean, x.unit), num(x.sd, x.unit),
-            f"[{num(x.ci95[0], x.unit)}, {num(x.ci95[1], x.unit)}]", f"{num(x.low, x.unit)} – {num(x.high, x.unit)}",
+            span(*x.ci, x.unit) + (" (cut)" if x.cut else ""), f"{num(x.low, x.unit)} – {num(x.high, x.unit)}",
             num(x.within_se, x.unit), "–" if x.sd_over_se is None else f"{x.sd_over_se:.2f}")
 
 
@@ -119,8 +141,9 @@ def summary(r: SeriesReport) -> str:
                 f"arXiv 2508.13144). {units}")
     if r.across == "seed":
         return (f"{runs}, read as seeds of one configuration; {len(r.seed)} task × metric rows. Mean, sample "
-                "standard deviation (n − 1) and t-based 95 % interval for the mean over runs (Madaan et al. 2024, "
-                "arXiv 2406.10229); within-run SE: the average standard error of one run over its docs (bootstrap "
+                f"standard deviation (n − 1) and t-based {level(r.alpha)} % interval for the mean over runs (Madaan et "
+                "al. 2024, arXiv 2406.10229), cut to the metric's range where it reaches past it; within-run SE: the "
+                "average standard error of one run over its docs (bootstrap "
                 f"where runs have per-doc values, {r.n_boot} replicates; else the reported stderr); sd / SE above 1: "
                 f"the seeds move the score more than sampling docs does. {units}")
     return (f"{runs}; {len(r.model)} task × metric rows, highest signal-to-noise first. Signal: relative dispersion "
@@ -152,16 +175,37 @@ def other_lines(r: SeriesReport) -> list[tuple[str, list[str]]]:
     left = [f"{x.series + ': ' if x.series else ''}{x.task}{' ' + x.metric if x.metric else ''}: "
             f"{', '.join(x.runs) + ' — ' if x.runs else ''}{x.reason}" for x in r.left_out]
     return [(h, lines) for h, lines in (("File names that contradict what the file records", named),
+                                        ("Seed intervals and spread", seed_lines(r)),
+                                        ("Prediction vs data noise (Wang 2025, arXiv 2512.21326)", split_lines(r)),
                                         ("Repeated steps", r.duplicates), ("Left out", left), ("Notes", r.notes))
             if lines]
 
 
+def seed_lines(r: SeriesReport) -> list[str]:
+    """A seed row's interval cut to the metric's range, and the one run that drives its spread."""
+    out = []
+    for x in r.seed:
+        if x.cut:
+            out.append(f"{x.task} {x.metric}: {x.cut}")
+        if x.outlier is not None:
+            out.append(f"{x.task} {x.metric}: the spread is driven by one run, {x.outlier} "
+                       f"({num(next(p.score for p in x.points if p.run == x.outlier), x.unit)} {x.unit}); without it "
+                       f"the sd is {num(x.sd_without_outlier, x.unit)} instead of {num(x.sd, x.unit)} {x.unit}: check "
+                       "that run before reading the interval")
+    return out
+
+
+def split_lines(r: SeriesReport) -> list[str]:
+    """Per seed row with per-doc values: its prediction and data noise and what more repeats or docs would buy."""
+    return [f"{x.task} {x.metric}: " + split_sentence(x.split, x.unit) for x in r.seed if x.split is not None]
+
+
 def markdown(r: SeriesReport) -> str:
     """The report as Markdown: summary, the ranked table, confounders and the other lists."""
-    head = HEADS[r.across]
+    cols = head(r)
     lines = [f"## Series across {r.across}s", "", md(headline(r)), "", md(summary(r)), "",
-             "| " + " | ".join(head) + " |",
-             "|" + "|".join("---:" if h in NUMERIC else "---" for h in head) + "|"]
+             "| " + " | ".join(cols) + " |",
+             "|" + "|".join("---:" if is_numeric(h) else "---" for h in cols) + "|"]
     lines += ["| " + " | ".join(md(c, block=False) for c in row) + " |" for row in rows(r)]
     for title, items in [("Confounders: settings that differ between runs", confounder_lines(r)),
                          *other_lines(r)]:
@@ -170,16 +214,17 @@ def markdown(r: SeriesReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def latex(r: SeriesReport) -> str:
-    """The ranked table as a longtable, then confounders and the other lists as paragraphs."""
-    head = HEADS[r.across]
+def latex(r: SeriesReport, label: str | None = None) -> str:
+    """The ranked table as a longtable (labelled ``label``, default ``tab:repaudit-series-<across>``), then
+    confounders and the other lists as paragraphs."""
+    cols = head(r)
     body = rows(r)
-    widths = _widths([list(x) for x in body], head, flexible=(0, 1) if r.across == "checkpoint" else (0,))
-    aligns = ["r" if h in NUMERIC else "l" for h in head]
+    widths = _widths([list(x) for x in body], cols, flexible=(0, 1) if r.across == "checkpoint" else (0,))
+    aligns = ["r" if is_numeric(h) else "l" for h in cols]
     lines = [r"% repaudit variance --across " + e(r.across), r"% needs \usepackage{booktabs,longtable,array}",
              _par(headline(r)), _par(summary(r)), ""]
     lines += _longtable(list(zip(widths, aligns)), brk(f"Series across {r.across}s: {len(body)} rows."),
-                        f"tab:repaudit-series-{r.across}", [e(h) for h in head],
+                        label or f"tab:repaudit-series-{r.across}", [e(h) for h in cols],
                         [" & ".join(brk(c) if a == "l" else e(c) for c, a in zip(row, aligns)) + r" \\"
                          for row in body])
     for title, items in [("Confounders.", confounder_lines(r)), *((t + ".", x) for t, x in other_lines(r))]:

@@ -6,14 +6,18 @@ from a run (task, model, metric names) goes through :mod:`repaudit.escape`.
 
 from __future__ import annotations
 
+from repaudit.audit.stats import level
 from repaudit.audit.variance import VarianceReport
 from repaudit.escape import latex as e
 from repaudit.escape import md
 from repaudit.report.audit import latex_rows, latex_table
 from repaudit.report.glossary import plural
 
-HEAD = ("format", "metric", "score", "±95% CI (docs, 1 run)", "seed sd", "seed range", "order sd", "SNR", "MDE 80%",
-        "MDE unpaired", "docs for 1 pt", "seeds for 1 pt")
+
+def head(r: VarianceReport) -> tuple[str, ...]:
+    """The noise table's columns, the interval's level and the MDE's power from the report."""
+    return ("format", "metric", "score", f"±{level(r.alpha)}% CI (docs, 1 run)", "seed sd", "seed range", "order sd",
+            "SNR", f"MDE {r.power:.0%}", "MDE unpaired", "docs for 1 pt", "seeds for 1 pt")
 
 
 def _v(x: float | None, metric: str) -> str:
@@ -24,7 +28,7 @@ def _v(x: float | None, metric: str) -> str:
 
 
 def noise_rows(r: VarianceReport) -> list[tuple[str, ...]]:
-    """One row per (format, metric), in :data:`HEAD` order; continuous metrics named with their counterpart."""
+    """One row per (format, metric), in :func:`head` order; continuous metrics named with their counterpart."""
     rows = []
     for x in r.noise:
         name = x.metric if x.counterpart is None else f"{x.metric} (≈ {x.counterpart})"
@@ -38,6 +42,33 @@ def noise_rows(r: VarianceReport) -> list[tuple[str, ...]]:
     return rows
 
 
+SPLIT_HEAD = ("format", "metric", "seeds", "docs", "prediction sd", "data sd", "prediction share", "score SE",
+              "SE, 2× seeds", "SE, 2× docs", "SE, unlimited seeds")
+
+
+def split_rows(r: VarianceReport) -> list[tuple[str, ...]]:
+    """Per (format, metric): the seed runs' prediction and data noise (standard deviations) and the score's
+    standard error now, with twice the seeds, twice the docs and unlimited seeds, in points (nats for
+    ``logp_gold_norm``); :data:`SPLIT_HEAD` order."""
+    out = []
+    for x in r.noise:
+        sp = x.split
+        if sp is None:
+            continue
+        share = "–" if sp.prediction_share is None else f"{100 * sp.prediction_share:.0f} %"
+        out.append((x.format, x.metric, str(sp.repeats), str(sp.n_docs), f"{sp.prediction_var ** 0.5:.2f}",
+                    f"{sp.data_var ** 0.5:.2f}", share, *(f"{v:.3f}" for v in (sp.se, sp.se_double_repeats,
+                                                                                sp.se_double_docs, sp.se_data_floor))))
+    return out
+
+
+SPLIT_CAPTION = ("Prediction vs data noise of the seed runs (law of total variance over docs × seeds; Wang 2025, "
+                 "arXiv 2512.21326): prediction sd = √(mean over docs of the variance across seeds of one doc), data "
+                 "sd = √(variance of the docs' mean scores − prediction variance / seeds); score SE = √(data var / "
+                 "docs + prediction var / (docs × seeds)), and the same with twice the seeds, twice the docs or "
+                 "unlimited seeds. Points (× 100) except logp_gold_norm (nats).")
+
+
 def spread_rows(r: VarianceReport) -> list[tuple[str, ...]]:
     """(metric, score per format…, spread) rows."""
     return [(s.metric, *(_v(s.scores[f], s.metric) for f in r.formats), _v(s.spread, s.metric))
@@ -49,7 +80,8 @@ def variance_summary(r: VarianceReport, esc=str) -> str:
     seeds = f"{r.fewshot_seeds[0]}–{r.fewshot_seeds[-1]}"
     return (f"{esc(r.task)} · {esc(r.model)} · {r.n_docs} docs · {r.num_fewshot}-shot · {len(r.fewshot_seeds)} "
             f"few-shot seeds ({seeds}) and {len(r.order_seeds)} other orders of the first seed's examples · formats "
-            f"{', '.join(esc(f) for f in r.formats)}. Points (× 100) except logp_gold_norm (nats). 95 % intervals: "
+            f"{', '.join(esc(f) for f in r.formats)}. Points (× 100) except logp_gold_norm (nats). {level(r.alpha)} % "
+            "intervals: "
             f"percentile bootstrap over docs ({r.n_boot} replicates) of one run (the first seed's), shown as its "
             f"half-width; MDE: paired test, "
             f"α = {r.alpha:g}, power {r.power:.0%}, {r.n_docs} docs, per-doc disagreement of runs whose prompts "
@@ -62,21 +94,29 @@ def variance_summary(r: VarianceReport, esc=str) -> str:
 def variance_markdown(r: VarianceReport) -> str:
     """The report as Markdown: summary, the noise table and the format spread."""
     lines = [f"## Benchmark noise: {md(r.task)}", "", md(variance_summary(r)), "",
-             "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+             "| " + " | ".join(head(r)) + " |", "|" + "---|" * len(head(r))]
     lines += ["| " + " | ".join(md(c) for c in row) + " |" for row in noise_rows(r)]
     if r.format_spread:
-        head = ("metric", *r.formats, "spread (max − min)")
-        lines += ["", "| " + " | ".join(md(h) for h in head) + " |", "|" + "---|" * len(head)]
+        cols = ("metric", *r.formats, "spread (max − min)")
+        lines += ["", "| " + " | ".join(md(h) for h in cols) + " |", "|" + "---|" * len(cols)]
         lines += ["| " + " | ".join(md(c) for c in row) + " |" for row in spread_rows(r)]
+    if split_rows(r):
+        lines += ["", md(SPLIT_CAPTION), "", "| " + " | ".join(SPLIT_HEAD) + " |", "|" + "---|" * len(SPLIT_HEAD)]
+        lines += ["| " + " | ".join(md(c) for c in row) + " |" for row in split_rows(r)]
     return "\n".join(lines) + "\n"
 
 
-def variance_latex(r: VarianceReport) -> str:
+def variance_latex(r: VarianceReport, label: str | None = None) -> str:
     """The noise table as a booktabs fragment (the format spread as a second table)."""
-    out = latex_table(e(variance_summary(r)), "ll" + "r" * (len(HEAD) - 2),
-                      [latex_rows([HEAD]), latex_rows(noise_rows(r))])
+    out = latex_table(e(variance_summary(r)), "ll" + "r" * (len(head(r)) - 2),
+                      [latex_rows([head(r)]), latex_rows(noise_rows(r))], label)
     if r.format_spread:
-        head = ("metric", *r.formats, "spread")
-        out += latex_table(e(f"Score per prompt format (seed means), {r.task}."), "l" + "r" * (len(head) - 1),
-                           [latex_rows([head]), latex_rows(spread_rows(r))])
+        cols = ("metric", *r.formats, "spread")
+        out += latex_table(e(f"Score per prompt format (seed means), {r.task}."), "l" + "r" * (len(cols) - 1),
+                           [latex_rows([cols]), latex_rows(spread_rows(r))],
+                           label and f"{label}-formats")
+    if split_rows(r):
+        out += latex_table(e(SPLIT_CAPTION), "ll" + "r" * (len(SPLIT_HEAD) - 2),
+                           [latex_rows([SPLIT_HEAD]), latex_rows(split_rows(r))],
+                           label and f"{label}-split")
     return out

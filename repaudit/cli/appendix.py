@@ -1,0 +1,88 @@
+"""``repaudit appendix``: a paper appendix from the run files — the evaluation setup, the scores with their
+intervals, what the error bars are, and the comparison, attribution, noise and sweep tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from repaudit.cli.common import AlphaOption, check_alpha, user_errors
+from repaudit.cli.groups import grouped
+
+
+@dataclass
+class ReportFiles:
+    """Reports written with ``--json`` by other commands, shown as tables of the appendix."""
+
+    attribution: Annotated[Optional[list[Path]], typer.Option(
+        help="An attribution report (repaudit attribute --json); repeatable.")] = None
+    variance: Annotated[Optional[list[Path]], typer.Option(
+        help="A noise report (repaudit variance --json, with or without --across); repeatable.")] = None
+    sweep: Annotated[Optional[list[Path]], typer.Option(help="A sweep report (repaudit sweep --json); repeatable.")
+                     ] = None
+
+
+@dataclass
+class IntervalOptions:
+    """The level and bootstrap size of the intervals the appendix computes (the runs' scores, the comparisons)."""
+
+    alpha: AlphaOption = 0.05
+    n_boot: Annotated[int, typer.Option(help="Bootstrap replicates per score and per comparison.")] = 2000
+
+
+@grouped
+def appendix_command(
+    runs: Annotated[list[Path], typer.Argument(metavar="RUN...", show_default=False, help=(
+        "Run files: anything compare reads (repaudit runs, lm-eval results files or output directories, lighteval "
+        "output, inspect_ai logs, EEE records)."))],
+    reports: ReportFiles,
+    intervals: IntervalOptions,
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", show_default=False, help=(
+        "Write the appendix here: .tex (LaTeX: booktabs, longtable, array, siunitx) or .md (Markdown, the same "
+        "content); without it, the Markdown goes to stdout."))] = None,
+    names: Annotated[Optional[str], typer.Option(help="Comma-separated names of the runs, in order (default: "
+                                                      "their file names).")] = None,
+    compare: Annotated[Optional[list[str]], typer.Option(metavar="A,B", help=(
+        "Also compare two runs (names or 1-based positions), as repaudit compare; repeatable."))] = None,
+    title: Annotated[str, typer.Option(help="The section's title.")] = "Evaluation details",
+    document: Annotated[bool, typer.Option("--document", help="LaTeX: a whole article (preamble and "
+                                                              "\\begin{document}) instead of a section to \\input.")
+                        ] = False,
+) -> None:
+    """Write a paper appendix from the run files: an evaluation-setup table (one column per run; what a file does
+    not record marked so), every score with its interval, a paragraph on what the error bars are (NeurIPS Q7, ACL),
+    and the comparison, attribution, noise and sweep tables.
+
+    Example: repaudit appendix tests/fixtures/lighteval/arc_easy_0shot tests/fixtures/lighteval/arc_easy_3shot
+    --compare 1,2 -o appendix.md
+
+    Example: repaudit appendix a.json b.json --names "cloze 0-shot,lettered 5-shot" --compare 1,2 --attribution
+    att.json --document -o appendix.tex
+    """
+    from repaudit.audit.appendix import Requested, build_appendix
+    from repaudit.errors import UsageError
+    from repaudit.report.appendix import render_latex, render_markdown
+    from repaudit.run.records import check_writable, write_atomic
+
+    with user_errors():
+        suffix = ".md" if output is None else output.suffix.lower()
+        if suffix not in (".tex", ".md"):
+            raise UsageError(f"-o '{output}': the appendix is written as .tex (LaTeX) or .md (Markdown)")
+        if output is not None:
+            check_writable(output, "output")
+        check_alpha(intervals.alpha)
+        pairs = [tuple(x.strip() for x in p.split(",")) for p in compare or []]
+        if any(len(p) != 2 or not all(p) for p in pairs):
+            raise UsageError("--compare takes two runs as A,B (names or positions, e.g. 1,2)")
+        req = Requested(paths=list(runs), names=[n.strip() for n in names.split(",")] if names else None,
+                        pairs=pairs, attributions=reports.attribution or [], variances=reports.variance or [],
+                        sweeps=reports.sweep or [], alpha=intervals.alpha, n_boot=intervals.n_boot)
+        appendix = build_appendix(req)
+        text = render_latex(appendix, title, document) if suffix == ".tex" else render_markdown(appendix, title)
+        if output is None:
+            typer.echo(text, nl=False)
+        else:
+            write_atomic(output, text)
