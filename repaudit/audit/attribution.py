@@ -22,6 +22,7 @@ from repaudit.audit.shapley import (  # noqa: F401
     shapley_weights,
     subsets,
 )
+from repaudit.audit.stats import check_alpha
 
 
 class AttributionReport(BaseModel):
@@ -400,10 +401,7 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
     t0 = time.perf_counter()
     g = _grid(src_a, src_b, n_perm, n_boot)
     full = frozenset(range(len(g.factors)))
-    if not 0 < alpha < 1:
-        from repaudit.errors import UsageError
-
-        raise UsageError(f"--alpha must be in (0, 1), got {alpha}")
+    check_alpha(alpha)
     records, metric, spent, contrib, seq = _execute(g, src_a, src_b, executor, metric, progress, precision,
                                                     precision_seed, round_docs, alpha)
     first = records[frozenset()]

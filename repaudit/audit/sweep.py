@@ -230,11 +230,10 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
             another configuration.
         UsageError: ``alpha`` outside (0, 1).
     """
-    if not 0 < alpha < 1:
-        from repaudit.errors import UsageError
-
-        raise UsageError(f"--alpha must be in (0, 1), got {alpha}")
     from repaudit.audit.executor import as_executor
+    from repaudit.audit.stats import check_alpha
+
+    check_alpha(alpha)
 
     field = _factor(factor).fields[0]
     value_cfgs = _value_configs(base, field, values, noise_seeds)
@@ -245,10 +244,27 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
     executor = as_executor(executor)
     st: dict[str, Any] = {"recs": None, "floor": None, "metric": metric, "round": 0, "computed": 0, "cached": 0}
 
+    run_round = _round_runner(base, executor, st, values, value_cfgs, (noise_seeds, noise_floor), progress)
+    seq = None
+    if precision is None:
+        run_round(None)
+    else:
+        from repaudit.audit.sequential import plan_rounds, run_rounds
+
+        available = sweep_doc_ids(base)
+        st["total"] = len(plan_rounds(available, precision_seed, round_docs))
+        _, seq = run_rounds(available, precision, precision_seed, round_docs, run_round, alpha=alpha)
+    return _result(base, factor, getattr(base, field), values, st, seq, alpha)
+
+
+def _round_runner(base: RunConfig, executor, st: dict[str, Any], values: list[Any], value_cfgs: list[RunConfig],
+                  floor_opts: tuple[int, Any], progress):
+    """The function that runs one round of docs (``chunk``; ``None``: every doc) of the base, the floor and every value,
+    keeps their records in ``st`` and returns each value's per-doc Δ against the base (values × docs)."""
     def run_round(chunk: list[int] | None) -> np.ndarray:
         base_rec = executor.map([_restrict(base, chunk)])[0]
         if st["floor"] is None:  # the base's n-shot decides the floor, in the first round
-            _decide_floor(st, base, base_rec, noise_seeds, noise_floor)
+            _decide_floor(st, base, base_rec, *floor_opts)
         per = 1 + len(st["floor"]) + len(values)
         done, total = st["round"] * per, st.get("total", 1) * per
         if progress:
@@ -263,16 +279,7 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
         xb = _metric_values(recs[0], st["metric"])
         return np.stack([_metric_values(r, st["metric"]) - xb for r in recs[1 + len(st["floor"]):]])
 
-    seq = None
-    if precision is None:
-        run_round(None)
-    else:
-        from repaudit.audit.sequential import plan_rounds, run_rounds
-
-        available = sweep_doc_ids(base)
-        st["total"] = len(plan_rounds(available, precision_seed, round_docs))
-        _, seq = run_rounds(available, precision, precision_seed, round_docs, run_round, alpha=alpha)
-    return _result(base, factor, getattr(base, field), values, st, seq, alpha)
+    return run_round
 
 
 def _decide_floor(st: dict[str, Any], base: RunConfig, base_rec: RunRecord, noise_seeds: int, noise_floor) -> None:

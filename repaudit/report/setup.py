@@ -125,7 +125,8 @@ def _task_hash(rec: Recorded, _run: ComparableRun) -> Value:
 
 
 def _seeds(rec: Recorded, _run: ComparableRun) -> Value:
-    got = {p.partition(".")[2]: rec[p] for p in ("seeds.seed", "seeds.numpy_seed", "seeds.torch_seed") if p in rec}
+    names = {"seeds.seed": "python", "seeds.numpy_seed": "numpy", "seeds.torch_seed": "torch"}
+    got = {names[p]: rec[p] for p in names if p in rec}
     known = {k: v.value for k, v in got.items() if v.known}
     if not known:
         return _ABSENT
