@@ -257,6 +257,17 @@ def test_a_record_edited_after_export_is_refused(tmp_path):
     detect._cache.clear()
     assert "it was changed after export" in _one_error_line(_export([tmp_path / "bad2"], tmp_path / "out"))
     assert not (tmp_path / "out").exists()
+    # a setting's value stated beside the fingerprint, edited: refused (a provenance note may be worded anew)
+    record, sidecar = _copy(OURS, tmp_path / "bad3")
+    obj = json.loads(record.read_text())
+    key = "repaudit.factor.serving.dtype"
+    stated = json.loads(obj["eval_library"]["additional_details"][key])
+    assert stated["value"] == "float32" and stated["source"] == "recorded"
+    obj["eval_library"]["additional_details"][key] = json.dumps({**stated, "value": "bfloat16"})
+    record.write_text(json.dumps(obj))
+    detect._cache.clear()
+    line = _one_error_line(runner.invoke(app, ["compare", str(tmp_path / "bad3"), str(OURS)]))
+    assert key in line and "changed after export" in line
 
 
 def test_what_export_cannot_know_is_asked_for(tmp_path):
