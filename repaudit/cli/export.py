@@ -30,7 +30,8 @@ class Relationship(str, Enum):
 def export_command(
     runs: Annotated[list[Path], typer.Argument(help="Runs: anything compare reads (a repaudit run, lm-eval results "
                                                     "or output directory, lighteval output, inspect log, EEE "
-                                                    "record).", show_default=False)],
+                                                    "record).", show_default=False,
+                                               readable=False)],
     output: Annotated[Path, typer.Option("-o", "--output", help="The datastore folder: records go under "
                                                                 "OUTPUT/data/<task>/<developer>/<model>/ (created "
                                                                 "if missing; its parent must exist).",

@@ -46,7 +46,7 @@ class TaskOptions:
                                                      "the task of that file.")] = None
     task_config: Annotated[Optional[Path], typer.Option(
         help="Build the task from an lm-eval task YAML, or from the configs.<task> an lm-eval results file "
-             "records (then --task picks the task if it holds several).")] = None
+             "records (then --task picks the task if it holds several).", readable=False)] = None
     protocol: Annotated[Optional[str], typer.Option(
         help="Follow a published protocol (a name from fingerprints/, e.g. open_llm_leaderboard_v1, or a YAML "
              "path): it sets every factor it fixes for --task; options given explicitly override it (recorded).")
@@ -73,8 +73,8 @@ class DocOptions:
              "so each prompt is the one a full run builds).")] = None
     fewshot_ids: Annotated[Optional[str], typer.Option(help="Explicit few-shot doc ids in order, e.g. '12,5,7'.")
                            ] = None
-    fewshot_from: Annotated[Optional[Path], typer.Option(help="Reuse every doc's few-shot ids from this run file.")
-                            ] = None
+    fewshot_from: Annotated[Optional[Path], typer.Option(help="Reuse every doc's few-shot ids from this run file.",
+                                                         readable=False)] = None
 
 
 @dataclass
