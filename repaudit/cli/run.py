@@ -152,7 +152,8 @@ def _print_run(record, output: Optional[Path], as_json: bool) -> None:
         out.print_json(json.dumps([m.model_dump() for m in record.metrics]))
         return
     fp = record.fingerprint
-    table = Table(title=rich_text(f"{fp.data.task} · {fp.model.name} · {fp.settings.serving.dtype} · "
+    weights = fp.model.weights_format.summary if fp.model.weights_format else fp.settings.serving.dtype
+    table = Table(title=rich_text(f"{fp.data.task} · {fp.model.name} · {weights} · "
                                   f"{fp.settings.fewshot.num_fewshot}-shot · {fp.data.n_docs} docs"))
     for col in ("metric", "variant", "value", "stderr", "n"):
         table.add_column(col, justify="left" if col in ("metric", "variant") else "right")

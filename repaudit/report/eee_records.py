@@ -269,7 +269,8 @@ def _model_info(rec: Recorded, model: tuple[str, str, str]) -> dict[str, Any]:
     details = {"deployment_type": "self_deployed" if backend in ENGINES else "unknown",
                "model_availability": "unknown"}
     for key, path in (("dtype", "serving.dtype"), ("revision", "model.revision"),
-                      ("num_parameters", "model.num_parameters"), ("sha", "model.sha")):
+                      ("num_parameters", "model.num_parameters"), ("sha", "model.sha"),
+                      ("weights_format", "model.weights_format")):
         value = _stated(rec, path)
         if value is not None:
             details[key] = str(value)
