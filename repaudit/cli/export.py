@@ -46,7 +46,9 @@ def export_command(
                                                     show_default=False)] = None,
     developer: Annotated[Optional[str], typer.Option(help="model_info.developer (default: the id's org).",
                                                      show_default=False)] = None,
-    organization: Annotated[str, typer.Option(help="source_organization_name: who provides the records.")] = "",
+    organization: Annotated[Optional[str], typer.Option(
+        help="Required by EEE: source_organization_name, who provides the records (a person, team or organisation).",
+        show_default=False)] = None,
     data_dir: Annotated[Optional[Path], typer.Option(help="Local data as run --data-dir reads it, to rebuild "
                                                           "a repaudit run's prompts.", show_default=False)] = None,
 ) -> None:
@@ -56,7 +58,7 @@ def export_command(
     variance read the records back as the run.
 
     Example: repaudit export tests/fixtures/lmeval_config/openbookqa_0shot --model-id
-    HuggingFaceTB/SmolLM2-135M-Instruct --evaluator-relationship third_party -o eee/
+    HuggingFaceTB/SmolLM2-135M-Instruct --evaluator-relationship third_party --organization "My Lab" -o eee/
 
     Example: repaudit compare tests/fixtures/lmeval_config/openbookqa_0shot eee/
     """
