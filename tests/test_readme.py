@@ -28,6 +28,32 @@ def test_readme_is_a_front_door():
     assert len(links) > 20 and not [p for p in links if not (ROOT / p).exists()]
 
 
+def _make_variable(makefile: str, name: str) -> str:
+    m = re.search(rf"^{name}\s*[:?]?=\s*(\S+)\s*$", makefile, flags=re.M)
+    assert m, f"the Makefile sets no {name}"
+    return m.group(1)
+
+
+def test_the_makefile_readme_and_install_page_install_the_same_cpu_torch():
+    """One torch line everywhere: the pin and PyTorch's CPU wheel index (a plain PyPI torch on Linux is a CUDA build),
+    and every torch the Makefile installs goes through it."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    torch, index = _make_variable(makefile, "TORCH"), _make_variable(makefile, "TORCH_INDEX")
+    assert re.fullmatch(r"torch==\d+\.\d+\.\d+", torch) and index == "https://download.pytorch.org/whl/cpu"
+    assert torch in (ROOT / "pyproject.toml").read_text(encoding="utf-8")  # the package pins the same torch
+    recipe = [line for line in makefile.splitlines() if line.startswith("\t")]
+    torch_lines = [line for line in recipe if "pip install" in line and ("torch" in line.lower())]
+    assert len(torch_lines) >= 5 and all("$(TORCH_PIP)" in line and "torch==" not in line for line in torch_lines)
+    assert "--index-url $(TORCH_INDEX)" in makefile
+    line = f"pip install {torch} --index-url {index}"
+    for page in ("README.md", "docs/how-to/install.md", "docs/tutorials/quickstart.md"):
+        text = (ROOT / page).read_text(encoding="utf-8")
+        assert line in text, page
+        commands = [x for x in text.splitlines() if x.lstrip().startswith("pip install torch")]
+        assert commands and all(line in x for x in commands), page  # no install of a bare PyPI torch left
+    assert "nvidia" in (ROOT / "README.md").read_text(encoding="utf-8")  # and it says why
+
+
 def _table() -> dict[int, tuple[str, str]]:
     text = (ROOT / "docs" / "reference" / "cli" / "index.md").read_text(encoding="utf-8")
     head = text.index("| code | every command but `gate` | `gate` |")

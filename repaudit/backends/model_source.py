@@ -27,6 +27,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from repaudit.backends.device import clock, init_device
+from repaudit.backends.weights_format import StoredWeights, gguf_weights, stored_weights
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_file, sha256_json
 
@@ -53,6 +54,9 @@ class ResolvedModel(BaseModel):
     ``[file name, file sha256]`` pairs."""
     gguf_sha256: str | None = None
     """The default model: sha256 of the GGUF file the weights were de-quantised from; None for other models."""
+    stored: StoredWeights | None = None
+    """The weights as their files store them (the default model: the GGUF it is de-quantised from, Q4_1); None where
+    the headers cannot be read."""
 
 
 def _hash_cache_path(cache_dir: Path) -> Path:
@@ -168,7 +172,18 @@ def resolve_default_model(cache_dir: Path) -> ResolvedModel:
             target.parent.mkdir(parents=True, exist_ok=True)
             _convert_gguf(gguf, target)
     return ResolvedModel(name=DEFAULT_MODEL, source="gguf-package", path=target, revision=None,
-                         weights_sha256=weights_sha256(target, cache_dir), gguf_sha256=gguf_sha)
+                         weights_sha256=weights_sha256(target, cache_dir), gguf_sha256=gguf_sha,
+                         stored=_gguf_stored(gguf))
+
+
+def _gguf_stored(gguf: Path) -> StoredWeights | None:
+    """The GGUF's file type and tensor types (its header), or None where it cannot be read."""
+    import struct
+
+    try:
+        return gguf_weights(gguf)
+    except (OSError, ValueError, struct.error):
+        return None
 
 
 def _looks_like_path(spec: str) -> bool:
@@ -190,7 +205,7 @@ def resolve_model(spec: str, revision: str | None, cache_dir: Path) -> ResolvedM
         if not (path / "config.json").is_file():
             raise RepauditError(f"model directory '{spec}' has no config.json: pass a transformers model directory")
         return ResolvedModel(name=spec, source="local", path=path.resolve(), revision=revision,
-                             weights_sha256=weights_sha256(path, cache_dir))
+                             weights_sha256=weights_sha256(path, cache_dir), stored=stored_weights(path))
     if _looks_like_path(spec):
         raise RepauditError(f"model path '{spec}' does not exist: pass an existing directory, a hub id, or 'default'")
     return _resolve_hub(spec, revision, cache_dir)
@@ -210,7 +225,7 @@ def _resolve_hub(repo_id: str, revision: str | None, cache_dir: Path) -> Resolve
                             "directory") from None
     # snapshot folders are named by the commit they hold, which pins the revision actually used.
     return ResolvedModel(name=repo_id, source="hub", path=local, revision=local.name,
-                         weights_sha256=weights_sha256(local, cache_dir))
+                         weights_sha256=weights_sha256(local, cache_dir), stored=stored_weights(local))
 
 
 def load_transformers(model: ResolvedModel, dtype: str, device: str, trust_remote_code: bool, attn: str | None,

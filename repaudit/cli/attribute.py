@@ -31,22 +31,23 @@ class AttributeOptions:
     metric: Annotated[Optional[str], typer.Option(help="Metric to attribute (default: the task's first).")] = None
     task_config: Annotated[Optional[Path], typer.Option(
         help="An lm-eval task YAML (or results file) that defines the task, for runs whose files record no "
-             "configuration (lm-eval 0.3).")] = None
+             "configuration (lm-eval 0.3).", readable=False)] = None
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates over docs.")] = 2000
     alpha: AlphaOption = 0.05
     plot: Annotated[Optional[Path], typer.Option(help="Draw the waterfall to PATH.png and PATH.pdf.")] = None
     doc_text: DocTextOption = True
     noise_floor: Annotated[Optional[Path], typer.Option(
         help="A repaudit determinism report (JSON) of the runs' task: the backend's numerical noise floor, against "
-             "which the residual and each factor's value are read.")] = None
+             "which the residual and each factor's value are read.", readable=False)] = None
 
 
 @grouped
 def attribute_command(
     run_a: Annotated[Path, typer.Argument(metavar="RUN_A", help="Run A: a repaudit run, an lm-eval results file or "
                                           "output directory, a lighteval results file (ARC log-likelihood) or an "
-                                          "inspect_ai log (multiple_choice on hf/); one task, per-doc results.")],
-    run_b: Annotated[Path, typer.Argument(metavar="RUN_B", help="Run B, likewise.")],
+                                          "inspect_ai log (multiple_choice on hf/); one task, per-doc results.",
+                                          readable=False)],
+    run_b: Annotated[Path, typer.Argument(metavar="RUN_B", help="Run B, likewise.", readable=False)],
     what: AttributeOptions,
     source: SourceOptions,
     report: ReportOptions,
@@ -78,6 +79,9 @@ def attribute_command(
             from repaudit.audit.determinism import check_floor
 
             check_floor(what.noise_floor)
+        if grid.dry_run:
+            _dry_run(run_a, run_b, what, source, r, pr)
+            return
         result = attribute_runs(run_a, run_b, source.data_dir, source.model, what.metric, what.n_boot,
                                 source.cache_dir, what.plot, make_executor(grid.executor, grid.ray_address,
                                                                            grid.workers),

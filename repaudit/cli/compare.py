@@ -71,8 +71,8 @@ class AttributionOptions:
 def compare_command(
     run_a: Annotated[Path, typer.Argument(metavar="RUN_A", help="Run A: a repaudit run, an lm-eval or lighteval "
                                                                "results file, an inspect_ai log (.eval or .json), "
-                                                               "or an output directory.")],
-    run_b: Annotated[Path, typer.Argument(metavar="RUN_B", help="Run B, likewise.")],
+                                                               "or an output directory.", readable=False)],
+    run_b: Annotated[Path, typer.Argument(metavar="RUN_B", help="Run B, likewise.", readable=False)],
     pair: PairOptions,
     stats: StatOptions,
     report: ReportOptions,

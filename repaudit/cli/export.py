@@ -41,14 +41,17 @@ class RecordOptions:
                                                     show_default=False)] = None
     developer: Annotated[Optional[str], typer.Option(help="model_info.developer (default: the id's org).",
                                                      show_default=False)] = None
-    organization: Annotated[str, typer.Option(help="source_organization_name: who provides the records.")] = ""
+    organization: Annotated[Optional[str], typer.Option(
+        help="Required by EEE: source_organization_name, who provides the records (a person, team or organisation).",
+        show_default=False)] = None
 
 
 @grouped
 def export_command(
     runs: Annotated[list[Path], typer.Argument(help="Runs: anything compare reads (a repaudit run, lm-eval results "
                                                     "or output directory, lighteval output, inspect log, EEE "
-                                                    "record).", show_default=False)],
+                                                    "record).", show_default=False,
+                                               readable=False)],
     output: Annotated[Path, typer.Option("-o", "--output", help="The datastore folder: records go under "
                                                                 "OUTPUT/data/<task>/<developer>/<model>/ (created "
                                                                 "if missing; its parent must exist).",
@@ -66,7 +69,7 @@ def export_command(
     variance read the records back as the run.
 
     Example: repaudit export tests/fixtures/lmeval_config/openbookqa_0shot --model-id
-    HuggingFaceTB/SmolLM2-135M-Instruct --evaluator-relationship third_party -o eee/
+    HuggingFaceTB/SmolLM2-135M-Instruct --evaluator-relationship third_party --organization "My Lab" -o eee/
 
     Example: repaudit compare tests/fixtures/lmeval_config/openbookqa_0shot eee/
     """

@@ -27,7 +27,7 @@ class PolicyOptions:
     """The gate's policy: a YAML file, or one test on every task and metric."""
 
     policy: Annotated[Optional[Path], typer.Option(help="Policy YAML: alpha, multiplicity, rows of task/metric "
-                                                        "globs with test, margin and tier.")] = None
+                                                        "globs with test, margin and tier.", readable=False)] = None
     max_drop: Annotated[Optional[float], typer.Option(
         "--max-drop", metavar="PTS", help="One-line gate: non-inferiority with this margin on every task and "
                                           "metric (points for proportions).")] = None
@@ -67,8 +67,10 @@ class GateAttribution:
 
 @grouped
 def gate_command(
-    baseline: Annotated[Path, typer.Argument(metavar="BASELINE", help="The baseline run: anything compare reads.")],
-    candidate: Annotated[Path, typer.Argument(metavar="CANDIDATE", help="The candidate run, likewise.")],
+    baseline: Annotated[Path, typer.Argument(metavar="BASELINE", help="The baseline run: anything compare reads.",
+                                             readable=False)],
+    candidate: Annotated[Path, typer.Argument(metavar="CANDIDATE", help="The candidate run, likewise.",
+                                              readable=False)],
     policy: PolicyOptions,
     pair: PairOptions,
     report: GateReportOptions,

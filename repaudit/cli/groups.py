@@ -82,7 +82,7 @@ class BaseOptions:
     base_run: Annotated[Optional[Path], typer.Option(
         "--base", help="Take the base configuration from this run: a repaudit run, an lm-eval results file or "
                        "output directory, a lighteval results file or an inspect_ai log; the factor options are "
-                       "then ignored.")] = None
+                       "then ignored.", readable=False)] = None
     task: Annotated[str, typer.Option(help="Task of the base configuration.")] = "arc_easy"
     model: Annotated[str, typer.Option(help="'default' (the packaged SmolLM2-135M-Instruct), a local directory or "
                                             "a hub id; with --base, replaces the run's model unless 'default'.")
@@ -125,8 +125,8 @@ class PairOptions:
 
     samples_a: Annotated[Optional[list[Path]], typer.Option(
         help="lm-eval samples_<task>_*.jsonl or lighteval details_*.parquet of A (default: found through the "
-             "harness's output layout).")] = None
-    samples_b: Annotated[Optional[list[Path]], typer.Option(help="Samples or details of B.")] = None
+             "harness's output layout).", readable=False)] = None
+    samples_b: Annotated[Optional[list[Path]], typer.Option(help="Samples or details of B.", readable=False)] = None
     pair_tasks: Annotated[Optional[list[str]], typer.Option(
         help="B_TASK=A_TASK: compare B's task under A's name (one benchmark, two harness names); '*' matches any "
              "text ('hendrycksTest-*=mmlu_*'); repeatable. lm-eval's own renames (0.3 to 0.4) are applied without "

@@ -46,7 +46,7 @@ class TaskOptions:
                                                      "the task of that file.")] = None
     task_config: Annotated[Optional[Path], typer.Option(
         help="Build the task from an lm-eval task YAML, or from the configs.<task> an lm-eval results file "
-             "records (then --task picks the task if it holds several).")] = None
+             "records (then --task picks the task if it holds several).", readable=False)] = None
     protocol: Annotated[Optional[str], typer.Option(
         help="Follow a published protocol (a name from fingerprints/, e.g. open_llm_leaderboard_v1, or a YAML "
              "path): it sets every factor it fixes for --task; options given explicitly override it (recorded).")
@@ -73,8 +73,8 @@ class DocOptions:
              "so each prompt is the one a full run builds).")] = None
     fewshot_ids: Annotated[Optional[str], typer.Option(help="Explicit few-shot doc ids in order, e.g. '12,5,7'.")
                            ] = None
-    fewshot_from: Annotated[Optional[Path], typer.Option(help="Reuse every doc's few-shot ids from this run file.")
-                            ] = None
+    fewshot_from: Annotated[Optional[Path], typer.Option(help="Reuse every doc's few-shot ids from this run file.",
+                                                         readable=False)] = None
 
 
 @dataclass
@@ -152,7 +152,8 @@ def _print_run(record, output: Optional[Path], as_json: bool) -> None:
         out.print_json(json.dumps([m.model_dump() for m in record.metrics]))
         return
     fp = record.fingerprint
-    table = Table(title=rich_text(f"{fp.data.task} · {fp.model.name} · {fp.settings.serving.dtype} · "
+    weights = fp.model.weights_format.summary if fp.model.weights_format else fp.settings.serving.dtype
+    table = Table(title=rich_text(f"{fp.data.task} · {fp.model.name} · {weights} · "
                                   f"{fp.settings.fewshot.num_fewshot}-shot · {fp.data.n_docs} docs"))
     for col in ("metric", "variant", "value", "stderr", "n"):
         table.add_column(col, justify="left" if col in ("metric", "variant") else "right")

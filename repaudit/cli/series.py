@@ -25,7 +25,7 @@ class Across(str, Enum):
 
 
 FilesArgument = Annotated[Optional[list[Path]], typer.Argument(
-    metavar="FILE", show_default=False,
+    metavar="FILE", show_default=False, readable=False,
     help="With --across: run files of a series (anything compare reads: lm-eval 0.3–0.4 results files or output "
          "directories, lighteval, inspect_ai logs, repaudit runs). Nothing is run.")]
 AcrossOption = Annotated[Optional[Across], typer.Option(

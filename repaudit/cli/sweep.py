@@ -57,8 +57,8 @@ class SweepOptions:
     noise_seeds: Annotated[int, typer.Option(help="Extra few-shot seeds for the noise floor (n-shot bases).")] = 3
     noise_floor: Annotated[Optional[Path], typer.Option(
         help="A repaudit determinism report (JSON) of the base's task, backend and dtype: the spread of the metric "
-             "over its configurations is the noise floor (the backend's numerics), and no floor run is made.")
-                           ] = None
+             "over its configurations is the noise floor (the backend's numerics), and no floor run is made.",
+        readable=False)] = None
     alpha: AlphaOption = 0.05
     plot: Annotated[Optional[Path], typer.Option(help="Draw score vs value with the noise band to PATH.png and "
                                                       "PATH.pdf.")] = None

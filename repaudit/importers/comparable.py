@@ -89,6 +89,9 @@ class ComparableRun:
         notes: what the import boundary dropped as not recorded (values of the wrong type), one line each.
         warnings: what makes the run's own numbers doubtful, one line each naming the file (a converter's per-doc
             rows whose mean is not the score it reports); ``compare`` adds them to its warnings.
+        timestamp: when the run was made, whole Unix seconds as text, as its file records it (lm-eval's ``date``, an
+            Every Eval Ever record's ``evaluation_timestamp``); ``None``: not recorded. An export publishes it as
+            EEE's ``evaluation_timestamp`` and ``retrieved_timestamp``.
     """
 
     path: str
@@ -97,6 +100,7 @@ class ComparableRun:
     tasks: dict[str, TaskOutcome] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    timestamp: str | None = None
 
 
 def metric_key(name: str, variant: str) -> str:

@@ -26,7 +26,7 @@ import repaudit.importers.helm.adapter  # noqa: F401
 
 # isort: split
 import repaudit.importers.eee.adapter  # noqa: F401
-from repaudit.boundary import InputError, read_json
+from repaudit.boundary import InputError, check_path, path_problem, read_json
 from repaudit.importers.adapter import Adapter, Loaded, registered
 from repaudit.importers.comparable import ComparableRun
 
@@ -129,6 +129,11 @@ def _scan(directory: Path, whys: list[tuple[Path, str]] | None = None) -> list[t
         if n >= MAX_DIR_FILES:
             raise InputError(directory, None, f"holds more than {MAX_DIR_FILES} JSON or .eval files: pass the "
                                               "results file")
+        problem = path_problem(p, directory=False)
+        if problem is not None:  # never opened: a FIFO would block, a loop names nothing
+            if whys is not None:
+                whys.append((p, f": {problem}"))
+            continue
         by_bytes = next((a for a in adapters() if a.recognise_path(p).ok), None)
         if by_bytes is not None:  # told by its first bytes, read later
             found.append((p, by_bytes))
@@ -160,7 +165,7 @@ def load_source(path: Path, samples: list[Path] | None = None, tokenizer: Any = 
             :data:`MAX_NAME` characters.
         RepauditError: per-doc files that do not belong to the results file.
     """
-    path = Path(path)
+    path = check_path(Path(path))  # a symlink loop, a FIFO, an unreadable file: one line, before anything opens it
     if path.is_dir():
         path = find_results(path)
     try:

@@ -63,13 +63,19 @@ def _settings(rec: Recorded, fp: Fingerprint) -> None:
 
 
 def _identity(rec: Recorded, fp: Fingerprint) -> None:
-    """The model, tokenizer and data."""
+    """The model (its weights' format as stored and as run among it), tokenizer and data."""
     m, d = fp.model, fp.data
     rec.put("model.name", m.name, f"{_FP}model.name")
     rec.put("model.revision", m.revision, f"{_FP}model.revision")
     if m.source == "hub":
         rec.put("model.sha", m.revision, f"{_FP}model.revision")
     rec.put("model.weights_sha256", m.weights_sha256, f"{_FP}model.weights_sha256")
+    if m.weights_format is not None:
+        rec.put("model.weights_format", m.weights_format.summary, f"{_FP}model.weights_format.summary")
+    elif m.gguf_sha256 is not None:  # a file written before the format was recorded: the GGUF says what it was
+        rec["model.weights_format"] = derived(
+            f"GGUF de-quantised to {fp.settings.serving.dtype}", f"{_FP}model.gguf_sha256 is set: the weights were "
+            "de-quantised from that GGUF (its file type is not recorded in files of this age)")
     rec.put("model.num_parameters", m.num_parameters, f"{_FP}model.num_parameters")
     rec.put("model.trust_remote_code", m.trust_remote_code, f"{_FP}model.trust_remote_code")
     rec["model.args"] = derived({}, "repaudit passes no other loading arguments")

@@ -37,7 +37,7 @@ def check_options(opts: ExportOptions, out_dir: Path) -> None:
     """The options and the output folder, before any run is read.
 
     Raises:
-        UsageError: no or an unknown evaluator relationship, a malformed model id.
+        UsageError: no or an unknown evaluator relationship, no organisation, a malformed model id.
         OutputError: ``out_dir`` is a file, or neither it nor its parent is a folder.
     """
     if opts.relationship is None:
@@ -46,6 +46,9 @@ def check_options(opts: ExportOptions, out_dir: Path) -> None:
     if opts.relationship not in RELATIONSHIPS:
         raise UsageError(f"--evaluator-relationship must be one of {', '.join(RELATIONSHIPS)}, got "
                          f"'{opts.relationship}'")
+    if opts.organization is None or not opts.organization.strip():
+        raise UsageError("export needs --organization: EEE's source_metadata.source_organization_name, who provides "
+                         "the records (a person, a team or an organisation)")
     if opts.model_id is not None and (not opts.model_id.strip() or any(not p for p in opts.model_id.split("/"))):
         raise UsageError(f"--model-id '{opts.model_id}' is not a model id (org/name)")
     if out_dir.exists() and not out_dir.is_dir():

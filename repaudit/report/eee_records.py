@@ -26,6 +26,7 @@ from repaudit.importers.eee.schema import (
     K_KIND,
     K_NOTES,
     K_OUTCOME,
+    K_PROMPTS,
     K_RECORD,
     K_RUN,
     K_SOURCE,
@@ -56,7 +57,8 @@ class ExportOptions:
             developer (first_party, third_party, collaborative, other).
         model_id: ``model_info.id`` (``org/name``); default: the run's model where it is a Hugging Face id.
         developer: ``model_info.developer``; default: the id's organisation (needed where the id has none).
-        organization: ``source_metadata.source_organization_name`` (who provides the record).
+        organization: ``source_metadata.source_organization_name`` (who provides the record; required: EEE
+            requires the field, and an empty name would publish a record nobody provides).
         data_dir: where a repaudit run's data is, to rebuild its prompts (as ``attribute --data-dir``).
         alpha: each score's ``confidence_interval`` is (1 − alpha), two-sided.
     """
@@ -64,7 +66,7 @@ class ExportOptions:
     relationship: str | None
     model_id: str | None = None
     developer: str | None = None
-    organization: str = ""
+    organization: str | None = None
     data_dir: Path | None = None
     alpha: float = 0.05
 
@@ -152,16 +154,29 @@ def _component(value: str, what: str) -> str:
 
 
 
-def record_uuid(run_sha: str, task: str) -> str:
-    """The record's uuid: sha256 of the run and task, with the version-4 bits EEE's path pattern requires."""
-    digest = sha256_text(f"{run_sha}\n{task}")
+def record_uuid(run_sha: str, task: str, shown: str = "") -> str:
+    """The record's uuid: sha256 of the run and task (and, for a repaudit run, of the prompts the export shows:
+    ``shown``, :func:`prompts_shown`), with the version-4 bits EEE's path pattern requires."""
+    digest = sha256_text(f"{run_sha}\n{task}" + (f"\n{shown}" if shown else ""))
     return str(uuid.UUID(bytes=bytes.fromhex(digest[:32]), version=4))
 
 
+def prompts_shown(src: Source, task: str) -> str:
+    """A repaudit run's prompts as this export shows them: ``N of M prompts rebuilt, sha256 …`` — rebuilt from the
+    fingerprint and the data, which one machine has and another may not, so the same run exported with and without
+    its data gives two sidecars, each under its own uuid; "" for another harness's run (its prompts are its file's)."""
+    if src.kind != "run":
+        return ""
+    texts = src.prompts.get(task, {})
+    digest = sha256_text(dumps(sorted(texts.items())))
+    return f"{len(texts)} of {len(src.payloads[task])} prompts rebuilt and hash-checked, sha256 {digest}"
+
+
 def timestamp(src: Source) -> str | None:
-    """The run's own time in Unix seconds where its file records one (a repaudit run's ``created_at``)."""
+    """The run's own time in Unix seconds where its file records one: a repaudit run's ``created_at``, lm-eval's
+    ``date`` (as EEE's lm-eval converter takes it), an EEE record's ``evaluation_timestamp``."""
     if src.record is None:
-        return None
+        return src.loaded.run.timestamp
     try:
         return str(int(datetime.fromisoformat(src.record.created_at).timestamp()))
     except ValueError:
@@ -201,7 +216,7 @@ def run_files(src: Source, opts: ExportOptions, notes: list[str]) -> list[tuple[
     run = src.loaded.run
     out = []
     for task in run.tasks:
-        uid = record_uuid(src.run_sha, task)
+        uid = record_uuid(src.run_sha, task, prompts_shown(src, task))
         folder = f"data/{_component(task.replace('/', '_'), 'task')}/{dev_dir}/{model_dir}"
         rows = _rows(src, task, f"{task}/{model_id}/{uid}", model_id)
         side = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n" for r in rows)
@@ -259,6 +274,7 @@ def _payload(src: Source, task: str) -> dict[str, str]:
     if src.raw is not None and src.record is not None:
         keys[K_RECORD] = dumps({k: v for k, v in src.raw.items() if k != "docs"})
         keys[K_DIGEST] = src.record.fingerprint_digest
+        keys[K_PROMPTS] = prompts_shown(src, task)
     else:
         keys[K_OUTCOME] = dumps(outcome_payload(run, task))
         keys[K_NOTES] = dumps(run.notes)
@@ -271,7 +287,8 @@ def _model_info(rec: Recorded, model: tuple[str, str, str]) -> dict[str, Any]:
     details = {"deployment_type": "self_deployed" if backend in ENGINES else "unknown",
                "model_availability": "unknown"}
     for key, path in (("dtype", "serving.dtype"), ("revision", "model.revision"),
-                      ("num_parameters", "model.num_parameters"), ("sha", "model.sha")):
+                      ("num_parameters", "model.num_parameters"), ("sha", "model.sha"),
+                      ("weights_format", "model.weights_format")):
         value = _stated(rec, path)
         if value is not None:
             details[key] = str(value)
@@ -288,6 +305,7 @@ def _model_info(rec: Recorded, model: tuple[str, str, str]) -> dict[str, Any]:
 def _results(src: Source, task: str, factors: Recorded, alpha: float = 0.05) -> list[dict[str, Any]]:
     """One ``evaluation_results`` entry per reported metric with a finite value."""
     outcome = src.loaded.run.tasks[task]
+    ts = timestamp(src)
     gen = _generation(factors)
     data = _source_data(src, task, factors)
     out = []
@@ -313,7 +331,7 @@ def _results(src: Source, task: str, factors: Recorded, alpha: float = 0.05) -> 
                 uncertainty["standard_error"]["method"] = "analytic"
             uncertainty["confidence_interval"] = _normal_interval(value, stderr, kind.low, kind.high, alpha)
         entry = {"evaluation_result_id": result_id(metric), "evaluation_name": evaluation_name(task, metric),
-                 "source_data": data, "metric_config": config,
+                 "source_data": data, "metric_config": config, **({"evaluation_timestamp": ts} if ts else {}),
                  "score_details": {"score": value, **({"uncertainty": uncertainty} if uncertainty else {})}}
         if gen:
             entry["generation_config"] = gen

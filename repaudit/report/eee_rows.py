@@ -81,7 +81,7 @@ def doc_rows(ctx: RowContext, doc: DocOutcome, payload: dict[str, Any], prompt: 
             # EEE's Inspect converter's formula; none without a prompt (the target alone names no sample)
             "sample_hash": sha256_text(raw + "".join(reference)) if raw else None, "interaction_type": "single_turn",
             "input": {"raw": raw, "reference": reference, "choices": choices},
-            "output": {"raw": [doc.generation] if doc.generation is not None else []}}
+            "output": {"raw": _output(doc, choices)}}
     rows = []
     for metric in order:
         value = doc.metrics.get(metric)
@@ -102,6 +102,19 @@ def doc_rows(ctx: RowContext, doc: DocOutcome, payload: dict[str, Any], prompt: 
                                                             "0 is a placeholder the schema requires"}})
     rows[0]["metadata"][M_DOC] = dumps({k: v for k, v in payload.items() if k not in MOVED})
     return rows
+
+
+def _output(doc: DocOutcome, choices: list[str] | None) -> list[str]:
+    """``output.raw``: a generation as generated; on a multiple-choice doc the answer the model's log-likelihoods
+    choose, as EEE's lm-eval converter writes it — the text of the choice with the highest log-likelihood (its index
+    as text where the file keeps no choice texts); ``[]`` where the model chose nothing (one continuation scored)."""
+    if doc.generation is not None:
+        return [doc.generation]
+    lls = doc.loglikelihoods
+    if not lls or len(lls) < 2 or (choices is not None and len(choices) != len(lls)):
+        return []
+    best = argmax_first(lls)
+    return [choices[best].strip() if choices else str(best)]
 
 
 def _metadata(payload: dict[str, Any]) -> dict[str, str]:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
+from repaudit.backends.weights_format import StoredWeights, describe
 from repaudit.hashing import sha256_json
 from repaudit.run.environment import GitState, Hardware, Software
 from repaudit.run.protocol_record import ProtocolRecord
@@ -87,6 +88,23 @@ class DataIdentity(_Record):
     """sha256 of the evaluated doc ids when only a subset ran (a round of --precision), else None."""
 
 
+class WeightsFormat(_Record):
+    """The weights as stored and as run: a GGUF's quantisation de-quantised to a dtype, a checkpoint's dtype loaded
+    as another."""
+
+    stored: StoredWeights
+    """The files' format, file type and tensor types (:mod:`repaudit.backends.weights_format`)."""
+    dtype: str
+    """The dtype the weights were run in (de-quantised or cast to on load)."""
+    summary: str
+    """One line: ``Q4_1 GGUF de-quantised to float32``, ``safetensors bfloat16 loaded as float32``."""
+
+
+def weights_format(stored: StoredWeights | None, dtype: str) -> WeightsFormat | None:
+    """The weights as stored and as run in ``dtype``; None where the stored format is not known."""
+    return None if stored is None else WeightsFormat(stored=stored, dtype=dtype, summary=describe(stored, dtype))
+
+
 class ModelIdentity(_Record):
     """Which weights and tokenizer: hashes, not just names."""
 
@@ -111,6 +129,9 @@ class ModelIdentity(_Record):
     """Parameters of the loaded model."""
     trust_remote_code: bool
     """Whether the repository's own code was allowed."""
+    weights_format: WeightsFormat | None = None
+    """The weights as stored and as run; None in files written before repaudit recorded it (added after schema 3
+    shipped: left out of the digest while None, so those files keep theirs) and where the headers cannot be read."""
 
 
 class BackendFacts(_Record):
@@ -223,11 +244,13 @@ class Fingerprint(_Record):
 
     def canonical(self) -> dict:
         """The JSON-ready dict the digest is computed from: settings added after schema 3 are left out while at
-        their default (so that a record keeps its digest when a later version adds a factor), as is an unset
-        protocol."""
+        their default (so that a record keeps its digest when a later version adds a factor), as are an unset
+        protocol and weights format (``model.weights_format``, a fact added after schema 3)."""
         d = self.model_dump(mode="json")
         if d.get("protocol") is None:
             d.pop("protocol", None)
+        if d["model"].get("weights_format") is None:  # a fact added after schema 3 shipped
+            d["model"].pop("weights_format", None)
         for stage, part in d["settings"].items():
             if not isinstance(part, dict):
                 continue

@@ -40,6 +40,7 @@ from repaudit.run.fingerprint import (
     ModelIdentity,
     PromptFacts,
     RunSettings,
+    weights_format,
 )
 from repaudit.run.metrics import aggregate, normalised_metrics
 from repaudit.run.normalise import random_baseline
@@ -275,7 +276,8 @@ def build_fingerprint(task: Task, cfg: RunConfig, resolved: ResolvedModel, docse
                             tokenizer_sha256=info.tokenizer_sha256,
                             special_tokens={"bos": info.bos_token, "eos": info.eos_token, "pad": info.pad_token},
                             architecture=info.architecture, num_parameters=info.num_parameters,
-                            trust_remote_code=cfg.trust_remote_code),
+                            trust_remote_code=cfg.trust_remote_code,
+                            weights_format=weights_format(resolved.stored, info.dtype)),
         backend=BackendFacts(batch_sizes_used={str(k): v for k, v in sorted(backend.batch_sizes_used.items())},
                              max_length=info.max_length, add_special_tokens=info.add_special_tokens,
                              engine=info.engine or None, bos_first=backend.encoder.resolved_bos()),

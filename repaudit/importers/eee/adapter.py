@@ -145,4 +145,10 @@ def assemble(records: list[Any], origin: Path) -> tuple[ComparableRun, EeeParsed
                                        f"{', '.join(sorted(runs.values())[:3])}): pass one record, or a folder of one "
                                        "run's records")
     return ComparableRun(path=str(origin), source=parsed.sources[0], factors=factors, tasks=tasks,
-                         notes=notes, warnings=warnings), parsed
+                         notes=notes, warnings=warnings, timestamp=_timestamp(records)), parsed
+
+
+def _timestamp(records: list[Any]) -> str | None:
+    """The run's time its records state (``evaluation_timestamp``, the first that has one), else ``None``."""
+    return next((t for r in records if isinstance(t := getattr(getattr(r, "agg", None), "evaluation_timestamp",
+                                                                None), str) and t), None)

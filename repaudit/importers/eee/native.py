@@ -68,7 +68,7 @@ def record(agg: Aggregate, result: EvaluationResult, n_docs: int | None, where: 
     rec = Recorded()
     mi, ad = agg.model_info, agg.model_info.additional_details
     rec.put("model.name", mi.id, "model_info.id")
-    for k in ("revision", "sha"):
+    for k in ("revision", "sha", "weights_format"):
         if ad.get(k):
             rec.put(f"model.{k}", ad[k], f"model_info.additional_details.{k}")
     if ad.get("num_parameters", "").isdigit():

@@ -50,6 +50,9 @@ K_RECORD = "repaudit.record"
 K_DIGEST = "repaudit.fingerprint_digest"
 #: sha256 of the JSON list of the per-doc payloads (checked after they are read back from the sidecar)
 K_DOCS = "repaudit.docs_sha256"
+#: kind "run": which prompts the export shows (rebuilt from the fingerprint and the data where they are available on
+#: the exporting machine): their count and the sha256 of the texts; the uuid derives from it too
+K_PROMPTS = "repaudit.prompts"
 #: kind "comparable": the task's outcome without its docs, and the run's notes
 K_OUTCOME = "repaudit.outcome"
 K_NOTES = "repaudit.notes"

@@ -12,6 +12,7 @@ no single key holds — n-shot across versions, the backend, the chat template, 
 from __future__ import annotations
 
 import contextlib
+import re
 
 from repaudit.importers.declared import HarnessDefault, Source, apply_defaults, generative, read_declared, source
 from repaudit.importers.lmeval.fields import (
@@ -272,6 +273,24 @@ def _model(rec: Recorded, res: LmevalResults) -> None:
         tok = getattr(res, f"tokenizer_{k}_token")
         if tok:
             rec.put(f"tokenizer.{k}_token", tok[0], f"tokenizer_{k}_token[0]")
+    if margs and isinstance(margs.get("gguf_file"), str) and margs["gguf_file"]:
+        _gguf_weights(rec, margs["gguf_file"])
+
+
+#: a quantisation named in a GGUF file's name (``model.Q4_1.gguf``, ``model-q4_k_m.gguf``)
+_GGUF_QUANT = re.compile(r"[.\-_]((?:I?Q\d[A-Z0-9_]*)|BF16|F16|F32)\.gguf$", re.IGNORECASE)
+
+
+def _gguf_weights(rec: Recorded, name: str) -> None:
+    """``model.weights_format`` of a run that loaded a GGUF (``model_args gguf_file=``): transformers de-quantises it
+    to the dtype asked; its quantisation is read from the file's name, which is all the results file keeps."""
+    m = _GGUF_QUANT.search(name)
+    dtype = rec.value("serving.dtype")
+    head = f"{m.group(1).upper()} GGUF" if m else "GGUF"
+    rest = f"de-quantised to {dtype}" if isinstance(dtype, str) and dtype != "auto" else "de-quantised on load"
+    rec["model.weights_format"] = derived(f"{head} {rest}", "config.model_args: gguf_file names a GGUF file"
+                                          + (" (its quantisation read from the file's name)" if m else "")
+                                          + "; transformers de-quantises GGUF weights to the dtype asked")
 
 
 def _machine(rec: Recorded, res: LmevalResults) -> None:

@@ -9,6 +9,7 @@ samples line per doc *and filter*.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from pathlib import Path
@@ -193,6 +194,17 @@ def _explicit_samples(results_path: Path, res: LmevalResults, samples: list[Path
     return out
 
 
+def unix_seconds(date: Any) -> str | None:
+    """lm-eval's ``date`` (``time.time()`` when the run started) as whole Unix seconds, as EEE's lm-eval converter
+    writes it (``str(int(date))``); ``None`` where it is missing or not a finite non-negative number."""
+    if isinstance(date, str):
+        with contextlib.suppress(ValueError):
+            date = float(date)
+    if isinstance(date, bool) or not isinstance(date, (int, float)) or not math.isfinite(date) or date < 0:
+        return None
+    return str(int(date))
+
+
 def load_lmeval(results_path: Path, samples: list[Path] | None = None, raw: Any = None,
                 tokenizer: Any = None) -> tuple[ComparableRun, LmevalResults]:
     """Import an lm-eval results file and its samples (given, or found beside it); ``raw`` is the
@@ -213,7 +225,7 @@ def load_lmeval(results_path: Path, samples: list[Path] | None = None, raw: Any 
     res.with_key_order(list(obj))
     version = res.lm_eval_version or ("0.4.x" if res.configs is not None else "0.3")
     run = ComparableRun(path=str(results_path), source=f"lm-eval {version}", factors={},
-                        notes=[f"'{results_path}': {n}" for n in notes])
+                        notes=[f"'{results_path}': {n}" for n in notes], timestamp=unix_seconds(obj.get("date")))
     explicit = _explicit_samples(results_path, res, samples or [])
     shots = res.config.num_fewshot if res.config else None
     if isinstance(shots, list) and len(set(shots)) > 1 and fewshot_list_order(res) is None:
