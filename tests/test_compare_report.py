@@ -18,9 +18,9 @@ from repaudit.audit.compare import compare, load_run
 from repaudit.audit.gate import gate, inline_policy
 from repaudit.cli import app
 from repaudit.report.compare import render_latex, render_markdown, render_rich
-from repaudit.report.compare_text import value_diff
 from repaudit.report.gate import render_markdown as gate_markdown
 from repaudit.report.gate import render_rich as gate_rich
+from repaudit.report.values import value_diff
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 EXTRA = FIX / "lmeval_public_extra"
