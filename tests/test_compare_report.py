@@ -18,9 +18,9 @@ from repaudit.audit.compare import compare, load_run
 from repaudit.audit.gate import gate, inline_policy
 from repaudit.cli import app
 from repaudit.report.compare import render_latex, render_markdown, render_rich
-from repaudit.report.compare_text import value_diff
 from repaudit.report.gate import render_markdown as gate_markdown
 from repaudit.report.gate import render_rich as gate_rich
+from repaudit.report.values import value_diff
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 EXTRA = FIX / "lmeval_public_extra"
@@ -403,3 +403,37 @@ def test_an_unknown_metric_says_what_is_unknown():
     u = TaskOutcome(task="t", reported={"frobnicity": (0.6, None)}, docs=None, n_docs=None)
     row = score_row("t", "frobnicity", t, u, None, None, 0.01, 200, 0.05, [])
     assert "repaudit does not know the metric 'frobnicity'" in row.note and "direction is unknown" in row.note
+
+
+# --- issue 55, item 4: rows within numerical noise are not "moves" --------------------------------------------
+
+def _perplexity_pair(tmp_path: Path, moves: dict[str, float]) -> tuple[Path, Path]:
+    """The wikitext run of stablelm2 (fp16) twice, with stderrs; B's scores moved by ``moves``."""
+    raw = json.loads((EXTRA / "ljal__stablelm2-zephyr-1_6b_wikitext_fp16.json").read_text())
+    res = raw["results"]["wikitext"]
+    for k in list(res):
+        res[k + "_stderr"] = 0.01 * res[k]
+    (tmp_path / "a.json").write_text(json.dumps(raw))
+    for k, v in moves.items():
+        res[k] += v
+    (tmp_path / "b.json").write_text(json.dumps(raw))
+    return tmp_path / "a.json", tmp_path / "b.json"
+
+
+def test_a_headline_of_rows_within_numerical_noise_names_no_move(tmp_path):
+    a, b = _perplexity_pair(tmp_path, {"word_perplexity": 0.000019, "byte_perplexity": 0.0000019,
+                                       "bits_per_byte": -0.0000011})
+    out = runner.invoke(app, ["compare", str(a), str(b), "--n-boot", "200"], env={"COLUMNS": "200"}).stdout
+    head = out.splitlines()[1]
+    assert head == "No move: every tested row's Δ is 0 or within numerical noise (|Δ| at most 0.01 % of its score)."
+    assert "Largest" not in out and "+0.000019" not in out.split("Scores")[0]
+
+
+def test_a_real_move_is_named_and_the_numerically_still_rows_counted(tmp_path):
+    a, b = _perplexity_pair(tmp_path, {"word_perplexity": 0.000019, "byte_perplexity": 0.05,
+                                       "bits_per_byte": -0.0000011})
+    out = runner.invoke(app, ["compare", str(a), str(b), "--n-boot", "200"], env={"COLUMNS": "200"}).stdout
+    head = out.splitlines()[1]
+    assert head.startswith("Largest move: wikitext byte_perplexity +0.05 perplexity [")
+    assert head.endswith("2 other rows within numerical noise (|Δ| at most 0.01 % of its score): not moves.")
+    assert "word_perplexity" not in head and "bits_per_byte" not in head

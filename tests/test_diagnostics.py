@@ -217,3 +217,23 @@ def test_lmeval_gsm8k_truncation_with_the_tokenizer(default_model_available, tmp
     assert counts[32] > counts[256]
     md = _compare(_gsm_run(32)[0], _gsm_run(256)[0], "markdown", tmp_path, "--tokenizer", "default")
     assert "likely mechanism: truncated" in md
+
+
+def test_a_corpus_level_metric_says_it_has_no_per_doc_values_not_that_too_few_docs_are_unaffected(tmp_path):
+    """masakhaner: one run has an empty raw generation, the other none; the task's only metric (f1) is corpus-level.
+    59 of the 60 shared docs are unaffected: the sentence names them and why they get no score (issue 55, item 4)."""
+    case = Path(__file__).resolve().parent / "realworld" / "cases" / "lmeval_masakhaner_p3_0v5shot"
+    samples = [json.loads(line) for line in next((case / "a").glob("samples_*.jsonl")).read_text().splitlines()]
+    empty_a = [s["doc_id"] for s in samples if not any(str(r).strip() for r in s["resps"][0])]
+    assert len(empty_a) == 1 and len(samples) == 60  # independent of repaudit: one empty raw generation in A
+    for fmt in ("markdown", "json"):
+        r = CliRunner().invoke(app, ["compare", str(case / "a"), str(case / "b"), "--format", fmt, "--n-boot", "200"])
+        assert r.exit_code == 0, r.output
+        text = r.stdout
+        if fmt == "json":
+            m = next(m for m in json.loads(text)["mechanisms"] if m["diagnostic"] == "empty")
+            assert m["n_unaffected"] == 59 and m["unscored"] == "no per-doc values"
+            continue
+        line = next(x for x in text.splitlines() if "empty raw generations" in x and "likely mechanism" in x)
+        assert "has no per-doc values" in line and "59 docs affected in neither run cannot be scored apart" in line
+        assert "too few docs" not in line

@@ -29,7 +29,16 @@ def test_equivalence_within_3_points_is_go_and_within_half_a_point_inconclusive(
     data = json.loads(res.stdout)
     acc = next(r for r in data["rows"] if r["metric"] == "acc")
     assert data["decision"] == "INCONCLUSIVE" and acc["decision"] == "INCONCLUSIVE"
-    assert acc["docs_to_decide"] > 570 and f"{acc['docs_to_decide']:,} docs would decide it" in acc["reason"]
+    # 570 docs cannot decide it: the reason says so and what would, never "N docs would decide it" for N > 570
+    assert acc["docs_to_decide"] > 570 and "docs would decide it" not in acc["reason"]
+    assert (f"the 570 docs these runs scored cannot decide it (at the observed difference and spread about "
+            f"{acc['docs_to_decide']:,} would: ") in acc["reason"]
+    assert "average repeated runs" in acc["reason"] and "evaluate more docs" in acc["reason"]
+    # the docs it would take follow the printed interval: d lies below −0.5, so its upper half-width must shrink (as
+    # 1/sqrt(n)) to the distance from d to −0.5 for a FAIL
+    assert acc["d"] < -0.5 and ": FAIL)" in acc["reason"]
+    half = acc["ci_high"] - acc["d"]
+    assert acc["docs_to_decide"] == pytest.approx(570 * (half / (abs(acc["d"]) - 0.5)) ** 2, rel=1e-3)
     # the interval inverts the score test: at its ends the one-sided p is α (checked with an independent
     # numerical restricted MLE of the flip probabilities)
     c = compare(load_run(lmeval_runs / "s1"), load_run(lmeval_runs / "s3"), n_boot=200)

@@ -104,3 +104,17 @@ def test_random_pairs_agree_with_the_simulation():
     pv = np.where(up + down > 0, np.minimum(1, 2 * sps.binom.cdf(np.minimum(up, down), np.maximum(up + down, 1),
                                                                   0.5)), 1)
     assert np.mean(pv < 0.05) == pytest.approx(0.8, abs=0.03)
+
+
+def test_a_move_the_split_cannot_detect_says_so_and_what_would():
+    """7 of 570 docs flip: a 3-point move needs fewer docs than the split has, a 1-point move more. The sentence
+    never prints a doc count above the 570 (issue 55, item 4): it says the split cannot, and what would."""
+    from repaudit.report.power import power_text
+
+    p = binary_power(5, 2, 570, 0.05, 100.0, "pts", 570)
+    assert p.docs_for["3"] <= 570 < p.docs_for["1"]
+    text = power_text(p, "pts", False)
+    assert f"docs to detect a 3-pt move: {p.docs_for['3']:,}" in text and "1-pt move:" not in text
+    assert text.endswith("no 1-point move is detectable on the 570 docs these runs scored: average repeated runs of "
+                         "each configuration per doc (sampling or few-shot seeds; repaudit variance measures how much "
+                         "of the noise repeats remove) or evaluate more docs (the rest of the split, or a larger one)")

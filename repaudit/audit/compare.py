@@ -15,6 +15,8 @@ come from Holm-adjusted p-values over all rows (task rows and group rows as sepa
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel, ConfigDict
 
 from repaudit.audit.docsets import doc_set, same_docs
@@ -127,7 +129,11 @@ class Summary(BaseModel):
     alpha: float
     """The significance level."""
     largest: list[Move]
-    """Up to 3 tested task rows (significant or within noise) with the largest |Δ|, significant ones first."""
+    """Up to 3 tested task rows (significant or within noise) with the largest |Δ|, significant ones first; a row
+    whose Δ is within numerical noise (:func:`numerically_still`) is not a move and is never listed."""
+    numerically_still: int = 0
+    """Tested task rows whose Δ is within numerical noise: |Δ| at most :data:`NUMERICAL` of the larger score (float
+    rounding, a kernel's order of summation), so not a move."""
     differing: list[str]
     """Groups (:data:`repaudit.vocabulary.GROUPS`) with a path that differs, in report order."""
     unknown_fields: int
@@ -336,13 +342,28 @@ def _scale_mechanisms(mechanisms: list[Mechanism], scores: list[ScoreRow]) -> No
                 setattr(m, f, getattr(m, f) * scale)
 
 
+#: a Δ at most this share of the larger score is numerical noise, not a move (a perplexity of 11.5 that moves by
+#: 0.00002: float rounding, another order of summation)
+NUMERICAL = 1e-4
+
+
+def numerically_still(r: ScoreRow) -> bool:
+    """``r``'s Δ is within numerical noise: |Δ| ≤ :data:`NUMERICAL` × max(|A|, |B|) (so a Δ of 0 always) — unless
+    docs flipped one way more than the other on a 0/1 metric: a count of docs is never rounding."""
+    if r.right_to_wrong is not None and r.right_to_wrong != r.wrong_to_right:
+        return False
+    scale = max((abs(v) for v in (r.a, r.b) if v is not None and math.isfinite(v)), default=0.0)
+    return r.delta is not None and abs(r.delta) <= NUMERICAL * scale
+
+
 def summarise(c: Comparison, top: int = 3) -> Summary:
     """The headline numbers of a comparison (task rows; group rows counted apart)."""
     rows = [r for r in c.scores if not r.is_group]
     groups = [r for r in c.scores if r.is_group]
     sig = [r for r in rows if r.verdict == "significant"]
     tested = [r for r in rows if r.verdict in ("significant", "within noise")]
-    largest = sorted(tested, key=lambda r: (r.verdict != "significant", -abs(r.delta)))[:top]
+    moves = [r for r in tested if not numerically_still(r)]
+    largest = sorted(moves, key=lambda r: (r.verdict != "significant", -abs(r.delta)))[:top]
     differing = list(dict.fromkeys(f.group for f in sorted(c.factors, key=lambda f: order(f.path))
                                    if f.status == "differs"))
     return Summary(rows=len(rows), better=sum(r.moved == "better" for r in sig),
@@ -354,6 +375,7 @@ def summarise(c: Comparison, top: int = 3) -> Summary:
                    group_significant=sum(r.verdict == "significant" for r in groups), adjust=c.adjust, alpha=c.alpha,
                    largest=[Move(task=r.task, metric=r.metric, delta=r.delta, ci_low=r.ci_low, ci_high=r.ci_high,
                                  unit=r.unit, moved=r.moved or "within noise") for r in largest],
+                   numerically_still=len(tested) - len(moves),
                    differing=differing,
                    unknown_fields=len({f.path for f in c.factors if f.status == "unknown"}),
                    same_fields=len({f.path for f in c.factors if f.status == "same"}),

@@ -11,7 +11,8 @@ values):
 * **equivalence** (TOST, margin m; Schuirmann 1987): PASS when ``−m < lo`` and ``hi < m``; FAIL when the
   interval lies entirely outside ``[−m, m]``;
 * **superiority** (gain g ≥ 0): PASS when ``lo > g``; FAIL when ``hi < g``;
-* otherwise INCONCLUSIVE, with the number of docs that would decide it at the observed d and spread.
+* otherwise INCONCLUSIVE, with the number of docs that would decide it at the observed d and spread — or, where
+  that is more than the runs scored, that their docs cannot decide it and what would (repeats, more docs).
 
 Each decision is the one-sided test of its claim (``p_pass`` for PASS, ``p_fail`` for FAIL; TOST takes
 the larger of its two one-sided p): for a 0/1 metric on paired docs without clusters, Tango's score test
@@ -38,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scipy import stats as sps
 
 from repaudit.audit.compare import Comparison, FactorRow, ScoreRow
-from repaudit.audit.mde import RowPower
+from repaudit.audit.mde import WHAT_WOULD, RowPower
 from repaudit.audit.mechanisms import Mechanism
 from repaudit.audit.stats import benjamini_hochberg, holm, paired_score_interval, paired_score_z
 from repaudit.boundary import InputError, read_yaml, validate
@@ -180,8 +181,9 @@ class GateRow(BaseModel):
     reason: str = ""
     """Why a row is inconclusive or how it was tested; empty: nothing to say."""
     docs_to_decide: int | None = None
-    """Inconclusive tested rows: about how many docs would decide it at the observed d and spread; None otherwise
-    or when no number would."""
+    """Inconclusive tested rows: about how many docs would decide it at the observed d and spread (the interval's
+    half-width on the deciding side shrinking as 1/√n); None otherwise or when no number would. ``reason`` says
+    when that is more than the runs scored, and what would decide it instead."""
     factors: list[FactorRow] = []
     """FAIL and INCONCLUSIVE rows: the factors that differ for this task (run-level ones included)."""
     mechanisms: list[Mechanism] = []
@@ -270,19 +272,38 @@ def _statistic(r: ScoreRow, test: Test, margin: float, sign: float, alpha: float
     return z_at, d, (d - zq * r.se, d + zq * r.se), "z test"
 
 
-def docs_to_decide(test: Test, d: float, se: float, n: int, m: float, alpha: float) -> tuple[int | None, str]:
-    """Docs (same per-doc spread, same observed d) at which the row's interval would decide it, and which
-    way: ``n · (z·se / gap)²`` with the gap between d and the margin; ``None`` when d sits on the margin."""
-    z = float(sps.norm.ppf(1 - alpha))
-    gap = {"non_inferiority": abs(d + m), "superiority": abs(d - m)}.get(test, abs(m - abs(d)))
-    if not math.isfinite(se) or se <= 0:
+def docs_to_decide(test: Test, d: float, lo: float, hi: float, n: int, m: float) -> tuple[int | None, str]:
+    """Docs (same per-doc noise, same observed d) at which the row's interval would decide it, and which way. The
+    half-width ``h`` on the side that decides shrinks as 1/√n, so it takes ``n · (h / gap)²`` docs, ``gap`` the
+    distance from d to the margin (the interval's own ends, so Tango's score interval and the z interval alike);
+    ``None`` when d sits on the margin or the interval has no width."""
+    below, above = d - lo, hi - d
+    if test == "equivalence":
+        inside = abs(d) < m
+        gap, h, way = abs(m - abs(d)), (max(below, above) if inside else below if d > 0 else above), (
+            "PASS" if inside else "FAIL")
+    else:
+        bound = -m if test == "non_inferiority" else m
+        gap, h, way = abs(d - bound), (below if d > bound else above), ("PASS" if d > bound else "FAIL")
+    if not (math.isfinite(h) and h > 0):
         return None, "no doc differs between the runs, so the spread to project from is 0"
     if gap == 0:
         return None, "d sits on the margin: no number of docs decides it"
-    need = math.ceil(n * (z * se / gap) ** 2)
-    way = {"non_inferiority": "PASS" if d > -m else "FAIL", "superiority": "PASS" if d > m else "FAIL"}.get(
-        test, "PASS" if abs(d) < m else "FAIL")
-    return need, way
+    return max(n, math.ceil(n * (h / gap) ** 2)), way
+
+
+def _undecided(r: GateRow) -> str:
+    """Why an inconclusive row's docs could not decide it, and what would: the docs it would take, where they are
+    more than these runs scored, with what to do instead (:data:`~repaudit.audit.mde.WHAT_WOULD`)."""
+    n, way = docs_to_decide(r.test, r.d, r.ci_low, r.ci_high, r.n_docs, r.margin)
+    r.docs_to_decide = n
+    if n is None:
+        return way
+    have = max((r.power.docs_available or 0) if r.power else 0, r.n_docs)
+    if n <= have:
+        return f"about {n:,} docs would decide it ({way}, at the observed difference and spread)"
+    return (f"the {have:,} docs these runs scored cannot decide it (at the observed difference and spread about "
+            f"{n:,} would: {way}); {WHAT_WOULD}")
 
 
 def _gate_row(r: ScoreRow, rule: PolicyRow, alpha: float) -> GateRow:
@@ -346,13 +367,9 @@ def _decide(rows: list[GateRow], alpha: float, multiplicity: str) -> None:
             r.decision, r.p_raw, r.p_adjusted = "FAIL", r.p_fail, pf
         else:
             r.p_raw, r.p_adjusted = r.p_pass, pp
-            n, way = docs_to_decide(r.test, r.d, r.se, r.n_docs, r.margin, alpha)
-            r.docs_to_decide = n
             alone = "PASS" if r.p_pass < alpha else "FAIL" if r.p_fail < alpha else None
             why = (f"alone it would {alone} (p {min(r.p_pass, r.p_fail):.3g}), but not after the {multiplicity} "
-                   f"adjustment over {len(tested)} claims" if alone else
-                   f"about {n:,} docs would decide it ({way}, at the observed difference and spread)"
-                   if n is not None else way)
+                   f"adjustment over {len(tested)} claims" if alone else _undecided(r))
             r.reason = "; ".join(x for x in (r.reason, why) if x)
 
 

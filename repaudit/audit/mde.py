@@ -150,18 +150,24 @@ def z_power(se: float, se_docs: float | None, n: int, alpha: float, unit: str, n
                                n_effective=n / deff, design_effect=deff, docs_for=docs, docs_available=n_available))
 
 
+#: what decides what a benchmark's docs cannot: every sentence that says so ends with it (compare, gate)
+WHAT_WOULD = ("average repeated runs of each configuration per doc (sampling or few-shot seeds; repaudit variance "
+              "measures how much of the noise repeats remove) or evaluate more docs (the rest of the split, or a "
+              "larger one)")
+
+
 def _with_note(p: RowPower) -> RowPower:
-    """Say why there is no MDE, or what would detect a 3-point move where this split's docs cannot."""
+    """Say why there is no MDE, or — where this split's docs cannot detect a 1- or 3-point move — that they cannot,
+    and what would."""
     if p.mde is None:
         p.note = ("no doc differs between the runs: no spread to project a detectable move from" if p.test == "z test"
                   else f"no move up to the whole range is detectable on {p.n_docs} docs")
         return p
-    need = p.docs_for.get("3")
     have = max(p.docs_available or 0, p.n_docs)
-    if need is not None and need > have:
-        p.note = (f"no 3-point move is detectable on the {have:,} docs these runs scored: average repeated runs of "
-                  "each configuration per doc (sampling or few-shot seeds; repaudit variance measures how much of the "
-                  "noise repeats remove) or evaluate more docs (the rest of the split, or a larger one)")
+    beyond = [m for m, need in p.docs_for.items() if need is not None and need > have]
+    if beyond:
+        worst = max(beyond, key=float)
+        p.note = f"no {worst}-point move is detectable on the {have:,} docs these runs scored: {WHAT_WOULD}"
     return p
 
 

@@ -62,7 +62,10 @@ class Mechanism(BaseModel):
     metric: str
     """The metric scored on the unaffected docs (the filter's own for a per-filter diagnostic); empty: none."""
     n_unaffected: int
-    """Shared docs affected in neither run (and scored by both)."""
+    """Shared docs affected in neither run (where they are scored: those both runs score on ``metric``)."""
+    unscored: str = ""
+    """Why those docs get no score: ``no per-doc values`` (the metric is corpus-level, or the files hold no per-doc
+    value of it), ``too few`` (fewer than 2 such docs), ``no metric`` (none both runs report); empty: scored."""
     a_unaffected: float | None
     """A's mean score on those docs, in ``unit``; None: fewer than 2 such docs, or a non-finite value."""
     b_unaffected: float | None
@@ -149,25 +152,43 @@ def explain(task: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | Non
             continue
         if name.startswith("scored_empty") and "empty" in sa and "empty" in sb:  # the raw empties beside
             reasons.append(f"raw generations empty: A {len(sa['empty'])}, B {len(sb['empty'])}")
-        flt = name.partition("[")[2].rstrip("]")
-        metric = next((m for m in metrics if flt and m.endswith("," + flt)), metrics[0] if metrics else None)
+        metric = _metric_for(name, metrics, ta, tb, shared)
         mechanisms.append(_unaffected_score(task, name, "; ".join(reasons), ta, tb, shared, ia | ib, metric,
                                             n_boot, alpha))
     return rows, mechanisms, warnings
 
 
+def _per_doc(metric: str, ta: TaskOutcome, tb: TaskOutcome, ids: list[int]) -> bool:
+    """Both runs hold a per-doc value of ``metric`` on at least one of ``ids``."""
+    return any(metric in ta.docs[i].metrics and metric in tb.docs[i].metrics for i in ids)
+
+
+def _metric_for(name: str, metrics: list[str], ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | None
+                ) -> str | None:
+    """The metric a diagnostic's unaffected docs are scored on: its filter's own (``[strict-match]``), else the
+    first; one with per-doc values before one without (a corpus-level metric such as f1 or bleu has none)."""
+    flt = name.partition("[")[2].rstrip("]")
+    ranked = sorted(metrics, key=lambda m: not (flt and m.endswith("," + flt)))
+    scored = [m for m in ranked if _per_doc(m, ta, tb, shared or [])]
+    return (scored or ranked or [None])[0]
+
+
 def _unaffected_score(task: str, name: str, reason: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | None,
                       affected: set[int], metric: str | None, n_boot: int, alpha: float) -> Mechanism:
-    keep = [i for i in shared or [] if i not in affected and metric in ta.docs[i].metrics
-            and metric in tb.docs[i].metrics] if metric else []
-    empty = Mechanism(task=task, diagnostic=name, reason=reason, metric=metric or "", n_unaffected=len(keep),
-                      a_unaffected=None, b_unaffected=None, delta_unaffected=None, ci_low=None, ci_high=None)
-    if len(keep) < 2:
+    spared = [i for i in shared or [] if i not in affected]
+    keep = [i for i in spared if metric in ta.docs[i].metrics and metric in tb.docs[i].metrics] if metric else []
+    why = ("no metric" if not metric else "no per-doc values" if spared and not keep else
+           "too few" if len(keep) < 2 else "")
+    empty = Mechanism(task=task, diagnostic=name, reason=reason, metric=metric or "", n_unaffected=len(spared),
+                      unscored=why, a_unaffected=None, b_unaffected=None, delta_unaffected=None, ci_low=None,
+                      ci_high=None)
+    if why:
         return empty
     xa = np.array([ta.docs[i].metrics[metric] for i in keep], dtype=np.float64)
     xb = np.array([tb.docs[i].metrics[metric] for i in keep], dtype=np.float64)
     if not (np.isfinite(xa).all() and np.isfinite(xb).all()):
-        return empty
+        return empty.model_copy(update=dict(unscored="non-finite values"))
     res = paired_bootstrap(xa, xb, None, n_boot=n_boot, alpha=alpha)
-    return empty.model_copy(update=dict(a_unaffected=float(xa.mean()), b_unaffected=float(xb.mean()),
-                                        delta_unaffected=res.delta, ci_low=res.ci_low, ci_high=res.ci_high))
+    return empty.model_copy(update=dict(n_unaffected=len(keep), a_unaffected=float(xa.mean()),
+                                        b_unaffected=float(xb.mean()), delta_unaffected=res.delta, ci_low=res.ci_low,
+                                        ci_high=res.ci_high))

@@ -29,13 +29,13 @@ from repaudit.report.compare_text import (
     score_blocks,
     score_columns,
     scores_caption,
-    short,
     task_lines,
     unknown_fields,
 )
 from repaudit.report.diagnostics import DIAG_HEAD, diagnostic_cells, mechanism_line
 from repaudit.report.glossary import plural
 from repaudit.report.power import POWER_CAPTION, power_lines
+from repaudit.report.values import short
 
 __all__ = ["render_json", "render_markdown", "render_rich", "short", "layout_scores"]
 

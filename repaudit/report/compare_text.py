@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from repaudit.audit.compare import Comparison, FactorRow, ScoreRow
+from repaudit.audit.compare import NUMERICAL, Comparison, FactorRow, ScoreRow
 from repaudit.audit.stats import level
 from repaudit.escape import one_line
 from repaudit.report.factor_text import (  # noqa: F401  (re-exported: the reports import them from here)
@@ -93,10 +93,16 @@ def headline(c: Comparison) -> list[str]:
     if s.group_rows:
         verdict += f" Groups (apart): {s.group_significant} of {s.group_rows} moved."
     lines = [verdict]
+    dec = unit_decimals(c.scores)  # the score table's format, one per unit
     if s.largest:
+        still = (f" {plural(s.numerically_still, 'other row')} within numerical noise (|Δ| at most "
+                 f"{100 * NUMERICAL:g} % of its score): not moves." if s.numerically_still else "")
         lines.append(("Largest moves: " if len(s.largest) > 1 else "Largest move: ") + "; ".join(
-            f"{m.task} {m.metric} {num(m.delta, m.unit, True)} {m.unit} {interval(m.ci_low, m.ci_high, m.unit)} "
-            f"({m.moved})" for m in s.largest) + ".")
+            f"{m.task} {m.metric} {num(m.delta, m.unit, True, dec.get(m.unit))} {m.unit} "
+            f"{interval(m.ci_low, m.ci_high, m.unit, dec.get(m.unit))} ({m.moved})" for m in s.largest) + "." + still)
+    elif s.numerically_still:
+        lines.append(f"No move: every tested row's Δ is 0 or within numerical noise (|Δ| at most {100 * NUMERICAL:g} % "
+                     "of its score).")
     na = f"; applying to one run only: {s.na_fields}" if s.na_fields else ""
     lines.append(f"Factors that differ: {differing_summary(c)}. Same: {s.same_fields} fields; not recorded by "
                  f"one or both runs: {s.unknown_fields} fields{na}.")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from repaudit.audit.compare import Comparison
 from repaudit.audit.mechanisms import SHOW_IDS, DiagnosticRow, Mechanism
 from repaudit.report.compare_text import doc_name, interval, num
-from repaudit.report.glossary import diagnostic_label
+from repaudit.report.glossary import diagnostic_label, plural
 
 DIAG_HEAD = ("task", "diagnostic", "A", "B")
 
@@ -31,8 +31,14 @@ def mechanism_line(m: Mechanism) -> str:
     """One sentence: the diagnostic, why it is named, and the score on the docs it spares in both runs."""
     head = f"{m.task}: likely mechanism: {diagnostic_label(m.diagnostic)}: {m.reason}"
     if m.delta_unaffected is None:
-        return head + (f"; too few docs unaffected in both runs ({m.n_unaffected}) to score them"
-                       if m.metric else "; no shared per-doc metric to score the unaffected docs")
+        docs = plural(m.n_unaffected, "doc")
+        return head + {
+            "no metric": "; no metric both runs report to score the unaffected docs",
+            "no per-doc values": f"; {m.metric} has no per-doc values (a corpus-level metric, or not recorded per "
+                                 f"doc), so the {docs} affected in neither run cannot be scored apart",
+            "non-finite values": f"; {m.metric} is not finite on some of the {docs} affected in neither run",
+        }.get(m.unscored, f"; too few docs unaffected in both runs ({m.n_unaffected}) to score them" if m.n_unaffected
+              else "; every shared doc is affected in one run or the other: none is left to score apart")
     k = 100.0 if m.unit == "proportion" else 1.0
     unit = "pts" if m.unit == "proportion" else m.unit
     d = 2 if unit == "pts" else None

@@ -16,9 +16,10 @@ from rich.text import Text
 from repaudit.audit.gate import GateResult, GateRow
 from repaudit.audit.stats import level
 from repaudit.escape import md, one_line, visible_controls
-from repaudit.report.compare_text import doc_name, interval, num, p_text, values_diff
+from repaudit.report.compare_text import doc_name, interval, num, p_text
 from repaudit.report.glossary import diagnostic_label, factor_label, plural
 from repaudit.report.power import power_text
+from repaudit.report.values import values_diff
 
 _TESTS = {"non_inferiority": "non-inferiority", "equivalence": "equivalence", "superiority": "superiority"}
 #: the row table's columns; the interval's (``CI``) is labelled with its level where shown (:func:`_level`)

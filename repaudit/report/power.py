@@ -15,9 +15,6 @@ def mde_cell(r: ScoreRow) -> str:
     return "–" if r.power.mde is None else f"{r.power.mde:.2f}"
 
 
-def _docs(n: int | None, have: int) -> str:
-    """Docs a move needs, or that the runs' docs are not enough (never a number above what the benchmark has)."""
-    return "–" if n is None else f"{n:,}" if n <= have else f"more than the {have:,} scored"
 
 
 def power_text(p: RowPower, unit: str, within_noise: bool) -> str:
@@ -27,9 +24,10 @@ def power_text(p: RowPower, unit: str, within_noise: bool) -> str:
            if p.design_effect != 1 else f"{p.n_docs:,} docs")
     flips = f", {100 * p.flip_share:.1f} % of them flip" if p.flip_share is not None else ""
     out = f"MDE {mde} ({100 * p.power:.0f} % power, {p.test} at α = {p.alpha:g}; {eff}{flips})"
-    if any(v is not None for v in p.docs_for.values()) and not p.note:  # a note says what no doc count can
-        have = max(p.docs_available or 0, p.n_docs)
-        out += "; docs to detect " + ", ".join(f"a {m}-pt move: {_docs(v, have)}" for m, v in p.docs_for.items())
+    have = max(p.docs_available or 0, p.n_docs)
+    within = {m: v for m, v in p.docs_for.items() if v is not None and v <= have}  # the note says what the rest need
+    if within:
+        out += "; docs to detect " + ", ".join(f"a {m}-pt move: {v:,}" for m, v in within.items())
     if within_noise:
         out += "; " + hide_sentence(p, unit)
     return out + (f"; {p.note}" if p.note else "")
