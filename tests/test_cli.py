@@ -106,7 +106,7 @@ def test_every_command_has_help_with_an_example_and_a_docs_page():
     ["compare", "a.json", "b.json", "--format", "pdf"],
     ["compare", "a.json", "b.json", "--tasks", "x"],
     ["compare", "a.json"],
-    ["run", "--batch-size", "auto"],
+    ["run", "--batch-size", "zero"],
     ["nope"],
 ])
 def test_usage_errors_are_one_error_line_with_exit_2(args):

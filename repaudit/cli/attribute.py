@@ -72,9 +72,6 @@ def attribute_command(
                       mkdir=r.mkdir)
         check_precision(pr.precision, pr.round_docs)
         check_alpha(what.alpha)
-        if grid.dry_run:
-            _dry_run(run_a, run_b, what, source, r, pr)
-            return
         if what.noise_floor is not None:  # an unreadable or empty report is refused before anything runs
             from repaudit.audit.determinism import check_floor
 

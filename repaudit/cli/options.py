@@ -99,7 +99,8 @@ def with_factor_options(skip: set[str] | frozenset[str] = frozenset()) -> Callab
 def factor_settings(values: dict[str, Any]) -> dict[str, Any]:
     """RunConfig fields from the parsed factor options in ``values`` (others are ignored): text options that
     have their own syntax go through the factor's parser (``--description none``, escapes in
-    ``--choice-separator``), ``none`` in a repeatable pattern list means none."""
+    ``--choice-separator``), ``none`` in a repeatable pattern list means none. Raises :class:`~repaudit.errors.UsageError` (exit 2) for a
+    value the factor's parser refuses."""
     fields = _field_factor()
     out: dict[str, Any] = {}
     for field, value in values.items():
@@ -107,7 +108,12 @@ def factor_settings(values: dict[str, Any]) -> dict[str, Any]:
         if f is None:
             continue
         if isinstance(value, str) and f.parse not in (str, int, float) and field == f.fields[0]:
-            value = f.parse(value)
+            try:
+                value = f.parse(value)
+            except ValueError as exc:  # a value the option's own syntax refuses is a usage error, not a crash
+                from repaudit.errors import UsageError
+
+                raise UsageError(f"--{f.name.replace('_', '-')}: cannot read '{value}' ({exc})") from None
         elif isinstance(value, list) and field == "regexes_to_ignore":
             value = [r for r in value if r != "none"]
         out[field] = value

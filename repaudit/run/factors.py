@@ -56,7 +56,15 @@ def _none_or(parse: Callable[[str], Any], none: str = "none") -> Callable[[str],
 
 def _int_or(word: str) -> Callable[[str], Any]:
     """A number, or ``word`` (``--batch-size auto``)."""
-    return lambda s: word if s.strip().lower() == word else int(s)
+    def parse(s: str) -> Any:
+        if s.strip().lower() == word:
+            return word
+        try:
+            return int(s)
+        except ValueError:
+            raise ValueError(f"expected a whole number or '{word}'") from None
+
+    return parse
 
 
 @dataclass(frozen=True)
