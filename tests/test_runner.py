@@ -56,7 +56,11 @@ def test_float32_and_bfloat16_fingerprints_differ_only_in_dtype(tiny_model, shar
     b = run(_cfg(tiny_model, shared_data, tmp_path, dtype="bfloat16"))
     diff = DeepDiff(a.fingerprint.canonical(), b.fingerprint.canonical())
     assert set(diff) == {"values_changed"}
-    assert list(diff["values_changed"]) == ["root['settings']['serving']['dtype']"]
+    # the dtype asked, and the weights as run in it ("safetensors float32 loaded as bfloat16"): nothing else
+    assert set(diff["values_changed"]) == {"root['settings']['serving']['dtype']",
+                                           "root['model']['weights_format']['dtype']",
+                                           "root['model']['weights_format']['summary']"}
+    assert b.fingerprint.model.weights_format.dtype == "bfloat16"
 
 
 def test_fewshot_ids_are_recorded_in_order_and_replayable(tiny_model, shared_data, tmp_path):
