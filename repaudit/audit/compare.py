@@ -153,7 +153,8 @@ class Comparison(BaseModel):
     b: dict[str, str]
     """Run B's label, as ``a``."""
     tie_eps: float
-    """Log-likelihood gap (nats) between a run's top two choices at or below which a flip counts as churn."""
+    """A run's margin by the flipped metric (nats: the smallest change of one choice's log-likelihood that changes
+    the metric's answer; acc: the gap between its top two choices) at or below which a flip counts as churn."""
     alpha: float = 0.05
     """Significance level; intervals are (1 − alpha)."""
     adjust: str = "holm"

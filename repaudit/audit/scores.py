@@ -108,11 +108,11 @@ class ScoreRow(BaseModel):
     wrong_to_right: int | None = None
     """0/1 metrics on paired docs: docs wrong in A and right in B; None otherwise."""
     near_tie_flips: int | None = None
-    """0/1 metrics on paired docs: flips where a run's top two choices are within ``tie_eps`` nats; None
-    otherwise."""
+    """0/1 metrics on paired docs: flips where a run's margin by the metric is at most ``tie_eps`` nats
+    (:mod:`repaudit.audit.picks`); None otherwise."""
     flip_ids: dict[str, list[int]] | None = None
     """0/1 metrics on paired docs: flipped doc ids by class — harmful (right → wrong), beneficial (wrong → right),
-    churn (a flip either way where a run's top two choices are within ``tie_eps``); None otherwise."""
+    churn (a flip either way where a run's margin by the metric is at most ``tie_eps``); None otherwise."""
     verdict: Verdict
     """within noise, significant (adjusted p < alpha), not comparable, or no verdict."""
     moved: str | None = None

@@ -398,8 +398,7 @@ def scores_caption(c: Comparison) -> str:
     return (f"Δ = B − A; pts = percentage points (proportions ×100), other metrics in their own unit; ↑ higher is "
             f"better, ↓ lower is better, ? unknown; 95% intervals ({'; '.join(methods) or 'none'}); p adj = "
             f"{ADJUST[c.adjust]}-adjusted p (McNemar exact for 0/1 metrics, else a z-test); flips: docs right → wrong "
-            f"(↓) and wrong → right (↑) on a 0/1 metric, near-tie ones (a run's margin ≤ {c.tie_eps:g} nats: so "
-            f"small a change of one choice's log-likelihood would change the metric's answer) counted apart too; "
+            f"(↓) and wrong → right (↑) on a 0/1 metric, near ties (margin ≤ {c.tie_eps:g} nats) apart; "
             f"verdict: p adj < {c.alpha:g}")
 
 
