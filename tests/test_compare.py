@@ -131,10 +131,12 @@ def test_latex_is_balanced_and_escaped(lmeval_runs):
     c = compare(load_run(_results(lmeval_runs, "s1")), load_run(_results(lmeval_runs, "s3")), n_boot=200)
     c.a["name"] = "weird_path & 100% #1 {x}"
     tex = render_latex(c)
-    # factors, scores, diagnostics (bf16 turns 8 near-ties of float32 into exact ties: a named mechanism)
-    assert tex.count(r"\begin{longtable}") == tex.count(r"\end{longtable}") == 3
+    # factors, scores, diagnostics (bf16 turns 8 near-ties of float32 into exact ties: a named mechanism), and one
+    # flipped-docs table per 0/1 metric that flipped
+    tables = 3 + len({(f.task, f.metric) for f in c.flips})
+    assert tex.count(r"\begin{longtable}") == tex.count(r"\end{longtable}") == tables == 5
     # labels from the run names, distinct per comparison: names, not paths
-    assert tex.count(r"\label{tab:rc-weird-path-100-1-x-vs-s3-models-smollm2-1") == 3 and "lmeval_runs" not in tex
+    assert tex.count(r"\label{tab:rc-weird-path-100-1-x-vs-s3-models-smollm2-1") == tables and "lmeval_runs" not in tex
     assert "likely mechanism: ties" in tex
     assert r"\toprule" in tex and r"\bottomrule" in tex
     assert latex_escape("weird_path & 100% #1 {x}") in tex

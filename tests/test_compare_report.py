@@ -238,9 +238,11 @@ def test_flips_of_every_metric_in_every_format(lmeval_runs):
         assert f"{norm.right_to_wrong}↓ {norm.wrong_to_right}↑" in out  # the score table's flips column
     assert set(flips(c)["metric"]) == {"acc", "acc_norm"}
     assert {f["metric"] for f in json.loads(c.model_dump_json())["flips"]} == {"acc", "acc_norm"}
-    docs = browser_data(c, a, b)["docs"]
+    data = browser_data(c, a, b)
     only_norm = {f.doc_id for f in by_metric["acc_norm"]} - {f.doc_id for f in by_metric["acc"]}
-    assert only_norm and all(d.get("fo") for d in docs if d["i"] in only_norm)
+    norm_k = data["metrics"][0].index("acc_norm")  # the browser's acc_norm outcome of each doc
+    assert only_norm and all(d["o"][norm_k][2] and not d["o"][1 - norm_k][2]
+                             for d in data["docs"] if d["i"] in only_norm)
 
 
 # --- 6. a model_args key one run does not pass is "(not set)" ----------------------------------------------------

@@ -68,9 +68,14 @@ def test_lmeval_pair_is_one_self_contained_page_with_every_shared_doc(lmeval_run
     res = runner.invoke(app, ["compare", str(lmeval_runs / "s1"), str(lmeval_runs / "s3"), "--json",
                               "--n-boot", "500"])
     c = json.loads(res.stdout)
-    assert len(data["docs"]) == 570 and data["tasks"] == ["arc_easy"]
-    acc_flips = sorted(f["doc_id"] for f in c["flips"] if f["metric"] == "acc")
-    assert sorted(d["i"] for d in data["docs"] if d["f"]) == acc_flips and acc_flips
+    assert len(data["docs"]) == 570 and data["tasks"] == ["arc_easy"] and data["metrics"] == [["acc", "acc_norm"]]
+    for k, metric in enumerate(data["metrics"][0]):  # each metric's outcomes: its own flips, predictions, margins
+        flips = {f["doc_id"]: f for f in c["flips"] if f["metric"] == metric}
+        assert sorted(d["i"] for d in data["docs"] if d["o"][k][2]) == sorted(flips) and flips
+        for d in (d for d in data["docs"] if d["i"] in flips):
+            f = flips[d["i"]]
+            assert d["o"][k][5:] == [str(f["a_prediction"]), str(f["b_prediction"])]
+            assert d["o"][k][3:5] == [round(f["a_margin"], 4), round(f["b_margin"], 4)]
     doc0 = next(d for d in data["docs"] if d["i"] == 0)
     assert doc0["ch"] == [" cellular telephone", " television", " refrigerator", " airplane"]
     assert doc0["pa"][1].endswith("Question: Which technology was developed most recently?\nAnswer:")
@@ -201,16 +206,15 @@ def test_browser_lmeval_pair_headline_flips_filter_and_doc(chrome, lmeval_runs, 
     c = json.loads(res.stdout)
     head = chrome.find_element(By.ID, "headline").text
     assert head.startswith("Verdict:") and f"{c['summary']['rows']} task×metric rows" in head
-    # a doc counts as a flip when any 0/1 metric flipped on it (acc in "f", acc_norm in "fo")
-    n_flips = sum(1 for d in data["docs"] if d["f"] or d.get("fo"))
-    assert any(d.get("fo") and not d["f"] for d in data["docs"])  # acc_norm flips on docs where acc did not
+    # the flips of the selected metric: acc's first (outcome 0 of each doc)
+    n_flips = sum(1 for d in data["docs"] if d["o"][0][2])
     assert int(chrome.find_element(By.ID, "flip-count").text) == n_flips
     assert len(chrome.find_elements(By.CSS_SELECTOR, "#doc-rows tr.doc")) == 100  # first page of 570
     _select(chrome, By, "f-view", "flips")
     rows = chrome.find_elements(By.CSS_SELECTOR, "#doc-rows tr.doc")
     assert len(rows) == n_flips == int(chrome.find_element(By.ID, "doc-count").text)
     _select(chrome, By, "f-view", "harmful")
-    harmful = sum(1 for d in data["docs"] if "h" in [d["f"], *(code for _, code in d.get("fo", []))])
+    harmful = sum(1 for d in data["docs"] if d["o"][0][2] == "h")
     assert len(chrome.find_elements(By.CSS_SELECTOR, "#doc-rows tr.doc")) == harmful
     _select(chrome, By, "f-view", "all")
     box = chrome.find_element(By.ID, "f-search")
@@ -273,4 +277,65 @@ def test_browser_repaudit_runs_rebuild_and_diff_prompts(chrome, tiny_model, shar
     assert detail.find_elements(By.TAG_NAME, "mark")  # the differing words
     ARTEFACTS.mkdir(parents=True, exist_ok=True)
     chrome.save_screenshot(str(ARTEFACTS / "html_prompt_diff.png"))
+    assert not _console_errors(chrome)
+
+
+def _cells(d) -> dict[int, list[str]]:
+    """The shown rows of the doc table, by doc id: every cell's text."""
+    rows = d.execute_script("return [...document.querySelectorAll('#doc-rows tr.doc')]"
+                            ".map((tr) => [...tr.cells].map((td) => td.textContent));")
+    return {int(r[1]): r for r in rows}
+
+
+def _expect_row(row: list[str], o: list) -> None:
+    """One shown row against the payload's outcome ``[a, b, f, ma, mb, ra, rb]`` of the selected metric."""
+    a, b, f, ma, mb = o[:5]
+    assert row[3:6] == [f"{a:g}", f"{b:g}", {"h": "harmful", "b": "beneficial", "c": "churn", "": ""}[f]], row
+    for cell, m in ((row[6], ma), (row[7], mb)):
+        assert cell == "—" if m is None else float(cell) == pytest.approx(m, abs=6e-4), row
+
+
+def test_browser_metric_selector_switches_every_column(chrome, lmeval_runs, tmp_path):
+    """s1 vs s3 (float32 vs bfloat16): acc and acc_norm flip on different docs. Switching the metric selector from
+    acc to acc_norm changes the A/B values, the flip class, the margins, the flip count, the flips view and the
+    detail's predictions to acc_norm's own."""
+    out = tmp_path / "metrics.html"
+    data = _data(_html([str(lmeval_runs / "s1"), str(lmeval_runs / "s3"), "-o", str(out)]))
+    names = data["metrics"][0]
+    assert names == ["acc", "acc_norm"]
+    By = _open(chrome, out)
+    from selenium.webdriver.support.ui import Select
+
+    select = Select(chrome.find_element(By.ID, "f-metric"))
+    assert [o.get_attribute("value") for o in select.options] == names
+    assert select.first_selected_option.get_attribute("value") == "acc"
+    by_id = {d["i"]: d for d in data["docs"]}
+    shown = {}
+    for k, metric in enumerate(names):
+        _select(chrome, By, "f-metric", metric)
+        _select(chrome, By, "f-view", "all")
+        shown[metric] = _cells(chrome)
+        assert len(shown[metric]) == 100  # the first page, every column the metric's own
+        for i, row in shown[metric].items():
+            _expect_row(row, by_id[i]["o"][k])
+        flipped = sorted(d["i"] for d in data["docs"] if d["o"][k][2])
+        assert int(chrome.find_element(By.ID, "flip-count").text) == len(flipped)
+        _select(chrome, By, "f-view", "flips")
+        assert sorted(_cells(chrome)) == flipped
+    # the A/B columns moved: on some docs acc and acc_norm disagree, and the page shows each one's values
+    moved = [i for i in shown["acc"] if shown["acc"][i][3:5] != shown["acc_norm"][i][3:5]]
+    assert moved and all(by_id[i]["o"][0][:2] != by_id[i]["o"][1][:2] for i in moved)
+    # a doc where only acc_norm flipped: a flip under acc_norm, none under acc; the detail names acc_norm's answers
+    only_norm = next(d for d in data["docs"] if d["i"] < 100 and d["o"][1][2] and not d["o"][0][2])  # first page
+    _select(chrome, By, "f-view", "all")
+    for metric, k in (("acc", 0), ("acc_norm", 1)):
+        _select(chrome, By, "f-metric", metric)
+        _expect_row(_cells(chrome)[only_norm["i"]], only_norm["o"][k])
+        chrome.execute_script(f"[...document.querySelectorAll('#doc-rows tr.doc')].find((tr) => "
+                              f"tr.cells[1].textContent === '{only_norm['i']}').click();")
+        detail = chrome.find_element(By.CSS_SELECTOR, "tr.detail").text
+        a, b, _, _, _, ra, rb = only_norm["o"][k]
+        assert f"{metric}: A {a:g}, B {b:g}" in detail and f"prediction by {metric} A: {ra} · B: {rb}" in detail
+        assert f"picked by {metric}" in detail
+        chrome.execute_script("document.querySelector('tr.detail').remove();")
     assert not _console_errors(chrome)

@@ -21,11 +21,13 @@ from pydantic import BaseModel, ConfigDict
 
 from repaudit.audit.docsets import doc_set, same_docs
 from repaudit.audit.factordiff import FactorRow, diff_factors
+from repaudit.audit.flips import FlipList, FlippedDoc
 from repaudit.audit.labels import run_label, run_labels
 from repaudit.audit.mechanisms import DiagnosticRow, Mechanism, explain
 from repaudit.audit.pairing import TaskSets, pair_tasks
+from repaudit.audit.picks import scoring_of
 from repaudit.audit.scored import ScoredAnswers, scored_answers
-from repaudit.audit.scores import FlippedDoc, ScoreRow, judge, score_row
+from repaudit.audit.scores import ScoreRow, judge, score_row
 from repaudit.errors import RepauditError, UsageError
 from repaudit.importers.comparable import ComparableRun, TaskOutcome
 from repaudit.importers.detect import load_run
@@ -157,7 +159,8 @@ class Comparison(BaseModel):
     b: dict[str, str]
     """Run B's label, as ``a``."""
     tie_eps: float
-    """Log-likelihood gap (nats) between a run's top two choices at or below which a flip counts as churn."""
+    """A run's margin by the flipped metric (nats: the smallest change of one choice's log-likelihood that changes
+    the metric's answer; acc: the gap between its top two choices) at or below which a flip counts as churn."""
     alpha: float = 0.05
     """Significance level; intervals are (1 − alpha)."""
     adjust: str = "holm"
@@ -272,9 +275,11 @@ def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: i
         common = [m for m in ta.reported if m in tb.reported]
         if not common and (ta.reported or tb.reported):
             notes.append(_no_shared_metric(task, ta, tb, a.source, b.source))
+        # each run's metrics pick their own answers (acc_norm by its normalisation), for the flipped docs' columns
+        sink = FlipList(flips, scoring_of(a.source, a.factors[task]), scoring_of(b.source, b.factors[task]))
         for metric in common:
             # every 0/1 metric lists its flipped docs (acc_norm may be the row that moved, not acc)
-            row = score_row(task, metric, ta, tb, shared, reason, tie_eps, n_boot, alpha, flips, same_task)
+            row = score_row(task, metric, ta, tb, shared, reason, tie_eps, n_boot, alpha, sink, same_task)
             if basis and row.method == "unpaired_stderr":
                 row.note = f"{row.note}; {basis}" if row.note else basis
             scores.append(row)

@@ -193,8 +193,8 @@ class GateRow(BaseModel):
     beneficial: list[int] = []
     """FAIL and INCONCLUSIVE rows: doc ids that flipped wrong → right (not near-ties)."""
     churn: list[int] = []
-    """FAIL and INCONCLUSIVE rows: doc ids that flipped either way where a run's top two choices are within
-    ``tie_eps``."""
+    """FAIL and INCONCLUSIVE rows: doc ids that flipped either way where a run's margin by the metric is at most
+    ``tie_eps`` nats (acc: its top two choices within ``tie_eps``; acc_norm: by its normalised scores)."""
     keys: dict[int, str] = {}
     """Flipped doc id → the harness's own sample id, where it has one (inspect)."""
     power: RowPower | None = None

@@ -26,6 +26,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from repaudit.audit.docsets import MIN_DOCS
+from repaudit.audit.flips import FlipList, list_flips
 from repaudit.audit.mde import RowPower, binary_power, z_power
 from repaudit.audit.stats import (
     benjamini_hochberg,
@@ -36,7 +37,6 @@ from repaudit.audit.stats import (
     paired_bootstrap_ratio,
     paired_score_interval,
     paired_se,
-    top2_margin,
     unpaired_interval,
     z_pvalue,
 )
@@ -111,11 +111,11 @@ class ScoreRow(BaseModel):
     wrong_to_right: int | None = None
     """0/1 metrics on paired docs: docs wrong in A and right in B; None otherwise."""
     near_tie_flips: int | None = None
-    """0/1 metrics on paired docs: flips where a run's top two choices are within ``tie_eps`` nats; None
-    otherwise."""
+    """0/1 metrics on paired docs: flips where a run's margin by the metric is at most ``tie_eps`` nats
+    (:mod:`repaudit.audit.picks`); None otherwise."""
     flip_ids: dict[str, list[int]] | None = None
     """0/1 metrics on paired docs: flipped doc ids by class — harmful (right → wrong), beneficial (wrong → right),
-    churn (a flip either way where a run's top two choices are within ``tie_eps``); None otherwise."""
+    churn (a flip either way where a run's margin by the metric is at most ``tie_eps``); None otherwise."""
     verdict: Verdict
     """within noise, significant (adjusted p < alpha), not comparable, or no verdict."""
     moved: str | None = None
@@ -130,35 +130,6 @@ class ScoreRow(BaseModel):
     power: RowPower | None = None
     """Paired rows: the smallest move the row's test detects with 80 % power, the effective docs and the docs a 1-
     and 3-point move need (:mod:`repaudit.audit.mde`); None for rows that are not paired or not tested."""
-
-
-class FlippedDoc(BaseModel):
-    """A doc whose correctness on ``metric`` differs between A and B."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-    task: str
-    """The task."""
-    metric: str
-    """The 0/1 metric that flipped."""
-    doc_id: int
-    """The doc's id (its position in the split)."""
-    direction: Literal["right_to_wrong", "wrong_to_right"]
-    """right_to_wrong: right in A, wrong in B; wrong_to_right: the reverse."""
-    target: str | None
-    """The doc's target as A records it (else B's); None: neither records one."""
-    a_prediction: object
-    """A's prediction (a choice index or an answer text), as its file records it."""
-    b_prediction: object
-    """B's prediction, as ``a_prediction``."""
-    a_margin: float | None
-    """A's log-likelihood gap between its best and second-best choice (nats); None: not multiple choice or not
-    recorded."""
-    b_margin: float | None
-    """B's gap, as ``a_margin``."""
-    near_tie: bool
-    """A run's margin is within ``tie_eps`` nats: the flip counts as churn."""
-    key: str | None = None
-    """The harness's own id of the doc where it is not the position (inspect's sample id); None otherwise."""
 
 
 def _finite(x) -> float | None:
@@ -192,14 +163,15 @@ def row_kind(metric: str, ta: TaskOutcome, tb: TaskOutcome, same_task: bool = Fa
 
 
 def score_row(task: str, metric: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | None,
-              reason: str | None, tie_eps: float, n_boot: int, alpha: float, flips: list,
+              reason: str | None, tie_eps: float, n_boot: int, alpha: float, flips: FlipList,
               same_task: bool = False) -> ScoreRow:
     """One score row before the multiplicity correction (:func:`judge` gives the verdict).
 
     Args:
         shared: doc ids both runs scored (``None`` when a side has no per-doc results).
         reason: why the doc sets are not comparable, or ``None``.
-        flips: list the flipped docs of a 0/1 metric are appended to.
+        flips: where the flipped docs of a 0/1 metric go, with each run's scoring of the task
+            (:class:`~repaudit.audit.flips.FlipList`).
         same_task: both runs come from one harness and name the task alike (:func:`row_kind`).
     """
     ka, kb, kind, why = row_kind(metric, ta, tb, same_task)
@@ -311,7 +283,7 @@ def _paired(task, metric, ta, tb, shared, ka, kb, kind, tie_eps, n_boot, alpha, 
                    subset=subset, **extra)
         if binary:
             _, row.right_to_wrong, row.wrong_to_right = mcnemar_exact(xa, xb)
-            row.flip_ids = _flips(task, metric, ta, tb, shared, xa, xb, tie_eps, flips)
+            row.flip_ids = list_flips(task, metric, ta, tb, shared, xa, xb, tie_eps, flips)
             row.near_tie_flips = len(row.flip_ids["churn"])
         return row
     cl = [ta.docs[i].cluster or tb.docs[i].cluster for i in shared]
@@ -339,26 +311,9 @@ def _paired(task, metric, ta, tb, shared, ka, kb, kind, tie_eps, n_boot, alpha, 
                 # pts while McNemar's p is 0.125); the score interval keeps its level there (Newcombe 1998)
                 lo, hi = paired_score_interval(r2w, w2r, len(shared), alpha / 2)
                 row.ci_low, row.ci_high, row.method = s_a * lo, s_a * hi, "paired_score"
-        row.flip_ids = _flips(task, metric, ta, tb, shared, xa, xb, tie_eps, flips)
+        row.flip_ids = list_flips(task, metric, ta, tb, shared, xa, xb, tie_eps, flips)
         row.near_tie_flips = len(row.flip_ids["churn"])
     return row
-
-
-def _flips(task, metric, ta, tb, shared, xa, xb, tie_eps, flips: list) -> dict[str, list[int]]:
-    classes: dict[str, list[int]] = {"harmful": [], "beneficial": [], "churn": []}
-    for i, va, vb in zip(shared, xa, xb):
-        if va == vb:
-            continue
-        da, db = ta.docs[i], tb.docs[i]
-        ma, mb = top2_margin(da.loglikelihoods), top2_margin(db.loglikelihoods)
-        tie = any(m is not None and m <= tie_eps for m in (ma, mb))
-        classes["churn" if tie else "harmful" if va > vb else "beneficial"].append(i)
-        flips.append(FlippedDoc(task=task, metric=metric, doc_id=i,
-                                direction="right_to_wrong" if va > vb else "wrong_to_right",
-                                target=da.target if da.target is not None else db.target,
-                                a_prediction=da.prediction, b_prediction=db.prediction,
-                                a_margin=ma, b_margin=mb, near_tie=tie, key=da.key or db.key))
-    return classes
 
 
 def _ratio_parts(t: TaskOutcome, metric: str, ids: list[int], aggregation: str):

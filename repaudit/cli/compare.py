@@ -32,7 +32,8 @@ from repaudit.cli.groups import PairOptions, ReportOptions, SourceOptions, group
 class StatOptions:
     """The comparison's statistics."""
 
-    tie_eps: Annotated[float, typer.Option(help="Near-tie: top-two log-likelihood gap at most this (nats).")] = 0.01
+    tie_eps: Annotated[float, typer.Option(
+        help="Near-tie: a run's margin by the flipped metric at most this (nats).")] = 0.01
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates.")] = 10_000
     alpha: Annotated[float, typer.Option(help="Significance level of every row's test, before the multiplicity "
                                               "adjustment; intervals are (1 − alpha).")] = 0.05

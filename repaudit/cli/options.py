@@ -99,8 +99,8 @@ def with_factor_options(skip: set[str] | frozenset[str] = frozenset()) -> Callab
 def factor_settings(values: dict[str, Any]) -> dict[str, Any]:
     """RunConfig fields from the parsed factor options in ``values`` (others are ignored): text options that
     have their own syntax go through the factor's parser (``--description none``, escapes in
-    ``--choice-separator``), ``none`` in a repeatable pattern list means none. Raises :class:`~repaudit.errors.UsageError` (exit 2) for a
-    value the factor's parser refuses."""
+    ``--choice-separator``), ``none`` in a repeatable pattern list means none. Raises
+    :class:`~repaudit.errors.UsageError` (exit 2) for a value the factor's parser refuses."""
     fields = _field_factor()
     out: dict[str, Any] = {}
     for field, value in values.items():

@@ -46,6 +46,10 @@ class DocOutcome:
     #: ``(question, choices, target)`` as the harness gave them (inspect: the last user message of the
     #: input, the choice texts, the target letter): pairs docs across harnesses by content
     content: tuple[str, list[str] | None, str] | None = None
+    #: per choice, the continuation's length in tokens (acc_norm's ``token_length``), where the file keeps it
+    continuation_tokens: list[int] | None = None
+    #: per choice, the log-likelihood after an empty context (acc_norm's ``pmi``), where the file keeps it
+    unconditional: list[float] | None = None
 
 
 @dataclass

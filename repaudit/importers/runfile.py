@@ -60,7 +60,9 @@ def from_record(record: RunRecord, path: Path) -> ComparableRun:
                                  loglikelihoods=list(d.loglikelihoods) or None, fewshot_ids=list(d.fewshot_ids),
                                  choices_hash=d.choices_hash, generation=d.generation, extracted=d.extracted,
                                  generated_tokens=d.generated_tokens, finish=d.finish,
-                                 choices=list(d.choices) or None)
+                                 choices=list(d.choices) or None,
+                                 continuation_tokens=list(d.continuation_tokens) or None,
+                                 unconditional=d.unconditional_loglikelihoods)
             for d in record.docs}
     # files written before diagnostics existed: what the per-doc results still tell
     diag = record.diagnostics or diagnose(record.docs, fp.generation is not None)

@@ -18,10 +18,8 @@ from repaudit.report.compare_text import (
     ARROW,
     ScoreBlock,
     agreement_lines,
-    doc_name,
     equivalence_notes,
     factor_lines,
-    flip_groups,
     headline,
     na_fields,
     numeric_columns,
@@ -33,6 +31,7 @@ from repaudit.report.compare_text import (
     unknown_fields,
 )
 from repaudit.report.diagnostics import DIAG_HEAD, diagnostic_cells, mechanism_line
+from repaudit.report.flipview import FLIP_HEAD, MARGIN_LEGEND, flip_cells, flip_groups, flip_reasons
 from repaudit.report.glossary import plural
 from repaudit.report.power import POWER_CAPTION, power_lines
 from repaudit.report.values import short
@@ -142,20 +141,21 @@ def render_rich(c: Comparison, console: Console, top: int = 10) -> None:
         console.print(dt)
     for m in c.mechanisms:
         console.print(Text(one_line(mechanism_line(m))))
-    for task, metric, flips, total in flip_groups(c, top):
+    groups = flip_groups(c, top)
+    for task, metric, flips, total in groups:
         # a title is rendered as markup unless it is a Text: the task and metric names come from a file
         ft = Table(title=Text(one_line(f"Flipped docs · {task} {metric}: {plural(total, 'doc')}"
                                        + (f" (top {len(flips)} by margin; all in --format json)" if total > len(flips)
                                           else "") + " · ↓ right → wrong, ↑ wrong → right")), title_justify="left")
-        for h in ("doc", "", "target", "A pred", "B pred", "A margin", "B margin"):
+        for h in FLIP_HEAD:
             ft.add_column(h, no_wrap=h in ("A margin", "B margin"))
         for f in flips:
-            ft.add_row(*(Text(one_line(x)) for x in (
-                doc_name(f.doc_id, f.key), ("↓" if f.direction == "right_to_wrong" else "↑") + (" tie" if f.near_tie
-                                                                                                else ""),
-                short(f.target, 16), short(f.a_prediction, 16), short(f.b_prediction, 16),
-                "" if f.a_margin is None else f"{f.a_margin:.3f}", "" if f.b_margin is None else f"{f.b_margin:.3f}")))
+            ft.add_row(*(Text(one_line(x)) for x in flip_cells(f)))
         console.print(ft)
+        for why in flip_reasons(flips):
+            console.print(Text(one_line(why)))
+    if groups:
+        console.print(Text(one_line(MARGIN_LEGEND)))
     for n in c.notes:
         console.print(Text(one_line("note: " + n)))
     unknown = unknown_fields(c)
@@ -199,26 +199,25 @@ def render_markdown(c: Comparison, top: int = 10) -> str:
         out += ["| " + " | ".join(md(x, False) for x in diagnostic_cells(r)) + " |" for r in c.diagnostics]
     if c.mechanisms:
         out += [""] + [f"- {md(mechanism_line(m))}" for m in c.mechanisms]
-    for task, metric, flips, total in flip_groups(c, top):
+    groups = flip_groups(c, top)
+    for task, metric, flips, total in groups:
         shown = f" (top {len(flips)} by margin; all in --format json)" if total > len(flips) else ""
         out += ["", f"### Flipped docs · {md(task, False)} {md(metric, False)}: {plural(total, 'doc')}{shown}", "",
-                "| doc | direction | target | A | B | A margin | B margin | near-tie |",
+                "| doc | direction | target | A pred | B pred | A margin (nats) | B margin (nats) | near-tie |",
                 "|---|---|---|---|---|---:|---:|---|"]
         for f in flips:
-            out.append(f"| {md(doc_name(f.doc_id, f.key), False)} | {f.direction.replace('_', ' ')} "
-                       f"| {md(short(f.target, 20), False)} | {md(short(f.a_prediction, 20), False)} | "
-                       f"{md(short(f.b_prediction, 20), False)} | {_margin(f.a_margin)} | {_margin(f.b_margin)} | "
-                       f"{'yes' if f.near_tie else ''} |")
+            doc, _, target, pa, pb, ma, mb = flip_cells(f, 20)
+            out.append(f"| {md(doc, False)} | {f.direction.replace('_', ' ')} | {md(target, False)} | "
+                       f"{md(pa, False)} | {md(pb, False)} | {ma} | {mb} | {'yes' if f.near_tie else ''} |")
+        out += [""] + [f"- {md(why)}" for why in flip_reasons(flips)]
+    if groups:
+        out += ["", md(MARGIN_LEGEND)]
     out += [""] + [f"> {md(n)}" for n in c.notes]
     unknown = unknown_fields(c)
     if unknown:
         out += ["", md(f"Not recorded by one or both runs ({len(unknown)} fields, cannot be told): "
                        + ", ".join(unknown))]
     return "\n".join(out).rstrip() + "\n"
-
-
-def _margin(m: float | None) -> str:
-    return "" if m is None else f"{m:.3f}"
 
 
 def render_json(c: Comparison) -> str:

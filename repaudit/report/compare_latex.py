@@ -27,6 +27,8 @@ from repaudit.report.compare_text import (
     unknown_fields,
 )
 from repaudit.report.diagnostics import DIAG_HEAD, diagnostic_cells, mechanism_line
+from repaudit.report.flipview import MARGIN_LEGEND, flip_cells, flip_groups, flip_reasons
+from repaudit.report.glossary import plural
 from repaudit.report.power import POWER_CAPTION, power_lines
 
 _ZWSP = "\u200b"
@@ -97,6 +99,25 @@ def _small(paragraphs: list[str]) -> list[str]:
     return [r"{\footnotesize", *paragraphs, "}", ""] if paragraphs else []
 
 
+def _flip_tables(c: Comparison, runs: str, top: int) -> list[str]:
+    """One table per task×metric with flips (the top ``top`` by margin): each run's prediction and margin by the
+    metric, "—" where a run's file cannot tell them, the reasons and the legend below."""
+    lines: list[str] = []
+    groups = flip_groups(c, top)
+    for n, (task, metric, flips, total) in enumerate(groups, 1):
+        shown = f" (top {len(flips)} by margin)" if total > len(flips) else ""
+        rows = [" & ".join(brk(x) for x in (*flip_cells(f, 20), "yes" if f.near_tie else "")) + r" \\"
+                for f in flips]
+        lines += _longtable([(0.10, "l"), (0.07, "l"), (0.12, "l"), (0.17, "l"), (0.17, "l"), (0.11, "r"),
+                             (0.11, "r"), (0.15, "l")],
+                            "Flipped docs of " + brk(f"{task} {metric}: {plural(total, 'doc')}{shown}") + " in "
+                            + brk(runs), f"tab:{label_stem(c)}-flips-{n}",
+                            [latex(h) for h in ("doc", "", "target", "A pred", "B pred", "A margin (nats)",
+                                                "B margin (nats)", "near-tie")], rows)
+        lines += _small([_par(why) for why in flip_reasons(flips)])
+    return lines + (_small([_par(MARGIN_LEGEND)]) if groups else [])
+
+
 def render_latex(c: Comparison, top: int = 10) -> str:
     """The headline as text, then factor, score and diagnostics tables, footnotes, mechanisms and notes."""
     runs = f"run A ({c.a.get('name', '')}, {c.a['source']}) and run B ({c.b.get('name', '')}, {c.b['source']})"
@@ -140,6 +161,7 @@ def render_latex(c: Comparison, top: int = 10) -> str:
                             "Diagnostics of " + brk(runs), f"tab:{label_stem(c)}-diagnostics",
                             [latex(h) for h in DIAG_HEAD], rows)
     lines += [_par(mechanism_line(m)) for m in c.mechanisms]
+    lines += _flip_tables(c, runs, top)
     lines += _small([_par(n, "Note.") for n in c.notes])
     unknown = unknown_fields(c)
     if unknown:

@@ -269,8 +269,8 @@ def scores_caption(c: Comparison) -> str:
             f"better, ↓ lower is better, ? unknown; {level(c.alpha)}% intervals ({'; '.join(methods) or 'none'}); "
             "p adj = "
             f"{ADJUST[c.adjust]}-adjusted p (McNemar exact for 0/1 metrics, else a z-test); flips: docs right → wrong "
-            f"(↓) and wrong → right (↑) on a 0/1 metric, near-tie ones (top-two log-likelihood gap ≤ {c.tie_eps:g} "
-            f"nats) counted apart too; verdict: p adj < {c.alpha:g}")
+            f"(↓) and wrong → right (↑) on a 0/1 metric, near ties (margin ≤ {c.tie_eps:g} nats) apart; "
+            f"verdict: p adj < {c.alpha:g}")
 
 
 def agreement_lines(c: Comparison) -> list[str]:
@@ -295,22 +295,3 @@ def doc_name(doc_id: int, key: str | None) -> str:
     """A doc as the harness names it: inspect's sample id with the position (``Mercury_7013073 (#32)``), else the
     doc id."""
     return f"{key} (#{doc_id})" if key else str(doc_id)
-
-
-def flip_groups(c: Comparison, top: int) -> list[tuple[str, str, list, int]]:
-    """Per task×metric with flips, in score-table order: ``(task, metric, the top flips by margin, all flips)``;
-    a flip both runs were sure about (the larger smaller margin) comes first."""
-    groups: dict[tuple[str, str], list] = {}
-    for f in c.flips:
-        groups.setdefault((f.task, f.metric), []).append(f)
-    order = {(r.task, r.metric): i for i, r in enumerate(c.scores)}
-    out = []
-    for (task, metric), flips in sorted(groups.items(), key=lambda kv: order.get(kv[0], len(order))):
-        ranked = sorted(flips, key=lambda f: -min(f.a_margin or 0.0, f.b_margin or 0.0))
-        out.append((task, metric, ranked[:top], len(flips)))
-    return out
-
-
-def top_flips(c: Comparison, top: int):
-    """The ``top`` flips of each task×metric with the largest margins (see :func:`flip_groups`)."""
-    return [f for _, _, flips, _ in flip_groups(c, top) for f in flips]

@@ -1,10 +1,13 @@
-"""The per-doc browser's data: every doc both runs scored, with its outcome, flip class, margins and text.
+"""The per-doc browser's data: every doc both runs scored, with each metric's outcomes, flip class, predictions
+and margins, and the doc's text.
 
 One row per shared (task, doc), in task then doc_id order, built from the same objects ``compare`` reads
 (the paired :class:`~repaudit.importers.comparable.ComparableRun` s) and judged (the
-:class:`~repaudit.audit.compare.Comparison`'s flips). The outcome shown is the task's first 0/1 metric
-(its flips in ``f``; other 0/1 metrics' flips in ``fo``), else its first metric. Text (prompts, choices, predictions,
-generations) is what the files hold; long prompt prefixes shared by consecutive docs (the few-shot block
+:class:`~repaudit.audit.compare.Comparison`'s flips). Each task lists its metrics (its 0/1 metrics in score-table
+order, then the other metrics both runs scored per doc); a doc holds one outcome per metric — the values, the flip
+class, and the metric's own prediction and margin (:func:`repaudit.audit.picks.pick`: acc_norm's by its
+normalisation, never acc's) — so that the page's metric selector switches every column. Text (prompts, choices,
+predictions, generations) is what the files hold; long prompt prefixes shared by consecutive docs (the few-shot block
 and description) are stored once in a string table, which keeps a 14,042-doc MMLU report small.
 """
 
@@ -16,7 +19,7 @@ from typing import Any
 
 from repaudit.audit.compare import Comparison
 from repaudit.audit.pairing import pair_tasks
-from repaudit.audit.stats import top2_margin
+from repaudit.audit.picks import Scoring, pick, scoring_of
 from repaudit.importers.comparable import ComparableRun, DocOutcome
 from repaudit.importers.detect import load_source
 
@@ -84,25 +87,26 @@ class _Strings:
 def browser_data(c: Comparison, a: ComparableRun, b: ComparableRun, task_map: dict[str, str] | None = None,
                  prompts_a: dict[int, str] | None = None, prompts_b: dict[int, str] | None = None,
                  text: bool = True) -> dict:
-    """The browser's payload (JSON-ready): ``tasks``, ``clusters``, ``strings`` and ``docs``.
+    """The browser's payload (JSON-ready): ``tasks``, ``metrics`` (per task, its metric names: its 0/1 metrics
+    first, in score-table order), ``clusters``, ``strings`` and ``docs``.
 
     Each doc is a dict with short keys (the file carries 10,000s of them): ``t`` task index, ``i`` doc id,
-    ``k`` cluster index (-1: none), ``m`` outcome metric, ``a``/``b`` its values, ``f`` flip class (``h``
-    harmful, ``b`` beneficial, ``c`` churn, ``""``), ``ma``/``mb`` top-two log-likelihood margins (nats),
+    ``k`` cluster index (-1: none), ``o`` one outcome per metric of its task (``metrics[t]``'s order), each
+    ``[a, b, f, ma, mb, ra, rb]``: A's and B's per-doc values, the flip class (``h`` harmful, ``b`` beneficial,
+    ``c`` churn, ``""``; as ``compare`` classified it), each run's margin by that metric (nats; null: not
+    derivable) and prediction by that metric (text; null: not derivable, see :func:`repaudit.audit.picks.pick`);
     ``dl`` Δ log-likelihood of the target (B − A, nats), ``sd``/``sp``/``st`` whether doc content, prompt
     and target are the same (null: not recorded by a run), ``pa``/``pb`` prompts as ``[string ref, rest]``
     (``pb`` null when equal to A's), ``ch``/``chb`` choices (``chb`` only when B's differ), ``g`` target,
-    ``ra``/``rb`` predictions, ``la``/``lb`` per-choice log-likelihoods (nats), ``ga``/``gb`` generations,
-    ``s`` the harness's own sample id (inspect's), ``fo`` the flips of the task's other 0/1 metrics as
-    ``[[metric, class], …]``.
+    ``la``/``lb`` per-choice log-likelihoods (nats), ``ga``/``gb`` generations, ``s`` the harness's own sample id
+    (inspect's).
     ``prompts_a``/``prompts_b``: rebuilt prompts by doc id for a side whose file keeps none (repaudit runs;
     single-task runs only). ``text`` False leaves out every text of the benchmark (prompts, choices,
     generations, and targets and predictions that are not choice indices): a report to share without the data.
     """
     sets = pair_tasks(a, b, task_map)
-    outcome = _outcome_metrics(c)
-    flips, others = _flip_classes(c, outcome)
-    tasks, clusters, docs = [], {}, []
+    flips = _flip_classes(c)
+    tasks, metrics, clusters, docs = [], [], {}, []
     strings = _Strings()
     for task in sets.shared():
         ta, tb = sets.a.tasks[task], sets.b.tasks[task]
@@ -110,9 +114,11 @@ def browser_data(c: Comparison, a: ComparableRun, b: ComparableRun, task_map: di
         shared = sorted(set(da) & set(db))
         if not shared:
             continue
-        metric = outcome.get(task) or next((m for m in da[shared[0]].metrics if m in db[shared[0]].metrics), None)
+        names = _task_metrics(c, task, da[shared[0]], db[shared[0]])
+        scoring = (scoring_of(sets.a.source, sets.a.factors[task]), scoring_of(sets.b.source, sets.b.factors[task]))
         t = len(tasks)
         tasks.append(task)
+        metrics.append(names)
         prev_a = prev_b = None
         for i in shared:
             x, y = da[i], db[i]
@@ -120,44 +126,48 @@ def browser_data(c: Comparison, a: ComparableRun, b: ComparableRun, task_map: di
             pb = y.prompt if y.prompt is not None else (prompts_b or {}).get(i)
             cluster = x.cluster or y.cluster
             k = clusters.setdefault(cluster, len(clusters)) if cluster else -1
-            row = {"t": t, "i": i, "k": k, "m": metric,
-                   "a": _finite(x.metrics.get(metric)) if metric else None,
-                   "b": _finite(y.metrics.get(metric)) if metric else None,
-                   "f": flips.get((task, metric, i), ""),
-                   "ma": _finite(top2_margin(x.loglikelihoods)), "mb": _finite(top2_margin(y.loglikelihoods)),
+            row = {"t": t, "i": i, "k": k,
+                   "o": [_outcome(m, x, y, flips.get((task, m, i), ""), scoring) for m in names],
                    "dl": _finite(_target_delta(x, y)), "sd": _same(x.doc_hash, y.doc_hash),
                    "sp": _same(x.prompt_hash, y.prompt_hash), "st": _same(x.target, y.target),
                    "pa": strings.split(pa, prev_a), "pb": None if pb == pa else strings.split(pb, prev_b),
                    "ch": x.choices or y.choices, "g": _text(x.target if x.target is not None else y.target),
-                   "ra": _text(x.prediction), "rb": _text(y.prediction),
                    "la": [_finite(v) for v in x.loglikelihoods] if x.loglikelihoods else None,
                    "lb": [_finite(v) for v in y.loglikelihoods] if y.loglikelihoods else None,
-                   "ga": x.generation, "gb": y.generation, "s": x.key or y.key,
-                   "fo": [[m, flips[(task, m, i)]] for m in others.get(task, []) if (task, m, i) in flips] or None}
+                   "ga": x.generation, "gb": y.generation, "s": x.key or y.key}
             if y.choices and x.choices and y.choices != x.choices:
                 row["chb"] = y.choices
             if not text:
                 _drop_text(row)
-            docs.append({k2: v for k2, v in row.items() if v is not None or k2 in ("a", "b", "sd", "sp", "st")})
+            docs.append({k2: v for k2, v in row.items() if v is not None or k2 in ("sd", "sp", "st")})
             prev_a, prev_b = pa or prev_a, pb or prev_b
-    return {"tasks": tasks, "clusters": list(clusters), "strings": strings.items, "docs": docs}
+    return {"tasks": tasks, "metrics": metrics, "clusters": list(clusters), "strings": strings.items, "docs": docs}
+
+
+def _task_metrics(c: Comparison, task: str, x: DocOutcome, y: DocOutcome) -> list[str]:
+    """A task's metrics in the browser: its 0/1 metrics (whose flips ``compare`` classified) in score-table order,
+    then the other metrics both runs scored on its first shared doc."""
+    names = [r.metric for r in c.scores if r.task == task and r.flip_ids is not None]
+    return names + [m for m in x.metrics if m in y.metrics and m not in names]
+
+
+def _outcome(metric: str, x: DocOutcome, y: DocOutcome, flip: str, scoring: tuple[Scoring, Scoring]) -> list:
+    """``[a, b, f, ma, mb, ra, rb]`` of one metric on one doc: the values, the flip code, and each run's margin
+    (nats) and prediction by the metric itself."""
+    pa, pb = pick(metric, x, scoring[0]), pick(metric, y, scoring[1])
+    return [_finite(x.metrics.get(metric)), _finite(y.metrics.get(metric)), flip, _finite(pa.margin),
+            _finite(pb.margin), _text(pa.prediction), _text(pb.prediction)]
 
 
 def _index(v: str | None) -> bool:
     return v is not None and v.isdigit()
 
 
-def _flip_classes(c: Comparison, outcome: dict[str, str]
-                  ) -> tuple[dict[tuple[str, str, int], str], dict[str, list[str]]]:
-    """The browser's flip code per (task, metric, doc id), and per task its 0/1 metrics other than ``outcome``'s."""
-    flips = {(f.task, f.metric, f.doc_id): FLIP_CODES["churn" if f.near_tie else
-                                                     "harmful" if f.direction == "right_to_wrong" else "beneficial"]
-             for f in c.flips}
-    others: dict[str, list[str]] = {}
-    for r in c.scores:
-        if r.flip_ids is not None and outcome.get(r.task) != r.metric:
-            others.setdefault(r.task, []).append(r.metric)
-    return flips, others
+def _flip_classes(c: Comparison) -> dict[tuple[str, str, int], str]:
+    """The browser's flip code per (task, metric, doc id), as ``compare`` classified the flip."""
+    return {(f.task, f.metric, f.doc_id): FLIP_CODES["churn" if f.near_tie else
+                                                    "harmful" if f.direction == "right_to_wrong" else "beneficial"]
+            for f in c.flips}
 
 
 def _target_delta(x: DocOutcome, y: DocOutcome) -> float | None:
@@ -169,17 +179,8 @@ def _target_delta(x: DocOutcome, y: DocOutcome) -> float | None:
 
 def _drop_text(row: dict[str, Any]) -> None:
     """Leave the benchmark's text out of ``row``: targets and predictions stay only where they are choice indices."""
-    row.update(pa=None, pb=None, ch=None, chb=None, ga=None, gb=None,
-               **{k: row[k] if _index(row[k]) else None for k in ("g", "ra", "rb")})
-
-
-def _outcome_metrics(c: Comparison) -> dict[str, str]:
-    """Per task, its first 0/1 metric (whose flips ``compare`` classified)."""
-    out: dict[str, str] = {}
-    for r in c.scores:
-        if r.flip_ids is not None:
-            out.setdefault(r.task, r.metric)
-    return out
+    row.update(pa=None, pb=None, ch=None, chb=None, ga=None, gb=None, g=row["g"] if _index(row["g"]) else None,
+               o=[[*o[:5], *(p if _index(p) else None for p in o[5:])] for o in row["o"]])
 
 
 def doc_browser(c, side_a, side_b, task_map, data_dir, model, cache_dir, doc_text: bool = True):

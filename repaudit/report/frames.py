@@ -91,9 +91,10 @@ def scores_frame(c: Comparison) -> pd.DataFrame:
 
 
 def flips_frame(c: Comparison) -> pd.DataFrame:
-    """Docs whose 0/1 outcome changed (the first metric of each task): direction, predictions, margins in nats."""
+    """Docs whose 0/1 outcome changed, on every 0/1 metric: direction, each run's prediction and margin (nats) by
+    that metric (:mod:`repaudit.audit.picks`; None where a run's file cannot tell them, ``note`` says why)."""
     cols = ["task", "metric", "doc_id", "direction", "target", "a_prediction", "b_prediction", "a_margin",
-            "b_margin", "near_tie"]
+            "b_margin", "near_tie", "note"]
     return pd.DataFrame([{k: _cell(v) for k, v in f.model_dump().items()} for f in c.flips], columns=cols)
 
 

@@ -25,33 +25,46 @@
   }
 
   const FLIP = { h: "harmful", b: "beneficial", c: "churn", "": "" };
+  const DASH = "—";  // a margin or prediction the run's file cannot tell
   const num = (x, d) => (x == null ? "" : (x < 0 ? "−" + Math.abs(x).toFixed(d) : x.toFixed(d)));
   let D, rows = [], page = 0;
   const PAGE = 100;
   const MIN_COLLAPSE = 200;  // characters: a shorter shared beginning stays in the diff
 
   function prompt(p) { return p == null ? null : (p[0] >= 0 ? D.strings[p[0]] : "") + p[1]; }
+
+  // The selected metric's outcome on a doc: values, flip class, margins and predictions (null where the doc's
+  // task has no such metric). "" selects each task's first metric.
+  const NONE = { a: null, b: null, f: "", ma: null, mb: null, ra: null, rb: null, m: null };
+  function outcome(d, metric) {
+    const names = D.metrics[d.t];
+    const k = metric === "" ? 0 : names.indexOf(metric);
+    if (k < 0 || !d.o || !d.o[k]) return NONE;
+    const [a, b, f, ma, mb, ra, rb] = d.o[k];
+    return { a, b, f, ma, mb, ra, rb, m: names[k] };
+  }
+  let metric = "";  // the selector's value, read once per apply (sorting 14,042 docs calls out() often)
+  const out = (d) => outcome(d, metric);
   function margin(d) {
-    const m = [d.ma, d.mb].filter((x) => x != null);
+    const o = out(d), m = [o.ma, o.mb].filter((x) => x != null);
     return m.length ? Math.min(...m) : Infinity;
   }
   function haystack(d) {
     if (d._h === undefined) {
-      d._h = [d.i, d.s, D.tasks[d.t], d.g, d.ra, d.rb, d.ga, d.gb, (d.ch || []).join(" "), prompt(d.pa),
-        prompt(d.pb)]
+      d._h = [d.i, d.s, D.tasks[d.t], d.g, ...(d.o || []).flatMap((o) => o.slice(5)), d.ga, d.gb,
+        (d.ch || []).join(" "), prompt(d.pa), prompt(d.pb)]
         .filter((x) => x != null).join("\n").toLowerCase();
     }
     return d._h;
   }
 
-  // every flip class of a doc: its outcome metric's, then the other 0/1 metrics' ("acc_norm: harmful")
-  function flipCodes(d) { return [d.f, ...(d.fo || []).map((x) => x[1])].filter((x) => x); }
-  function flipText(d) {
-    return [FLIP[d.f], ...(d.fo || []).map((x) => x[0] + ": " + FLIP[x[1]])].filter((x) => x).join("; ");
-  }
+  // the selected metric's flip class of a doc
+  function flipCodes(d) { return [out(d).f].filter((x) => x); }
+  function flipText(d) { return FLIP[out(d).f] || ""; }
   function docName(d) { return d.s ? d.s + " (#" + d.i + ")" : String(d.i); }
 
   function apply() {
+    metric = $("f-metric").value;
     const view = $("f-view").value, task = $("f-task").value, cl = $("f-cluster").value;
     const changed = $("f-changed").checked, q = $("f-search").value.trim().toLowerCase();
     rows = D.docs.filter((d) =>
@@ -59,6 +72,7 @@
       (task === "" || d.t === +task) && (cl === "" || d.k === +cl) &&
       (!changed || d.sp === false || d.sd === false || d.st === false) &&
       (q === "" || haystack(d).includes(q)));
+    $("flip-count").textContent = D.docs.filter((d) => flipCodes(d).length > 0).length;
     const key = $("f-sort").value;
     const cmp = {
       id: (x, y) => x.t - y.t || x.i - y.i,
@@ -81,11 +95,13 @@
     body.replaceChildren();
     const start = page * PAGE, end = Math.min(rows.length, start + PAGE);
     for (const d of rows.slice(start, end)) {
-      const tr = el("tr", { class: "doc " + (FLIP[d.f] || ""), tabindex: "0" },
+      const o = out(d);
+      const tr = el("tr", { class: "doc " + (FLIP[o.f] || ""), tabindex: "0" },
         el("td", {}, D.tasks[d.t]), el("td", { class: d.s ? "" : "num" }, docName(d)),
         el("td", {}, d.k >= 0 ? D.clusters[d.k] : ""),
-        el("td", { class: "num" }, d.a == null ? "" : d.a), el("td", { class: "num" }, d.b == null ? "" : d.b),
-        el("td", {}, flipText(d)), el("td", { class: "num" }, num(d.ma, 3)), el("td", { class: "num" }, num(d.mb, 3)),
+        el("td", { class: "num" }, o.a == null ? "" : o.a), el("td", { class: "num" }, o.b == null ? "" : o.b),
+        el("td", {}, flipText(d)), el("td", { class: "num" }, num(o.ma, 3) || DASH),
+        el("td", { class: "num" }, num(o.mb, 3) || DASH),
         el("td", { class: "num" }, num(d.dl, 3)),
         el("td", {}, badge(d.sd, "doc"), badge(d.sp, "prompt"), badge(d.st, "target")));
       tr.addEventListener("click", () => toggle(tr, d));
@@ -169,31 +185,37 @@
   }
 
   function choices(d) {
-    const ch = d.ch || [];
+    const ch = d.ch || [], o = out(d);
     if (!ch.length && !d.la && !d.lb) return "";
     const n = Math.max(ch.length, (d.la || []).length, (d.lb || []).length);
     const t = el("table", { class: "choices" }, el("thead", {}, el("tr", {}, el("th", {}, "#"),
       el("th", {}, "choice (A's continuation)"), el("th", {}, "target"), el("th", { class: "num" }, "log-lik A (nats)"),
-      el("th", { class: "num" }, "log-lik B (nats)"), el("th", {}, "picked by"))));
+      el("th", { class: "num" }, "log-lik B (nats)"), el("th", {}, "picked by " + (o.m || "the metric")))));
     const tb = el("tbody");
     for (let i = 0; i < n; i++) {
       const isGold = d.g != null && (d.g === String(i) || d.g === ch[i]);
-      const by = [String(d.ra) === String(i) ? "A" : "", String(d.rb) === String(i) ? "B" : ""].join(" ").trim();
+      const by = [o.ra === String(i) ? "A" : "", o.rb === String(i) ? "B" : ""].join(" ").trim();
       tb.append(el("tr", { class: isGold ? "gold" : "" }, el("td", { class: "num" }, i),
         el("td", {}, el("pre", { class: "inline" }, ch[i] ?? "")), el("td", {}, isGold ? "✓ target" : ""),
         el("td", { class: "num" }, num((d.la || [])[i], 4)), el("td", { class: "num" }, num((d.lb || [])[i], 4)),
         el("td", {}, by)));
     }
     t.append(tb);
-    const out = el("div", {}, t);
-    if (d.chb) out.append(el("p", { class: "warn" }, "B scored other continuations: " + JSON.stringify(d.chb)));
-    return out;
+    const wrap = el("div", {}, t);
+    if (d.chb) wrap.append(el("p", { class: "warn" }, "B scored other continuations: " + JSON.stringify(d.chb)));
+    return wrap;
   }
 
   function detail(d) {
     const box = el("div", { class: "doc-detail" });
+    const o = out(d);
     box.append(el("p", {}, `${D.tasks[d.t]} · doc ${docName(d)}` + (d.k >= 0 ? ` · ${D.clusters[d.k]}` : "") +
-      ` · ${d.m || "metric"}: A ${d.a ?? "n/a"}, B ${d.b ?? "n/a"}` + (flipText(d) ? ` · flips: ${flipText(d)}` : "")));
+      ` · ${o.m || "metric"}: A ${o.a ?? "n/a"}, B ${o.b ?? "n/a"}` + (flipText(d) ? ` · flip: ${flipText(d)}` : "")));
+    const others = D.metrics[d.t].filter((m) => m !== o.m).map((m) => {
+      const x = outcome(d, m);
+      return `${m}: A ${x.a ?? "n/a"}, B ${x.b ?? "n/a"}` + (x.f ? ` (${FLIP[x.f]})` : "");
+    });
+    if (others.length) box.append(el("p", { class: "muted" }, "other metrics: " + others.join(" · ")));
     box.append(el("p", {}, "target: ", el("code", {}, d.g ?? "(not recorded)")));
     box.append(choices(d));
     if (d.ga != null || d.gb != null) {
@@ -201,8 +223,8 @@
         el("div", {}, el("h4", {}, "Generation A"), el("pre", { class: "prompt" }, d.ga ?? "(none)")),
         el("div", {}, el("h4", {}, "Generation B"), el("pre", { class: "prompt" }, d.gb ?? "(none)"))));
     }
-    box.append(el("p", {}, "prediction A: ", el("code", {}, d.ra ?? "n/a"), " · prediction B: ",
-      el("code", {}, d.rb ?? "n/a")));
+    box.append(el("p", {}, `prediction by ${o.m || "the metric"} A: `, el("code", {}, o.ra ?? DASH),
+      " · B: ", el("code", {}, o.rb ?? DASH)));
     box.append(prompts(d));
     return box;
   }
@@ -215,10 +237,16 @@
     D = data;
     options($("f-task"), D.tasks);
     options($("f-cluster"), D.clusters);
+    // every metric of every task, in first-seen order; "each task's first" only where the tasks' first ones differ
+    const names = [...new Set(D.metrics.flat())], firsts = new Set(D.metrics.map((m) => m[0]));
+    if (firsts.size > 1) $("f-metric").append(el("option", { value: "" }, "each task's first 0/1 metric"));
+    for (const m of names) $("f-metric").append(el("option", { value: m }, m));
+    if (!names.length) $("f-metric").disabled = true;
     if (!D.clusters.length) $("f-cluster").disabled = true;
-    $("flip-count").textContent = D.docs.filter((d) => flipCodes(d).length > 0).length;
     $("total-count").textContent = D.docs.length;
-    for (const id of ["f-view", "f-task", "f-cluster", "f-changed", "f-sort"]) $(id).addEventListener("change", apply);
+    for (const id of ["f-metric", "f-view", "f-task", "f-cluster", "f-changed", "f-sort"]) {
+      $(id).addEventListener("change", apply);
+    }
     let timer = null;
     $("f-search").addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(apply, 150); });
     $("prev").addEventListener("click", () => { page--; draw(); });
