@@ -99,7 +99,7 @@ def _small(paragraphs: list[str]) -> list[str]:
     return [r"{\footnotesize", *paragraphs, "}", ""] if paragraphs else []
 
 
-def _flip_tables(c: Comparison, runs: str, top: int) -> list[str]:
+def _flip_tables(c: Comparison, top: int) -> list[str]:
     """One table per task×metric with flips (the top ``top`` by margin): each run's prediction and margin by the
     metric, "—" where a run's file cannot tell them, the reasons and the legend below."""
     lines: list[str] = []
@@ -110,8 +110,10 @@ def _flip_tables(c: Comparison, runs: str, top: int) -> list[str]:
                 for f in flips]
         lines += _longtable([(0.10, "l"), (0.07, "l"), (0.12, "l"), (0.17, "l"), (0.17, "l"), (0.11, "r"),
                              (0.11, "r"), (0.15, "l")],
-                            "Flipped docs of " + brk(f"{task} {metric}: {plural(total, 'doc')}{shown}") + " in "
-                            + brk(runs), f"tab:{label_stem(c)}-flips-{n}",
+                            # the runs are named in the scores table's caption: a second long caption of
+                            # unbreakable names only leaves underfull lines
+                            "Flipped docs of " + brk(f"{task} {metric} from run A to run B: {plural(total, 'doc')}"
+                                                     f"{shown}"), f"tab:{label_stem(c)}-flips-{n}",
                             [latex(h) for h in ("doc", "", "target", "A pred", "B pred", "A margin (nats)",
                                                 "B margin (nats)", "near-tie")], rows)
         lines += _small([_par(why) for why in flip_reasons(flips)])
@@ -161,7 +163,7 @@ def render_latex(c: Comparison, top: int = 10) -> str:
                             "Diagnostics of " + brk(runs), f"tab:{label_stem(c)}-diagnostics",
                             [latex(h) for h in DIAG_HEAD], rows)
     lines += [_par(mechanism_line(m)) for m in c.mechanisms]
-    lines += _flip_tables(c, runs, top)
+    lines += _flip_tables(c, top)
     lines += _small([_par(n, "Note.") for n in c.notes])
     unknown = unknown_fields(c)
     if unknown:
