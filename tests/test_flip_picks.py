@@ -133,7 +133,8 @@ def _check_text_formats(a: Path, b: Path, task: str, want: dict) -> None:
         # the near tie: Markdown and LaTeX in their near-tie column (8th), the terminal as "tie" after the arrow
         for rows, fmt, tie_col in ((_table_rows(md, f"Flipped docs · {task} {metric}:", "|"), "markdown", 7),
                                    (_table_rows(term, f"Flipped docs · {task} {metric}:", "│"), "terminal", 1),
-                                   (_table_rows(tex_lines, f"Flipped docs of {task} {metric} from run A to run B:", "&"), "latex", 7)):
+                                   (_table_rows(tex_lines, f"Flipped docs of {task} {metric} from run A to run B:",
+                                                "&"), "latex", 7)):
             got = {int(r[0]): r for r in rows}
             assert got.keys() == expect.keys(), (metric, fmt)
             for doc, w in expect.items():
