@@ -404,8 +404,16 @@ def _dtype(col) -> str:
     return " or ".join(kinds) or "None"
 
 
+def gen_exit_codes() -> str:
+    """The exit-code table, from :data:`repaudit.errors.EXIT_CODES` (what the CLI exits with)."""
+    from repaudit.errors import exit_code_table
+
+    return exit_code_table()
+
+
 GENERATORS: dict[str, Callable[..., str]] = {"commands": gen_commands, "cli": gen_cli, "factors": gen_factors,
-                                             "model": gen_model, "frames": gen_frames, "tasks": gen_tasks}
+                                             "model": gen_model, "frames": gen_frames, "tasks": gen_tasks,
+                                             "exit-codes": gen_exit_codes}
 
 
 # ---------------------------------------------------------------- pages

@@ -28,9 +28,9 @@ from repaudit.cli.reproduce import reproduce_command
 from repaudit.cli.run import run_command
 from repaudit.cli.sweep import sweep_command
 from repaudit.cli.variance import variance_command
+from repaudit.errors import EX_USAGE, EXIT_INTERRUPTED
+from repaudit.errors import EXIT_USAGE as USAGE_EXIT
 
-#: exit code of a usage error (click's convention; its UsageError carries it)
-USAGE_EXIT = 2
 #: commands whose exit codes 0-2 are decisions (their usage errors exit 64)
 _DECIDING = (" gate", " determinism")
 
@@ -48,7 +48,7 @@ class _Group(TyperGroup):
                               **extra)
         except typer.Abort:
             err.print("interrupted")
-            sys.exit(130)
+            sys.exit(EXIT_INTERRUPTED)
         except typer.TyperException as exc:  # typer's (vendored) click exceptions: usage errors and the like
             ctx = getattr(exc, "ctx", None)
             if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
@@ -59,7 +59,7 @@ class _Group(TyperGroup):
             err.print("[bold red]error:[/] " + rich_text(message + hint), highlight=False, soft_wrap=True)
             code = getattr(exc, "exit_code", 1)
             # gate's and determinism's 0-2 are decisions: their usage errors take sysexits' EX_USAGE
-            sys.exit(64 if code == USAGE_EXIT and ctx is not None and ctx.command_path.endswith(_DECIDING) else code)
+            sys.exit(EX_USAGE if code == USAGE_EXIT and ctx is not None and ctx.command_path.endswith(_DECIDING) else code)
         if standalone_mode:
             sys.exit(rv if isinstance(rv, int) else 0)
         return rv
