@@ -23,3 +23,36 @@ def test_the_compare_page_and_the_statistics_page_name_the_same_interval_methods
     assert "*Tango 1998 score interval for paired proportions*: a 0/1 metric" in compare
     assert set(METHODS) == {"paired_score", "paired_bootstrap", "paired_cluster_bootstrap",
                             "paired_corpus_bootstrap", "unpaired_stderr", "none"}
+
+
+def test_a_written_report_says_where(tmp_path):
+    fix = ROOT / "tests" / "fixtures" / "lmeval_config"
+    out = tmp_path / "x.md"
+    res = runner.invoke(app, ["compare", str(fix / "openbookqa_0shot"), str(fix / "openbookqa_3shot"), "--n-boot",
+                              "200", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.is_file() and res.stdout == "" and res.stderr.strip() == f"wrote {out}"
+
+
+def test_the_normalisation_setting_is_not_named_as_the_metric():
+    from repaudit.audit.compare import compare, load_run
+    from repaudit.report.compare_text import unknown_fields
+
+    dam = ROOT / "tests" / "fixtures" / "lmeval_public_extra" / "dam"
+    c = compare(load_run(dam / "llama2-7b" / "result.json"), load_run(dam / "llama2-13b-chat" / "result.json"),
+                n_boot=200)
+    assert "acc_norm normalisation" in unknown_fields(c) and "acc_norm" not in unknown_fields(c)
+
+
+def test_an_eee_run_without_its_library_says_so():
+    from repaudit.importers.eee.legacy import library_label
+
+    assert library_label("unknown", "unknown") == "evaluation library not recorded"
+    assert library_label("lm_eval", "unknown") == "lm_eval" and library_label("lm_eval", "0.4.13") == "lm_eval 0.4.13"
+
+
+def test_a_doc_whose_sample_id_is_its_id_is_named_once():
+    from repaudit.report.compare_text import doc_name
+
+    assert doc_name(85, "85") == "85" and doc_name(32, "Mercury_7013073") == "Mercury_7013073 (#32)"
+    assert doc_name(7, None) == "7"

@@ -181,23 +181,25 @@ def _chosen_format(fmt: Format, output: Optional[Path], as_json: bool) -> Format
 def emit_report(fmt: Format, output: Optional[Path], rich_view, markdown, latex, json_text, csv=None,
                 html=None) -> None:
     """Print or write a report in ``fmt``: ``rich_view(console)`` for the terminal (plain text into
-    ``output``), or the zero-argument ``markdown``/``latex``/``json_text``/``csv``/``html`` renderers."""
+    ``output``), or the zero-argument ``markdown``/``latex``/``json_text``/``csv``/``html`` renderers. A written
+    report says so on stderr (``wrote x.md``), as ``run`` and ``export`` do."""
     from repaudit.run.records import write_atomic
 
-    if fmt is Format.rich:
-        if output is None:
-            rich_view(out)
-        else:
-            console = Console(record=True, width=160, file=io.StringIO())
-            rich_view(console)
-            write_atomic(output, console.export_text())
+    if fmt is Format.rich and output is None:
+        rich_view(out)
         return
-    text = {Format.json: json_text, Format.markdown: markdown, Format.latex: latex, Format.csv: csv,
-            Format.html: html}[fmt]()
-    if output is not None:
-        write_atomic(output, text)
+    if fmt is Format.rich:
+        console = Console(record=True, width=160, file=io.StringIO())
+        rich_view(console)
+        text = console.export_text()
     else:
+        text = {Format.json: json_text, Format.markdown: markdown, Format.latex: latex, Format.csv: csv,
+                Format.html: html}[fmt]()
+    if output is None:
         typer.echo(text, nl=False)
+        return
+    write_atomic(output, text)
+    err.print(rich_text(f"wrote {output}"), highlight=False, soft_wrap=True)
 
 
 AlphaOption = Annotated[float, typer.Option(

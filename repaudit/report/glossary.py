@@ -57,16 +57,21 @@ VERDICT_WORDS = {"within noise": "noise", "not comparable": "n/c", "no verdict":
 
 
 
+#: factors whose own name is also a metric's, named as the setting they are
+FACTOR_NAMES = {"acc_norm": "acc_norm normalisation"}
+
+
 def factor_label(path: str) -> str:
     """The factor's own name where the path is one (``fewshot.num_fewshot`` → ``num_fewshot``, the name used on the
-    command line, in sweeps and protocols); otherwise ``group: field`` (``model: args``, ``software versions:
+    command line, in sweeps and protocols; one that is also a metric's name as its setting, ``acc_norm
+    normalisation``); otherwise ``group: field`` (``model: args``, ``software versions:
     lm_eval``)."""
     from repaudit.run.factors import by_path
     from repaudit.vocabulary import GROUPS
 
     name = by_path().get(path)
     if name is not None:
-        return name
+        return FACTOR_NAMES.get(name, name)
     group, _, field = path.partition(".")
     return f"{GROUPS.get(group, group)}: {field}"
 
