@@ -56,3 +56,24 @@ def test_a_doc_whose_sample_id_is_its_id_is_named_once():
 
     assert doc_name(85, "85") == "85" and doc_name(32, "Mercury_7013073") == "Mercury_7013073 (#32)"
     assert doc_name(7, None) == "7"
+
+
+def test_no_runnable_example_writes_into_the_clone():
+    import importlib.util
+    import re
+    import sys
+
+    gen = sys.modules.get("docs_generate")
+    if gen is None:
+        spec = importlib.util.spec_from_file_location("docs_generate", ROOT / "docs" / "generate.py")
+        gen = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = gen
+        spec.loader.exec_module(gen)
+    writes = re.compile(r"(?:--plot|-o|--output|--junit|--docs-csv)[ =](?!\")((?:docs|tests|examples|bench)/\S+)")
+    for page in gen.pages():
+        text = page.read_text(encoding="utf-8")
+        for m in re.finditer(r"<!-- runnable -->\n```(?:bash|sh)\n(.*?)```", text, re.S):
+            for line in gen.commands(m.group(1)):
+                assert not writes.search(line), (page.name, line)
+    series = (ROOT / "docs" / "series.md").read_text(encoding="utf-8")
+    assert '--plot "$(mktemp -d)/series_pythia.png"' in series
