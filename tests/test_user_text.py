@@ -77,3 +77,10 @@ def test_no_runnable_example_writes_into_the_clone():
                 assert not writes.search(line), (page.name, line)
     series = (ROOT / "docs" / "series.md").read_text(encoding="utf-8")
     assert '--plot "$(mktemp -d)/series_pythia.png"' in series
+
+
+def test_help_names_a_repeatable_value_as_a_user_types_it():
+    for cmd in ("appendix", "compare", "gate", "run", "export", "variance"):
+        text = runner.invoke(app, [cmd, "--help"], env={"COLUMNS": "200"}).stdout
+        assert "<list[" not in text, cmd
+    assert "--samples-a <path>..." in runner.invoke(app, ["compare", "--help"], env={"COLUMNS": "200"}).stdout

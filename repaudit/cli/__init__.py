@@ -65,6 +65,34 @@ class _Group(TyperGroup):
         return rv
 
 
+def _list_types_as_repeats() -> None:
+    """typer labels a repeatable parameter by its Python type (``<list[Path]>``); show its element and that it
+    repeats (``<path>...``), as a user types it. Typers without that label are left alone."""
+    from pathlib import PurePath
+    from typing import get_args
+
+    from typer import core
+
+    param = getattr(core, "_TyperParameter", None)
+    shown = getattr(param, "display_type", None)
+    if shown is None or getattr(shown, "_repeats", False):
+        return
+
+    def display_type(self, ctx) -> str:
+        label = shown(self, ctx)
+        desc = getattr(self, "type_descriptor", None)
+        if desc is None or not desc.is_list or not label.startswith("<list["):
+            return label
+        (item,) = get_args(desc.annotation) or (str,)
+        name = "path" if isinstance(item, type) and issubclass(item, PurePath) else getattr(item, "__name__", "value")
+        return f"<{name}>..."
+
+    display_type._repeats = True  # type: ignore[attr-defined]
+    param.display_type = display_type
+
+
+_list_types_as_repeats()
+
 app = typer.Typer(cls=_Group, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]},
                   help="repaudit: a reproducibility auditor for language-model evaluations.")
