@@ -84,3 +84,21 @@ def test_help_names_a_repeatable_value_as_a_user_types_it():
         text = runner.invoke(app, [cmd, "--help"], env={"COLUMNS": "200"}).stdout
         assert "<list[" not in text, cmd
     assert "--samples-a <path>..." in runner.invoke(app, ["compare", "--help"], env={"COLUMNS": "200"}).stdout
+
+
+def test_a_bad_choice_names_its_option_in_repaudits_words():
+    fix = ROOT / "tests" / "fixtures" / "lmeval_config" / "openbookqa_0shot"
+    res = runner.invoke(app, ["export", str(fix), "--evaluator-relationship", "friend", "-o", "x"])
+    assert res.exit_code == 2
+    assert res.stderr.startswith("error: --evaluator-relationship: unknown value 'friend': choose one of "
+                                 "first_party, third_party, collaborative, other (see "), res.stderr
+    assert "Value error" not in res.stderr and "Invalid value" not in res.stderr
+
+
+def test_a_samples_file_not_named_as_lmeval_04_names_them_says_so(tmp_path):
+    results = ROOT / "tests" / "fixtures" / "lmeval" / "lm-evaluation-harness__llama-7B_gsm8k_8-shot.json"
+    odd = tmp_path / "gsm8k_write_out_info.json"
+    odd.write_text("[]")
+    res = runner.invoke(app, ["compare", str(results), str(results), "--samples-a", str(odd)])
+    assert res.exit_code == 1, res.output
+    assert "is not named samples_<task>_<timestamp>.jsonl" in res.stderr and "'None'" not in res.stderr

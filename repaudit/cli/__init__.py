@@ -35,6 +35,22 @@ from repaudit.errors import EXIT_USAGE as USAGE_EXIT
 _DECIDING = (" gate", " determinism")
 
 
+def usage_message(message: str) -> str:
+    """click's and pydantic's wording of a bad option value as repaudit words it, naming the option first:
+    ``Invalid value for '--format': Value error, 'x' is not one of 'rich', 'json'.`` →
+    ``--format: unknown value 'x': choose one of rich, json``."""
+    import re
+
+    m = re.fullmatch(r"Invalid value for '([^']+)': (?:Value error, )?(.*?)\.?", message)
+    if m is None:
+        return message
+    option, rest = m.groups()
+    choice = re.fullmatch(r"'(.*)' is not one of (.*)", rest)
+    if choice:
+        return f"{option}: unknown value '{choice.group(1)}': choose one of {choice.group(2).replace(chr(39), '')}"
+    return f"{option}: {rest[:1].lower()}{rest[1:]}"
+
+
 class _Group(TyperGroup):
     """Typer's group with usage errors as one ``error:`` line (not a box) and a documented exit code."""
 
@@ -55,7 +71,7 @@ class _Group(TyperGroup):
                 typer.echo(ctx.get_help())
                 sys.exit(USAGE_EXIT)
             hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-            message = " ".join(exc.format_message().split())
+            message = usage_message(" ".join(exc.format_message().split()))
             err.print("[bold red]error:[/] " + rich_text(message + hint), highlight=False, soft_wrap=True)
             code = getattr(exc, "exit_code", 1)
             # gate's and determinism's 0-2 are decisions: their usage errors take sysexits' EX_USAGE
