@@ -102,3 +102,44 @@ def test_a_samples_file_not_named_as_lmeval_04_names_them_says_so(tmp_path):
     res = runner.invoke(app, ["compare", str(results), str(results), "--samples-a", str(odd)])
     assert res.exit_code == 1, res.output
     assert "is not named samples_<task>_<timestamp>.jsonl" in res.stderr and "'None'" not in res.stderr
+
+
+def test_latex_score_captions_are_short_and_the_legend_is_a_table_note():
+    import re
+
+    from repaudit.audit.compare import compare, load_run
+    from repaudit.report.compare import render_latex
+
+    fix = ROOT / "tests" / "fixtures" / "lmeval_config"
+    tex = render_latex(compare(load_run(fix / "openbookqa_0shot"), load_run(fix / "openbookqa_3shot"), n_boot=200))
+    caption = re.search(r"\\caption\{(Scores of .*?)\}\\label", tex).group(1)
+    assert "percentage points" not in caption and "verdict" not in caption
+    note = tex.index(r"\textbf{Note.}")
+    assert note > tex.index(caption) and "percentage points" in tex[note:note + 400]
+
+
+def test_html_gate_keeps_the_why_sub_bullets_nested():
+    import re
+
+    from repaudit.audit.compare import compare, load_run
+    from repaudit.audit.gate import gate, inline_policy
+    from repaudit.report.gate import why_lines
+    from repaudit.report.html import render_gate_html
+
+    dam = ROOT / "tests" / "fixtures" / "lmeval_public_extra" / "dam"
+    g = gate(compare(load_run(dam / "llama2-7b" / "result.json"), load_run(dam / "llama2-13b-chat" / "result.json"),
+                     n_boot=200), inline_policy(1.0, None))
+    row = next(r for r in g.rows if r.decision != "PASS" and len(why_lines(r)) > 1)
+    first, second = why_lines(row)[:2]
+    html = render_gate_html(g)
+    escaped = second.strip().replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("'", "&#39;")
+    i = html.index(escaped)
+    assert re.search(r"<li>[^<]*<ul><li>$", html[:i]), html[i - 300:i]
+
+
+def test_attribute_and_variance_print_compares_minus_sign():
+    from repaudit.report.audit import _ci, _pts
+    from repaudit.report.series import num
+
+    assert _pts(-0.2625) == "−26.25" and _ci(-0.3, 0.01) == "[−30.00, +1.00]"
+    assert num(-26.25, "pts") == "−26.25" and num(-0.0012345, "ppl") == "−0.001234"
