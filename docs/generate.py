@@ -404,8 +404,24 @@ def _dtype(col) -> str:
     return " or ".join(kinds) or "None"
 
 
+def gen_exit_codes() -> str:
+    """The exit-code table, from :data:`repaudit.errors.EXIT_CODES` (what the CLI exits with)."""
+    from repaudit.errors import exit_code_table
+
+    return exit_code_table()
+
+
+def gen_methods(indent: str = "0") -> str:
+    """The interval methods of compare's rows, from :data:`repaudit.report.glossary.METHOD_USE` (the labels the
+    reports print), ``indent`` spaces in (a list inside a list item)."""
+    from repaudit.report.glossary import methods_markdown
+
+    return methods_markdown(int(indent))
+
+
 GENERATORS: dict[str, Callable[..., str]] = {"commands": gen_commands, "cli": gen_cli, "factors": gen_factors,
-                                             "model": gen_model, "frames": gen_frames, "tasks": gen_tasks}
+                                             "model": gen_model, "frames": gen_frames, "tasks": gen_tasks,
+                                             "exit-codes": gen_exit_codes, "methods": gen_methods}
 
 
 # ---------------------------------------------------------------- pages

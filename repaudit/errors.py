@@ -17,3 +17,38 @@ class UsageError(RepauditError):
 class OutputError(RepauditError):
     """A report, plot or run file that cannot be written where it was asked for (a missing folder without
     ``--mkdir``, a directory at the path, no permission); the CLI exits 1 (``gate`` 74)."""
+
+
+#: success (``gate``: GO)
+EXIT_OK = 0
+#: bad input or an output that cannot be written, every command but ``gate`` and ``determinism``
+EXIT_INPUT = 1
+#: a usage error, every command but ``gate`` and ``determinism`` (click's convention)
+EXIT_USAGE = 2
+#: sysexits' EX_USAGE, EX_DATAERR and EX_IOERR: ``gate``'s and ``determinism``'s errors (their 0–2 are decisions)
+EX_USAGE, EX_DATAERR, EX_IOERR = 64, 65, 74
+#: interrupted (Ctrl-C)
+EXIT_INTERRUPTED = 130
+
+#: every exit code: (code, what it means for every command but ``gate``, what it means for ``gate``). The table of
+#: docs/reference/cli/index.md is generated from it (:func:`exit_code_table`); ``tests/test_readme.py`` runs a real
+#: case of every row.
+EXIT_CODES: tuple[tuple[int, str, str], ...] = (
+    (EXIT_OK, "success", "GO"),
+    (EXIT_INPUT, "bad input (one `error:` line naming the file and the JSON path), or an output that cannot be "
+                 "written", "NO-GO"),
+    (EXIT_USAGE, "usage error: an unknown option, a bad value or combination (`--n-boot 0`, `--adjust foo`, "
+                 "`run --limit 0`, `run --task nosuch`), checked before any file is read",
+     "INCONCLUSIVE (`--strict`: 1)"),
+    (EX_USAGE, "—", "usage error (no policy, `--max-drop` with `--margin`, `--format latex`)"),
+    (EX_DATAERR, "—", "bad input (a run or the policy file)"),
+    (EX_IOERR, "—", "an output that cannot be written (a missing folder without `--mkdir`, no permission)"),
+    (EXIT_INTERRUPTED, "interrupted (finished work is kept)", "interrupted"),
+)
+
+
+def exit_code_table() -> str:
+    """The Markdown table of :data:`EXIT_CODES`, as the command-line reference shows it."""
+    rows = ["| code | every command but `gate` | `gate` |", "|---:|---|---|"]
+    rows += [f"| {code} | {other} | {gate} |" for code, other, gate in EXIT_CODES]
+    return "\n".join(rows) + "\n"

@@ -327,7 +327,8 @@ def test_gate_rows_without_a_test_show_delta():
     jsquad = next(r for r in g.rows if r.task == "jsquad" and r.metric == "exact_match")
     assert jsquad.d is None and jsquad.delta == pytest.approx(-2.81, abs=0.01)
     text = " ".join(_rich(g, gate_rich).split())
-    assert "jsquad exact_match: non-inferiority margin 1.00 pts; d Δ −2.81" in text
+    assert "jsquad exact_match: non-inferiority margin 1.00 pts; not tested (Δ = B − A = −2.81)" in text
+    assert "d Δ" not in text and "p —, adjusted —" not in text
     assert "Δ = −2.81 pts (B − A); no test:" in text
 
 

@@ -204,7 +204,7 @@ def test_serving_settings_are_read_from_lmeval_model_args_and_lighteval_model_co
 
 def test_a_vllm_setting_on_the_transformers_backend_is_one_error_line(tmp_path):
     res = CliRunner().invoke(app, ["run", "--task", "arc_easy", "--max-num-seqs", "4", "-o", str(tmp_path / "r.json")])
-    assert res.exit_code == 1 and not (tmp_path / "r.json").exists()
+    assert res.exit_code == 2 and not (tmp_path / "r.json").exists()  # a combination that cannot run: usage
     assert res.output.strip() == "error: --max-num-seqs is a setting of the vllm backend; this run uses hf"
 
 

@@ -152,7 +152,8 @@ def test_attribute_sweep_variance_html(tiny_reports):
     path, att = tiny_reports["attribute"]
     page = path.read_text()
     for factor, value in zip(att["factors"], att["phi"]):
-        assert f"<td>{factor}</td><td class=\"num\">{100 * value:+.2f}</td>" in page
+        shown = f"{100 * value:+.2f}".replace("-", "−")  # compare's minus sign
+        assert f"<td>{factor}</td><td class=\"num\">{shown}</td>" in page
     assert "<svg" in page and len(_data(page)["docs"]) == 20  # waterfall and the recorded runs' docs
     path, sw = tiny_reports["sweep"]
     page = path.read_text()

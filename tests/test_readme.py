@@ -96,6 +96,9 @@ def test_every_exit_code_of_the_table_is_what_a_real_case_exits_with(monkeypatch
             if code:
                 lines = [x for x in res.stderr.splitlines() if x.strip()]
                 assert len(lines) == 1 and lines[0].startswith("error:"), res.stderr
+    for args in (["run", "--task", "arc_easy", "--limit", "0"], ["run", "--task", "nosuch"]):
+        res = _run(args)  # a bad value is usage whichever command reads it
+        assert res.exit_code == 2 and res.stderr.startswith("error:"), (args, res.output)
     gate_cases = {0: [[a, b, "--max-drop", "50"]], 2: [[a, b, "--margin", "0.1"]],
                   64: [[a, b], [a, b, "--max-drop", "1", "--margin", "1"], [a, b, "--max-drop", "1", "--format",
                                                                           "latex"]],
@@ -111,6 +114,14 @@ def test_every_exit_code_of_the_table_is_what_a_real_case_exits_with(monkeypatch
     for cmd in (["compare", a, b], ["gate", a, b, "--max-drop", "1"]):
         res = _interrupted(monkeypatch, cmd)
         assert res.exit_code == 130, res.output
+
+
+def test_the_exit_code_table_is_generated_from_the_code():
+    from repaudit.errors import EXIT_CODES, exit_code_table
+
+    text = (ROOT / "docs" / "reference" / "cli" / "index.md").read_text(encoding="utf-8")
+    assert "<!-- generated: exit-codes -->\n" + exit_code_table() + "<!-- end generated -->" in text
+    assert [c for c, *_ in EXIT_CODES] == sorted(_table())
 
 
 def test_no_go_exits_1():

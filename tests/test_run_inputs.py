@@ -59,21 +59,22 @@ def test_utf8_bom_in_a_data_file_is_accepted(tiny_model, tmp_path):
     assert res.exit_code == 0, res.output
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--device", "cuda"], "--device cuda: no CUDA GPU is visible"),
-    (["--device", "bogus"], "unknown device 'bogus'"),
-    (["--numpy-seed", "-1"], "--numpy-seed must be between 0 and 4.29497e+09, got -1"),
-    (["--max-gen-toks", "-1"], "--max-gen-toks must be between 1"),
-    (["--num-fewshot", "-1"], "--num-fewshot must be between 0 and 10000, got -1"),
-    (["--batch-size", "0"], "--batch-size must be between 1"),
-    (["--top-p", "0"], "--top-p must be between"),
-    (["--fewshot-ids", "1,-2"], "has a negative doc id"),
+@pytest.mark.parametrize("args,needle,code", [
+    (["--device", "cuda"], "--device cuda: no CUDA GPU is visible", 1),
+    (["--device", "bogus"], "unknown device 'bogus'", 1),
+    (["--numpy-seed", "-1"], "--numpy-seed must be between 0 and 4.29497e+09, got -1", 2),  # out of range: usage
+    (["--max-gen-toks", "-1"], "--max-gen-toks must be between 1", 2),
+    (["--num-fewshot", "-1"], "--num-fewshot must be between 0 and 10000, got -1", 2),
+    (["--batch-size", "0"], "--batch-size must be between 1", 2),
+    (["--batch-size", "zero"], "--batch-size: cannot read 'zero' (expected a whole number or 'auto')", 2),
+    (["--top-p", "0"], "--top-p must be between", 2),
+    (["--fewshot-ids", "1,-2"], "has a negative doc id", 1),
 ])
-def test_options_are_range_checked_before_any_work(tiny_model, shared_data, tmp_path, args, needle):
+def test_options_are_range_checked_before_any_work(tiny_model, shared_data, tmp_path, args, needle, code):
     out = tmp_path / "r.json"
     res = runner.invoke(app, ["run", "--model", str(tiny_model), "--data-dir", str(shared_data), "--limit", "2",
                               "-o", str(out), *args])
-    assert needle in _one_error_line(res)
+    assert needle in _one_error_line(res, code)
     assert not out.exists()
 
 

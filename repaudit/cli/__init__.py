@@ -28,11 +28,27 @@ from repaudit.cli.reproduce import reproduce_command
 from repaudit.cli.run import run_command
 from repaudit.cli.sweep import sweep_command
 from repaudit.cli.variance import variance_command
+from repaudit.errors import EX_USAGE, EXIT_INTERRUPTED
+from repaudit.errors import EXIT_USAGE as USAGE_EXIT
 
-#: exit code of a usage error (click's convention; its UsageError carries it)
-USAGE_EXIT = 2
 #: commands whose exit codes 0-2 are decisions (their usage errors exit 64)
 _DECIDING = (" gate", " determinism")
+
+
+def usage_message(message: str) -> str:
+    """click's and pydantic's wording of a bad option value as repaudit words it, naming the option first:
+    ``Invalid value for '--format': Value error, 'x' is not one of 'rich', 'json'.`` →
+    ``--format: unknown value 'x': choose one of rich, json``."""
+    import re
+
+    m = re.fullmatch(r"Invalid value for '([^']+)': (?:Value error, )?(.*?)\.?", message)
+    if m is None:
+        return message
+    option, rest = m.groups()
+    choice = re.fullmatch(r"'(.*)' is not one of (.*)", rest)
+    if choice:
+        return f"{option}: unknown value '{choice.group(1)}': choose one of {choice.group(2).replace(chr(39), '')}"
+    return f"{option}: {rest[:1].lower()}{rest[1:]}"
 
 
 class _Group(TyperGroup):
@@ -48,22 +64,50 @@ class _Group(TyperGroup):
                               **extra)
         except typer.Abort:
             err.print("interrupted")
-            sys.exit(130)
+            sys.exit(EXIT_INTERRUPTED)
         except typer.TyperException as exc:  # typer's (vendored) click exceptions: usage errors and the like
             ctx = getattr(exc, "ctx", None)
             if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
                 typer.echo(ctx.get_help())
                 sys.exit(USAGE_EXIT)
             hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-            message = " ".join(exc.format_message().split())
+            message = usage_message(" ".join(exc.format_message().split()))
             err.print("[bold red]error:[/] " + rich_text(message + hint), highlight=False, soft_wrap=True)
             code = getattr(exc, "exit_code", 1)
             # gate's and determinism's 0-2 are decisions: their usage errors take sysexits' EX_USAGE
-            sys.exit(64 if code == USAGE_EXIT and ctx is not None and ctx.command_path.endswith(_DECIDING) else code)
+            sys.exit(EX_USAGE if code == USAGE_EXIT and ctx is not None and ctx.command_path.endswith(_DECIDING) else code)
         if standalone_mode:
             sys.exit(rv if isinstance(rv, int) else 0)
         return rv
 
+
+def _list_types_as_repeats() -> None:
+    """typer labels a repeatable parameter by its Python type (``<list[Path]>``); show its element and that it
+    repeats (``<path>...``), as a user types it. Typers without that label are left alone."""
+    from pathlib import PurePath
+    from typing import get_args
+
+    from typer import core
+
+    param = getattr(core, "_TyperParameter", None)
+    shown = getattr(param, "display_type", None)
+    if shown is None or getattr(shown, "_repeats", False):
+        return
+
+    def display_type(self, ctx) -> str:
+        label = shown(self, ctx)
+        desc = getattr(self, "type_descriptor", None)
+        if desc is None or not desc.is_list or not label.startswith("<list["):
+            return label
+        (item,) = get_args(desc.annotation) or (str,)
+        name = "path" if isinstance(item, type) and issubclass(item, PurePath) else getattr(item, "__name__", "value")
+        return f"<{name}>..."
+
+    display_type._repeats = True  # type: ignore[attr-defined]
+    param.display_type = display_type
+
+
+_list_types_as_repeats()
 
 app = typer.Typer(cls=_Group, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]},

@@ -116,18 +116,19 @@ MkdirOption = Annotated[bool, typer.Option("--mkdir", help="Create the folders o
 
 
 def check_outputs(output: Optional[Path], plot: Optional[Path] = None, fmt: Optional[Format] = None,
-                  as_json: bool = False, csv: bool = False, html: bool = False, mkdir: bool = False) -> None:
+                  as_json: bool = False, csv: bool = False, html: bool = False, mkdir: bool = False,
+                  latex: bool = True) -> None:
     """The report file and the plot's PNG/PDF can be written, and the report's suffix names a format that
     agrees with ``--format``; checked before any work.
 
     Raises:
         RepauditError: a path that cannot be written (see :func:`repaudit.run.records.check_writable`), an
-            unknown suffix, a suffix and ``--format`` that disagree, or CSV from a command without a table
-            for it (``csv``: the command has one), or HTML from a command without an HTML report (``html``).
+            unknown suffix, a suffix and ``--format`` that disagree, or a format the command does not write
+            (``csv``, ``html``, ``latex``: whether it writes them).
     """
     from repaudit.run.records import check_writable
 
-    report_format(fmt or Format.rich, output, as_json, csv, html)
+    report_format(fmt or Format.rich, output, as_json, csv, html, latex)
     if output is not None:
         check_writable(output, "output", mkdir)
     if plot is not None:
@@ -141,22 +142,25 @@ SUFFIXES = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".tex":
 
 
 def report_format(fmt: Format, output: Optional[Path], as_json: bool, csv: bool = False,
-                  html: bool = False) -> Format:
+                  html: bool = False, latex: bool = True) -> Format:
     """The format to write: ``--json`` or ``--format``, else the suffix of ``-o`` (``.json``, ``.md``, ``.tex``,
-    ``.txt``); a file without a suffix gets ``--format``.
+    ``.txt``); a file without a suffix gets ``--format``. ``csv``, ``html``, ``latex``: whether the command writes
+    that format (every command writes rich, markdown and json).
 
     Raises:
         RepauditError: a suffix repaudit cannot write (``.pdf``), one that names another format than
-            ``--format``/``--json`` (``--format latex -o x.md``), CSV where the command has no table for it
-            (``csv`` False), or HTML where it has no HTML report (``html`` False).
+            ``--format``/``--json`` (``--format latex -o x.md``), or a format the command does not write (the
+            refusal lists the ones it does).
     """
     chosen = _chosen_format(fmt, output, as_json)
-    if chosen is Format.csv and not csv:
-        raise UsageError("CSV is written by compare (its score table), attribute (its Shapley values) and "
-                         "variance --across (its rows); this command's report is rich, markdown, latex or json")
-    if chosen is Format.html and not html:
-        raise UsageError("HTML is written by compare, gate, attribute, sweep and variance; this report is rich, "
-                            "markdown, latex or json" + (" or csv" if csv else ""))
+    written = ["rich", "markdown", *(["latex"] if latex else []), "json", *(["csv"] if csv else []),
+               *(["html"] if html else [])]
+    if chosen.value not in written:
+        where = {"csv": "CSV is written by compare (its score table), attribute (its Shapley values) and variance "
+                        "--across (its rows)",
+                 "html": "HTML is written by compare, gate, attribute, sweep and variance",
+                 "latex": "this command writes no LaTeX"}[chosen.value]
+        raise UsageError(f"{where}; this command's report is {', '.join(written[:-1])} or {written[-1]}")
     return chosen
 
 
@@ -177,23 +181,25 @@ def _chosen_format(fmt: Format, output: Optional[Path], as_json: bool) -> Format
 def emit_report(fmt: Format, output: Optional[Path], rich_view, markdown, latex, json_text, csv=None,
                 html=None) -> None:
     """Print or write a report in ``fmt``: ``rich_view(console)`` for the terminal (plain text into
-    ``output``), or the zero-argument ``markdown``/``latex``/``json_text``/``csv``/``html`` renderers."""
+    ``output``), or the zero-argument ``markdown``/``latex``/``json_text``/``csv``/``html`` renderers. A written
+    report says so on stderr (``wrote x.md``), as ``run`` and ``export`` do."""
     from repaudit.run.records import write_atomic
 
-    if fmt is Format.rich:
-        if output is None:
-            rich_view(out)
-        else:
-            console = Console(record=True, width=160, file=io.StringIO())
-            rich_view(console)
-            write_atomic(output, console.export_text())
+    if fmt is Format.rich and output is None:
+        rich_view(out)
         return
-    text = {Format.json: json_text, Format.markdown: markdown, Format.latex: latex, Format.csv: csv,
-            Format.html: html}[fmt]()
-    if output is not None:
-        write_atomic(output, text)
+    if fmt is Format.rich:
+        console = Console(record=True, width=160, file=io.StringIO())
+        rich_view(console)
+        text = console.export_text()
     else:
+        text = {Format.json: json_text, Format.markdown: markdown, Format.latex: latex, Format.csv: csv,
+                Format.html: html}[fmt]()
+    if output is None:
         typer.echo(text, nl=False)
+        return
+    write_atomic(output, text)
+    err.print(rich_text(f"wrote {output}"), highlight=False, soft_wrap=True)
 
 
 AlphaOption = Annotated[float, typer.Option(
@@ -238,17 +244,14 @@ def check_precision(precision: float | None, round_docs: int | None) -> None:
 
 def emit_dry_run(plan, fmt: Format, output: Optional[Path]) -> None:
     """Print or write a ``--dry-run`` plan (:class:`repaudit.audit.plan.DryRun`) in ``fmt``."""
-    from rich.table import Table
+    from rich.text import Text
 
-    from repaudit.report.plan import dry_run_latex, dry_run_markdown, dry_run_rows, dry_run_summary
+    from repaudit.escape import one_line
+    from repaudit.report.plan import dry_run_latex, dry_run_lines, dry_run_markdown, dry_run_summary
 
     def view(console: Console) -> None:
-        table = Table(title=rich_text(f"dry run · {plan.command}"))
-        for col in ("configuration", "docs", "requests", "batches", "in store", "tokens to compute", "estimate"):
-            table.add_column(col, justify="left" if col == "configuration" else "right")
-        for row in dry_run_rows(plan):
-            table.add_row(*(rich_text(c) for c in row))
-        console.print(table)
+        for i, line in enumerate(dry_run_lines(plan, console.width)):
+            console.print(Text(one_line(line), style="bold" if i == 0 else ""))
         console.print(rich_text(dry_run_summary(plan)))
 
     emit_report(fmt, output, view, lambda: dry_run_markdown(plan), lambda: dry_run_latex(plan),

@@ -18,11 +18,8 @@ from repaudit.audit.determinism import AXES
 from repaudit.cli.common import emit_report, err, fail
 from repaudit.cli.groups import CacheDirOption, DataDirOption, ReportOptions, grouped
 from repaudit.cli.options import factor_settings, with_factor_options
-from repaudit.errors import UsageError
+from repaudit.errors import EX_DATAERR, EX_IOERR, EX_USAGE, UsageError
 from repaudit.escape import rich_text
-
-#: sysexits(3), as gate: a usage error, bad input data, an output file that cannot be written
-EX_USAGE, EX_DATAERR, EX_IOERR = 64, 65, 74
 
 
 @dataclass

@@ -15,10 +15,8 @@ import typer
 
 from repaudit.cli.common import Format, check_outputs, emit_report, err
 from repaudit.cli.groups import DocTextOptions, PairOptions, SourceOptions, grouped
+from repaudit.errors import EX_DATAERR, EX_IOERR, EX_USAGE
 from repaudit.escape import rich_text
-
-#: sysexits(3): a usage error, bad input data and an output file that cannot be written
-EX_USAGE, EX_DATAERR, EX_IOERR = 64, 65, 74
 EXIT = {"GO": 0, "NO-GO": 1, "INCONCLUSIVE": 2}
 
 
@@ -123,13 +121,8 @@ def _check_gate_outputs(r: GateReportOptions, n_boot: int) -> Format:
     from repaudit.audit.compare import check_options
     from repaudit.cli.common import report_format
 
-    check_outputs(r.output, None, r.fmt, r.as_json, html=True, mkdir=r.mkdir)
-    chosen = report_format(r.fmt, r.output, r.as_json, html=True)
-    if chosen in (Format.latex, Format.csv):
-        from repaudit.errors import UsageError
-
-        raise UsageError("gate writes terminal text, Markdown (.md), JSON (.json), HTML (.html) and JUnit XML "
-                         f"(--junit), not {chosen.value}")
+    chosen = report_format(r.fmt, r.output, r.as_json, html=True, latex=False)  # JUnit XML: --junit
+    check_outputs(r.output, None, r.fmt, r.as_json, html=True, mkdir=r.mkdir, latex=False)
     check_options(0.01, n_boot, 0.25, "holm")
     if r.junit is not None:
         from repaudit.run.records import check_writable

@@ -110,19 +110,41 @@ def run_command(ctx: typer.Context, what: TaskOptions, weights: ModelOptions, do
     Example: repaudit run --protocol open_llm_leaderboard_v1 --task arc_challenge -o leaderboard.json
     """
     from repaudit.run.records import check_writable, write_record
-    from repaudit.run.runner import RunConfig, run
+    from repaudit.run.runner import run
 
     with user_errors():
         settings = _settings(what, weights, docs, store, factors)
         if what.protocol is not None:
             settings.update(_protocol_settings(ctx, what.protocol, settings))
-        cfg = RunConfig(**settings)
+        cfg = _config(settings, what.task_config is None)
         if dest.output is not None:
             check_writable(dest.output, "output", dest.mkdir)
         record = run(cfg, err)
         if dest.output is not None:
             write_record(record, dest.output)
     _print_run(record, dest.output, dest.as_json)
+
+
+def _config(settings: dict[str, Any], named: bool):
+    """The RunConfig of the options; a value out of its range or set, or an unknown ``--task`` (``named``: the task
+    is a name, not read from ``--task-config``), is a usage error (exit 2), as the exit-code table says.
+
+    Raises:
+        UsageError: as above.
+        RepauditError: a task file that cannot be read.
+    """
+    from repaudit.errors import RepauditError, UsageError
+    from repaudit.run.runner import RunConfig, get_task
+
+    try:
+        cfg = RunConfig(**settings)
+        if named:
+            get_task(cfg.task, None)
+    except UsageError:
+        raise
+    except RepauditError as exc:
+        raise UsageError(str(exc)) from None
+    return cfg
 
 
 def _settings(what: TaskOptions, weights: ModelOptions, docs: DocOptions, store: StoreOptions,

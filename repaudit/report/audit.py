@@ -17,11 +17,12 @@ from repaudit.report.glossary import plural
 
 
 def _pts(x: float) -> str:
-    return f"{100 * x:+.2f}"
+    """Points, signed, with the minus sign compare prints (U+2212)."""
+    return f"{100 * x:+.2f}".replace("-", "−")
 
 
 def _ci(lo: float, hi: float) -> str:
-    return f"[{100 * lo:+.2f}, {100 * hi:+.2f}]"
+    return f"[{_pts(lo)}, {_pts(hi)}]"
 
 
 def latex_rows(rows) -> list[str]:
@@ -169,6 +170,6 @@ def attribution_rich(result, console) -> None:
         table.add_row(*(rich_text(c) for c in row))
     console.print(table)
     for it in result.interactions:
-        console.print(rich_text(f"interaction {' × '.join(it['pair'])}: {100 * it['value']:+.2f} pts "
-                                f"[{100 * it['ci'][0]:+.2f}, {100 * it['ci'][1]:+.2f}]"))
+        console.print(rich_text(f"interaction {' × '.join(it['pair'])}: {_pts(it['value'])} pts "
+                                f"{_ci(*it['ci'])}"))
     console.print(rich_text(attribution_summary(result)))

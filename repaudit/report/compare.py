@@ -42,47 +42,58 @@ NO_ROWS = "No score row: no shared task has a metric reported by both runs (the 
 _STYLE = {"worse": "bold red", "better": "bold green", "up": "bold yellow", "down": "bold yellow"}
 
 
+#: the columns of a stacked row's first line (the rest go on its second line, under their own header)
+_FIRST_LINE = ("metric", "unit", "A", "B", "Δ", "verdict")
+
+
 def layout_scores(blocks: list[ScoreBlock], width: int, head: tuple[str, ...]) -> list[Text]:
     """The score table (columns ``head``, :func:`~repaudit.report.compare_text.score_columns`) as lines of at most
-    ``width`` characters where that is possible without cutting a cell: metrics indented under their task; when
-    the row does not fit, the metric on its own line and its numbers on the next, and where that still does not
-    fit, without the MDE column (each row's MDE is in the lines below the table)."""
+    ``width`` characters where that is possible without cutting a cell, metrics indented under their task: one line
+    per metric where every column fits (two spaces between columns, else one); otherwise each metric *stacked* on
+    two lines — metric, unit, A, B, Δ and the verdict, then the interval, p, flips and MDE — under a two-line header,
+    and a metric name too long even for that on a line of its own above its numbers."""
     rows = [r for b in blocks for r in b.rows]
+    widths = [max([len(head[i])] + [len(r[i]) + (2 if i == 0 else 0) for r in rows]) for i in range(len(head))]
+    for gap in (2, 1):
+        if sum(widths) + gap * (len(head) - 1) <= width:
+            return _lines(blocks, [list(range(len(head)))], head, widths, gap, False)
+    first = [i for i, h in enumerate(head) if h in _FIRST_LINE]
+    second = [i for i in range(len(head)) if i not in first]
+    alone = sum(widths[i] for i in first) + 2 * (len(first) - 1) > width
+    if alone:
+        widths[0] = 2
+    return _lines(blocks, [first, second], head, widths, 2, alone)
 
-    def fit(head, rows):
-        widths = [max([len(head[i])] + [len(r[i]) + (2 if i == 0 else 0) for r in rows]) for i in range(len(head))]
-        two = sum(widths) + 2 * (len(head) - 1) > width
-        if two:
-            widths[0] = 4
-        return widths, two
 
-    widths, two_line = fit(head, rows)
-    if two_line and "MDE" in head and sum(widths) + 2 * (len(head) - 1) > width:
-        k = head.index("MDE")
-        head = head[:k] + head[k + 1:]
-        blocks = [ScoreBlock(b.task, b.info, [r[:k] + r[k + 1:] for r in b.rows], b.refs) for b in blocks]
-        rows = [r for b in blocks for r in b.rows]
-        widths, two_line = fit(head, rows)
-    cols, numeric = len(head), numeric_columns(head)
+def _lines(blocks: list[ScoreBlock], groups: list[list[int]], head: tuple[str, ...], widths: list[int], gap: int,
+           alone: bool) -> list[Text]:
+    """The table's lines: a header line and a line per metric for each group of columns (``groups``: one group, or
+    two for a stacked layout); ``alone``: each metric name on its own line first."""
+    numeric = numeric_columns(head)
 
     def cell(i: int, s: str) -> str:
         return s.rjust(widths[i]) if i in numeric else s.ljust(widths[i])
 
-    lines = [Text("  ".join(cell(i, h if i else ("metric" if not two_line else "")) for i, h in
-                            enumerate(head)).rstrip(), style="bold")]
+    def line(cols: list[int], cells: list[str], style: str = "") -> Text | None:
+        lead = "    " if cols[0] else ""  # a stacked row's second line sits under its metric
+        texts = [cell(i, c) for i, c in zip(cols, cells)]
+        if not any(c.strip() for c in cells):
+            return None
+        if head[cols[-1]] != "verdict":
+            return Text(lead + (" " * gap).join(texts).rstrip(), style=style)
+        t = Text(lead + (" " * gap).join(texts[:-1]) + " " * gap, style=style)
+        t.append(cells[-1], style=style or _STYLE.get(cells[-1].split(" [")[0], ""))
+        return t
+
+    out = [Text("metric", style="bold")] if alone else []
+    out += [line(g, [("" if alone else "metric") if i == 0 else head[i] for i in g], "bold") for g in groups]
     for b in blocks:
-        lines.append(Text(b.task + b.info, style="bold"))
+        out.append(Text(b.task + b.info, style="bold"))
         for r in b.rows:
-            word = r[-1].split(" [")[0]
-            if two_line:
-                lines.append(Text("  " + r[0]))
-                cells = ["    ".ljust(widths[0])] + [cell(i, r[i]) for i in range(1, cols)]
-            else:
-                cells = [cell(0, "  " + r[0])] + [cell(i, r[i]) for i in range(1, cols)]
-            t = Text("  ".join(cells[:-1]) + "  ")
-            t.append(r[-1], style=_STYLE.get(word, ""))
-            lines.append(t)
-    return lines
+            if alone:
+                out.append(Text("  " + r[0]))
+            out += [line(g, [("" if alone else "  " + r[0]) if i == 0 else r[i] for i in g]) for g in groups]
+    return [t for t in out if t is not None]
 
 
 def _section(console: Console, title: str) -> None:

@@ -152,9 +152,9 @@ def render_latex(c: Comparison, top: int = 10) -> str:
     cells = [["\u2003" + r[0]] + r[1:] for b in blocks for r in b.rows]
     widths = _widths(cells, head, flexible=(0, ncol - 1))
     lines += _longtable(list(zip(widths, ["l", "l", *["r"] * (ncol - 3), "l"])),
-                        "Scores of " + brk(runs) + ". " + brk(scores_caption(c)), f"tab:{label_stem(c)}-scores",
-                        [latex(h) for h in head], body)
-    lines += _small([_par(f"[{i}] {n}") for i, n in enumerate(footnotes, 1)])
+                        "Scores of " + brk(runs), f"tab:{label_stem(c)}-scores", [latex(h) for h in head], body)
+    # the legend is the table's note, not its caption: a List of Tables lists captions
+    lines += _small([_par(scores_caption(c), "Note.")] + [_par(f"[{i}] {n}") for i, n in enumerate(footnotes, 1)])
     lines += _small([_par(POWER_CAPTION, "What each paired row can detect.")] + [_par(x) for x in power_lines(c.scores)]
                     if power_lines(c.scores) else [])
     if c.diagnostics:

@@ -205,7 +205,7 @@ def _task_info(rows: list[ScoreRow]) -> str:
     r = rows[0]
     tag = " (group)" if r.is_group else ""
     if r.method.startswith("paired"):
-        return f"{tag} · paired on {r.n_shared} shared docs" + (" (a subset)" if r.subset else "")
+        return f"{tag} · paired on {plural(r.n_shared, 'shared doc')}" + (" (a subset)" if r.subset else "")
     if r.method == "unpaired_stderr":
         return f"{tag} · unpaired (a run has no per-doc values)"
     return tag
@@ -279,7 +279,7 @@ def agreement_lines(c: Comparison) -> list[str]:
     def n(v: int | None) -> str:
         return "not recorded" if v is None else str(v)
 
-    out = [f"{one_line(ag.task)}: {ag.n_shared} shared docs (A {ag.n_a}, B {ag.n_b}); identical doc content "
+    out = [f"{one_line(ag.task)}: {plural(ag.n_shared, 'shared doc')} (A {ag.n_a}, B {ag.n_b}); identical doc content "
            f"{n(ag.doc_hash_equal)}, choices {n(ag.choices_equal)}, targets {n(ag.target_equal)}, prompt texts "
            f"{n(ag.prompt_hash_equal)}, few-shot ids {n(ag.fewshot_equal)}, predictions {n(ag.prediction_equal)}"
            for ag in c.docs]
@@ -293,5 +293,5 @@ def agreement_lines(c: Comparison) -> list[str]:
 
 def doc_name(doc_id: int, key: str | None) -> str:
     """A doc as the harness names it: inspect's sample id with the position (``Mercury_7013073 (#32)``), else the
-    doc id."""
-    return f"{key} (#{doc_id})" if key else str(doc_id)
+    doc id (a sample id that is the doc id itself, ``85``, once)."""
+    return f"{key} (#{doc_id})" if key and key != str(doc_id) else str(doc_id)

@@ -98,8 +98,9 @@ def render_rich(g: GateResult, console: Console) -> None:
                                 f"so that positive is better; {_level(g)} (two one-sided tests at α)")))
     for r in g.rows:
         c = cells(r, g.policy.alpha)
-        console.print(Text(one_line(f"  {c[-1]:<12} [{c[0]}] {c[1]} {c[2]}: {c[3]} margin {c[4]}; d {c[5]} "
-                                    f"{c[6]}; p {c[7] or '—'}, adjusted {c[8] or '—'}"
+        numbers = (f"d {c[5]} {c[6]}; p {c[7] or '—'}, adjusted {c[8] or '—'}" if r.d is not None else
+                   "not tested" + (f" (Δ = B − A = {num(r.delta, r.unit, True)})" if r.delta is not None else ""))
+        console.print(Text(one_line(f"  {c[-1]:<12} [{c[0]}] {c[1]} {c[2]}: {c[3]} margin {c[4]}; {numbers}"
                                     + (f"; MDE {c[9]}" if c[9] else "")),
                            style={"PASS": "green", "FAIL": "red"}.get(r.decision, "yellow")))
     for w in g.comparison.warnings:

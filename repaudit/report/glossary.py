@@ -16,6 +16,28 @@ METHODS = {
     "none": "no test",
 }
 
+#: when compare (and gate, appendix) uses each method: the "what it reports" of the reference pages and the
+#: statistics page are generated from this and :data:`METHODS` (``docs/generate.py``: ``methods``)
+METHOD_USE = {
+    "paired_score": "a 0/1 metric on paired docs without clusters; p from the exact McNemar test",
+    "paired_bootstrap": "any other metric on paired docs (percentile interval, `--n-boot` resamples); p from a "
+                        "z-test of the paired standard error",
+    "paired_cluster_bootstrap": "paired docs that carry a cluster (an MMLU subject): whole clusters resampled, "
+                                "Miller's clustered SE (arXiv 2411.00640)",
+    "paired_corpus_bootstrap": "a corpus-level statistic (perplexity, word/byte perplexity, bits per byte) "
+                               "recomputed from per-doc log-likelihoods",
+    "unpaired_stderr": "a run without per-doc values: Δ ± z·sqrt(se_A² + se_B²), clipped to the metric's range "
+                       "(wider than a paired interval)",
+    "none": "too few shared docs, a stderr of 0 or none: no verdict",
+}
+
+
+def methods_markdown(indent: int = 0) -> str:
+    """One Markdown bullet per interval method, ``indent`` spaces in: the label the reports print, then when it
+    is used."""
+    return "".join(f"{' ' * indent}- *{METHODS[k]}*: {use}\n" for k, use in METHOD_USE.items())
+
+
 DIAGNOSTICS = {
     "fewshot_from_eval_split": "few-shot examples drawn from the evaluated split",
     "fewshot_leaked": "leaked (docs among their own few-shot examples)",
@@ -35,16 +57,21 @@ VERDICT_WORDS = {"within noise": "noise", "not comparable": "n/c", "no verdict":
 
 
 
+#: factors whose own name is also a metric's, named as the setting they are
+FACTOR_NAMES = {"acc_norm": "acc_norm normalisation"}
+
+
 def factor_label(path: str) -> str:
     """The factor's own name where the path is one (``fewshot.num_fewshot`` → ``num_fewshot``, the name used on the
-    command line, in sweeps and protocols); otherwise ``group: field`` (``model: args``, ``software versions:
+    command line, in sweeps and protocols; one that is also a metric's name as its setting, ``acc_norm
+    normalisation``); otherwise ``group: field`` (``model: args``, ``software versions:
     lm_eval``)."""
     from repaudit.run.factors import by_path
     from repaudit.vocabulary import GROUPS
 
     name = by_path().get(path)
     if name is not None:
-        return name
+        return FACTOR_NAMES.get(name, name)
     group, _, field = path.partition(".")
     return f"{GROUPS.get(group, group)}: {field}"
 

@@ -53,7 +53,8 @@ class Section:
     rows: list[list[Cell]] = field(default_factory=list)
     numeric: set[str] = field(default_factory=set)
     svg: Markup | str = ""
-    items: list[str] = field(default_factory=list)
+    items: list[str | tuple[str, list[str]]] = field(default_factory=list)
+    """List items; a ``(line, sub_lines)`` item carries a nested list."""
     after: list[str] = field(default_factory=list)
 
 
@@ -90,7 +91,7 @@ def render_page(title: str, headline: list[str], meta: list[str], sections: list
     env = Environment(autoescape=True, keep_trailing_newline=True)
     page = env.from_string(_asset("report.html.j2"))
     script = _asset("report.js") if browser is not None else ""
-    clean = (lambda xs: [one_line(x) for x in xs])
+    clean = (lambda xs: [one_line(x) if isinstance(x, str) else (one_line(x[0]), clean(x[1])) for x in xs])
     for sec in sections:  # lines are appended after construction, so made one-line here
         sec.before, sec.items, sec.after = clean(sec.before), clean(sec.items), clean(sec.after)
     return page.render(title=one_line(title), headline=clean(headline), meta=clean(meta),
@@ -204,7 +205,8 @@ def render_gate_html(g, browser: dict | None = None, browser_notes: list[str] = 
                   lambda row: _DECISION_CLS.get(row[-1], ""))
     for r in g.rows:
         if r.decision != "PASS":
-            gate.items += why_lines(r)
+            first, *rest = why_lines(r)
+            gate.items.append((first, [x.strip() for x in rest]) if rest else first)
     if g.not_gated:
         gate.after.append(f"Not gated ({len(g.not_gated)}, no policy row matches): " + ", ".join(g.not_gated))
     sections = [gate, *compare_sections(g.comparison)]

@@ -1,14 +1,39 @@
-"""Reports of ``--dry-run`` (:mod:`repaudit.audit.plan`): Markdown and one summary line."""
+"""Reports of ``--dry-run`` (:mod:`repaudit.audit.plan`): terminal lines, Markdown, LaTeX and one summary line."""
 
 from __future__ import annotations
 
 from repaudit.audit.plan import DryRun
 from repaudit.escape import md
 
+#: the plan table's columns
+HEAD = ("configuration", "docs", "requests", "batches", "in store", "tokens to compute", "estimate")
+
+
+def dry_run_lines(plan: DryRun, width: int) -> list[str]:
+    """The plan as terminal lines of at most ``width`` characters where its numbers allow, no configuration name
+    ever cut: one line per configuration where the longest name and the numbers fit side by side, else each name
+    on a line of its own with its numbers on the next, under a two-line header."""
+    rows = dry_run_rows(plan)
+    num = [max([len(HEAD[i])] + [len(r[i]) for r in rows]) for i in range(1, len(HEAD))]
+    label = max([len(HEAD[0])] + [len(r[0]) for r in rows])
+
+    def numbers(cells) -> str:
+        return "  ".join(c.rjust(w) for c, w in zip(cells, num))
+
+    out = [f"dry run · {plan.command}"]
+    if label + 2 + sum(num) + 2 * (len(num) - 1) <= width:
+        out.append(f"{HEAD[0].ljust(label)}  {numbers(HEAD[1:])}")
+        out += [f"{r[0].ljust(label)}  {numbers(r[1:])}" for r in rows]
+        return out
+    out += [HEAD[0], "    " + numbers(HEAD[1:])]
+    for r in rows:
+        out += [r[0], "    " + numbers(r[1:])]
+    return out
+
 
 def dry_run_rows(plan: DryRun) -> list[tuple[str, ...]]:
     """(configuration, docs, requests, batches, in store, tokens to compute, estimate) per configuration."""
-    return [(c.label, str(c.docs), str(c.requests), _n(c.batches), _n(c.batches_stored), _n(c.tokens_to_compute),
+    return [(c.label, _n(c.docs), _n(c.requests), _n(c.batches), _n(c.batches_stored), _n(c.tokens_to_compute),
              _s(c.estimate_s)) for c in plan.configurations]
 
 

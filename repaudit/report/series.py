@@ -43,10 +43,11 @@ def is_numeric(column: str) -> bool:
 
 def num(x: float | None, unit: str, more: int = 0) -> str:
     """A score in its unit: points with 2 decimals, anything else with 4 significant digits (``more`` adds to
-    either); ``–`` if missing."""
+    either), the minus sign U+2212 as in compare; ``–`` if missing."""
     if x is None or x != x:
         return "–"
-    return f"{x:.{2 + more}f}" if unit == "pts" else f"{x:.{4 + more}g}"
+    text = f"{x:.{2 + more}f}" if unit == "pts" else f"{x:.{4 + more}g}"
+    return "−" + text[1:] if text.startswith("-") else text
 
 
 def span(lo: float, hi: float, unit: str) -> str:
@@ -83,7 +84,7 @@ def rows(r: SeriesReport) -> list[tuple[str, ...]]:
 
 
 def _checkpoint_cells(x, series: str, last: int) -> tuple[str, ...]:
-    tau = "–" if x.kendall_tau is None else f"{x.kendall_tau:+.3f}" + (" (raw)" if x.direction == "unknown" else "")
+    tau = "–" if x.kendall_tau is None else f"{x.kendall_tau:+.3f}".replace("-", "−") + (" (raw)" if x.direction == "unknown" else "")
     return (series, x.task, x.metric, x.unit, str(x.n_runs), tau,
             "–" if x.kendall_p is None else f"{x.kendall_p:.2g}", f"{num(x.first, x.unit)} → {num(x.last, x.unit)}",
             num(x.range, x.unit), num(x.sd_last, x.unit) + (f" (k={x.last_k})" if x.last_k < last else ""))
@@ -105,7 +106,7 @@ def headline(r: SeriesReport, alpha: float = 0.05) -> str:
         unknown = len(sig) - up - down
         top = r.checkpoint[0]
         best = ("" if top.kendall_tau is None else f"; most monotone: {top.task} {top.metric} on {top.series} "
-                f"(tau-b {top.kendall_tau:+.3f})")
+                f"(tau-b {top.kendall_tau:+.3f})".replace(" -", " −"))
         return (f"{len(r.checkpoint)} rows: {up} improve with training and {down} worsen at p < {alpha:g} (Kendall "
                 f"tau-b per row, not adjusted for the {len(r.checkpoint)} rows)"
                 + (f", {unknown} move with training in a direction of unknown meaning" if unknown else "")

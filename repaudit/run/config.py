@@ -11,6 +11,7 @@ configuration. What needs the task (its formats, its metrics) is checked by :fun
 from __future__ import annotations
 
 import math
+import typing
 import os
 from pathlib import Path
 from typing import Any
@@ -181,7 +182,11 @@ def _bounds(name: str) -> tuple[float, float] | None:
     if stage is None:
         return None
     lo, hi = -math.inf, math.inf
-    for m in STAGES[stage].model_fields[name].metadata:
+    field = STAGES[stage].model_fields[name]
+    # a union (``int`` in a range, or ``"auto"``) keeps the range on its Annotated member
+    inner = [x for a in typing.get_args(field.annotation) if typing.get_origin(a) is typing.Annotated
+             for m in a.__metadata__ for x in getattr(m, "metadata", [m])]
+    for m in field.metadata or inner:
         lo = getattr(m, "ge", None) if getattr(m, "ge", None) is not None else (
             1e-9 if getattr(m, "gt", None) == 0 else lo)
         hi = getattr(m, "le", None) if getattr(m, "le", None) is not None else hi

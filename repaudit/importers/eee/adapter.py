@@ -102,7 +102,7 @@ def assemble(records: list[Any], origin: Path) -> tuple[ComparableRun, EeeParsed
     """
     from repaudit.boundary import InputError
     from repaudit.importers.eee import legacy_record, native, payload
-    from repaudit.importers.eee.legacy import LegacyRecord, source_line
+    from repaudit.importers.eee.legacy import LegacyRecord, library_label, source_line
 
     if not records:
         raise InputError(origin, None, "holds no Every Eval Ever record")
@@ -134,7 +134,8 @@ def assemble(records: list[Any], origin: Path) -> tuple[ComparableRun, EeeParsed
             fs, outs, warned = native.tasks(rec)
             got = {t: (fs[t], outs[t]) for t in outs}
             warnings += warned
-            parsed.sources.append(f"EEE {agg.schema_version}: {agg.eval_library.name} {agg.eval_library.version}")
+            parsed.sources.append(f"EEE {agg.schema_version}: "
+                                  + library_label(agg.eval_library.name, agg.eval_library.version))
         for task, (f, o) in got.items():
             if task in tasks:
                 raise InputError(origin, None, f"holds two records of task '{task[:60]}' ({rec.path.name} and "

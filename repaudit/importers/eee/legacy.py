@@ -43,12 +43,25 @@ class LegacyRecord:
     notes: list[str] = field(default_factory=list)
 
 
+def known(value: str | None) -> bool:
+    """A recorded value, not EEE's placeholder (``unknown``, empty)."""
+    return bool(value) and str(value).strip().lower() not in ("unknown", "none", "null")
+
+
+def library_label(name: str | None, version: str | None) -> str:
+    """``lm_eval 0.4.13`` as a run's source names it: EEE's ``unknown`` placeholders left out, and
+    ``evaluation library not recorded`` where the name is one."""
+    if not known(name):
+        return "evaluation library not recorded"
+    return str(name) + (f" {version}" if known(version) else "")
+
+
 def source_line(agg: Aggregate) -> str:
     """The run's ``source`` as compare names it: ``EEE 0.2.0: helm_instruct`` — the schema version, then the
     evaluation library and its version where recorded (0.2.1 on), else ``source_metadata.source_name``."""
     lib = agg.eval_library
-    if lib is not None and lib.name:
-        tool = lib.name + (f" {lib.version}" if lib.version and lib.version != "unknown" else "")
+    if lib is not None and known(lib.name):
+        tool = library_label(lib.name, lib.version)
     else:
         meta = agg.source_metadata or {}
         tool = str(meta.get("source_name") or "source not recorded")

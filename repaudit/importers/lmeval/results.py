@@ -183,7 +183,11 @@ def _explicit_samples(results_path: Path, res: LmevalResults, samples: list[Path
     for sp in samples:
         m = re.search(r"samples_(.+?)_(\d{4}-\d{2}-\d{2}T[\d\-.]+)\.jsonl$", sp.name)
         task = m.group(1) if m else None
-        if task is None or task not in res.results:
+        if task is None:
+            raise RepauditError(f"samples file '{sp}' is not named samples_<task>_<timestamp>.jsonl, as lm-eval "
+                                "0.4 names the per-doc samples of --log_samples (lm-eval before 0.4 writes none: "
+                                "compare its results file alone)")
+        if task not in res.results:
             raise RepauditError(f"samples file '{sp}' does not belong to '{results_path}': its task "
                                 f"'{task}' is not among the results' tasks")
         ts = _TS.search(results_path.name)

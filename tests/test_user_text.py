@@ -1,0 +1,145 @@
+"""Small things a user reads: the reference pages say what the code does (from the same source as the statistics
+page), and the messages, labels and numbers of the reports are the ones a user can act on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from repaudit.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+
+def test_the_compare_page_and_the_statistics_page_name_the_same_interval_methods():
+    from repaudit.report.glossary import METHODS, methods_markdown
+
+    compare = (ROOT / "docs" / "reference" / "cli" / "compare.md").read_text(encoding="utf-8")
+    stats = (ROOT / "docs" / "explanation" / "statistics.md").read_text(encoding="utf-8")
+    assert "paired 95 % bootstrap" not in compare
+    assert methods_markdown(2) in compare and methods_markdown() in stats
+    assert "*Tango 1998 score interval for paired proportions*: a 0/1 metric" in compare
+    assert set(METHODS) == {"paired_score", "paired_bootstrap", "paired_cluster_bootstrap",
+                            "paired_corpus_bootstrap", "unpaired_stderr", "none"}
+
+
+def test_a_written_report_says_where(tmp_path):
+    fix = ROOT / "tests" / "fixtures" / "lmeval_config"
+    out = tmp_path / "x.md"
+    res = runner.invoke(app, ["compare", str(fix / "openbookqa_0shot"), str(fix / "openbookqa_3shot"), "--n-boot",
+                              "200", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.is_file() and res.stdout == "" and res.stderr.strip() == f"wrote {out}"
+
+
+def test_the_normalisation_setting_is_not_named_as_the_metric():
+    from repaudit.audit.compare import compare, load_run
+    from repaudit.report.compare_text import unknown_fields
+
+    dam = ROOT / "tests" / "fixtures" / "lmeval_public_extra" / "dam"
+    c = compare(load_run(dam / "llama2-7b" / "result.json"), load_run(dam / "llama2-13b-chat" / "result.json"),
+                n_boot=200)
+    assert "acc_norm normalisation" in unknown_fields(c) and "acc_norm" not in unknown_fields(c)
+
+
+def test_an_eee_run_without_its_library_says_so():
+    from repaudit.importers.eee.legacy import library_label
+
+    assert library_label("unknown", "unknown") == "evaluation library not recorded"
+    assert library_label("lm_eval", "unknown") == "lm_eval" and library_label("lm_eval", "0.4.13") == "lm_eval 0.4.13"
+
+
+def test_a_doc_whose_sample_id_is_its_id_is_named_once():
+    from repaudit.report.compare_text import doc_name
+
+    assert doc_name(85, "85") == "85" and doc_name(32, "Mercury_7013073") == "Mercury_7013073 (#32)"
+    assert doc_name(7, None) == "7"
+
+
+def test_no_runnable_example_writes_into_the_clone():
+    import importlib.util
+    import re
+    import sys
+
+    gen = sys.modules.get("docs_generate")
+    if gen is None:
+        spec = importlib.util.spec_from_file_location("docs_generate", ROOT / "docs" / "generate.py")
+        gen = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = gen
+        spec.loader.exec_module(gen)
+    writes = re.compile(r"(?:--plot|-o|--output|--junit|--docs-csv)[ =](?!\")((?:docs|tests|examples|bench)/\S+)")
+    for page in gen.pages():
+        text = page.read_text(encoding="utf-8")
+        for m in re.finditer(r"<!-- runnable -->\n```(?:bash|sh)\n(.*?)```", text, re.S):
+            for line in gen.commands(m.group(1)):
+                assert not writes.search(line), (page.name, line)
+    series = (ROOT / "docs" / "series.md").read_text(encoding="utf-8")
+    assert '--plot "$(mktemp -d)/series_pythia.png"' in series
+
+
+def test_help_names_a_repeatable_value_as_a_user_types_it():
+    for cmd in ("appendix", "compare", "gate", "run", "export", "variance"):
+        text = runner.invoke(app, [cmd, "--help"], env={"COLUMNS": "200"}).stdout
+        assert "<list[" not in text, cmd
+    assert "--samples-a <path>..." in runner.invoke(app, ["compare", "--help"], env={"COLUMNS": "200"}).stdout
+
+
+def test_a_bad_choice_names_its_option_in_repaudits_words():
+    fix = ROOT / "tests" / "fixtures" / "lmeval_config" / "openbookqa_0shot"
+    res = runner.invoke(app, ["export", str(fix), "--evaluator-relationship", "friend", "-o", "x"])
+    assert res.exit_code == 2
+    assert res.stderr.startswith("error: --evaluator-relationship: unknown value 'friend': choose one of "
+                                 "first_party, third_party, collaborative, other (see "), res.stderr
+    assert "Value error" not in res.stderr and "Invalid value" not in res.stderr
+
+
+def test_a_samples_file_not_named_as_lmeval_04_names_them_says_so(tmp_path):
+    results = ROOT / "tests" / "fixtures" / "lmeval" / "lm-evaluation-harness__llama-7B_gsm8k_8-shot.json"
+    odd = tmp_path / "gsm8k_write_out_info.json"
+    odd.write_text("[]")
+    res = runner.invoke(app, ["compare", str(results), str(results), "--samples-a", str(odd)])
+    assert res.exit_code == 1, res.output
+    assert "is not named samples_<task>_<timestamp>.jsonl" in res.stderr and "'None'" not in res.stderr
+
+
+def test_latex_score_captions_are_short_and_the_legend_is_a_table_note():
+    import re
+
+    from repaudit.audit.compare import compare, load_run
+    from repaudit.report.compare import render_latex
+
+    fix = ROOT / "tests" / "fixtures" / "lmeval_config"
+    tex = render_latex(compare(load_run(fix / "openbookqa_0shot"), load_run(fix / "openbookqa_3shot"), n_boot=200))
+    caption = re.search(r"\\caption\{(Scores of .*?)\}\\label", tex).group(1)
+    assert "percentage points" not in caption and "verdict" not in caption
+    note = tex.index(r"\textbf{Note.}")
+    assert note > tex.index(caption) and "percentage points" in tex[note:note + 400]
+
+
+def test_html_gate_keeps_the_why_sub_bullets_nested():
+    import re
+
+    from repaudit.audit.compare import compare, load_run
+    from repaudit.audit.gate import gate, inline_policy
+    from repaudit.report.gate import why_lines
+    from repaudit.report.html import render_gate_html
+
+    dam = ROOT / "tests" / "fixtures" / "lmeval_public_extra" / "dam"
+    g = gate(compare(load_run(dam / "llama2-7b" / "result.json"), load_run(dam / "llama2-13b-chat" / "result.json"),
+                     n_boot=200), inline_policy(1.0, None))
+    row = next(r for r in g.rows if r.decision != "PASS" and len(why_lines(r)) > 1)
+    first, second = why_lines(row)[:2]
+    html = render_gate_html(g)
+    escaped = second.strip().replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("'", "&#39;")
+    i = html.index(escaped)
+    assert re.search(r"<li>[^<]*<ul><li>$", html[:i]), html[i - 300:i]
+
+
+def test_attribute_and_variance_print_compares_minus_sign():
+    from repaudit.report.audit import _ci, _pts
+    from repaudit.report.series import num
+
+    assert _pts(-0.2625) == "−26.25" and _ci(-0.3, 0.01) == "[−30.00, +1.00]"
+    assert num(-26.25, "pts") == "−26.25" and num(-0.0012345, "ppl") == "−0.001234"
