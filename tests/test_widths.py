@@ -13,8 +13,7 @@ from typer.testing import CliRunner
 
 from repaudit.audit.plan import ConfigCost, DryRun
 from repaudit.cli import app
-from repaudit.cli.common import emit_dry_run
-from repaudit.cli.common import Format
+from repaudit.cli.common import Format, emit_dry_run
 
 runner = CliRunner()
 

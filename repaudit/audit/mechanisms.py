@@ -133,8 +133,8 @@ def explain(task: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | Non
     for side, d, t in (("A", da, ta), ("B", db, tb)):
         if d is not None and d.fewshot_leaked:
             keys = doc_keys(d.fewshot_leaked[:SHOW_IDS], t)
-            ids = ", ".join(f"{keys[i]} (#{i})" if keys.get(i) not in (None, str(i)) else str(i) for i in d.fewshot_leaked[:SHOW_IDS]) + (
-                " …" if len(d.fewshot_leaked) > SHOW_IDS else "")
+            ids = ", ".join(f"{keys[i]} (#{i})" if keys.get(i) not in (None, str(i)) else str(i)
+                            for i in d.fewshot_leaked[:SHOW_IDS]) + (" …" if len(d.fewshot_leaked) > SHOW_IDS else "")
             warnings.append(f"{task}: run {side} has {len(d.fewshot_leaked)} doc(s) among their own few-shot "
                             f"examples, answer included (doc ids {ids}): their scores are not an evaluation")
     mechanisms = []

@@ -279,7 +279,8 @@ def _paired(task, metric, ta, tb, shared, ka, kb, kind, tie_eps, n_boot, alpha, 
     binary = set(np.unique(np.concatenate([xa, xb]))) <= {0.0, 1.0}
     if len(shared) < MIN_DOCS:  # the floor withholds a verdict; the flips are facts and are always listed
         row = _row(task, metric, kind, float(xa.mean() * s_a), float(xb.mean() * s_b), "none", "no verdict",
-                   f"{len(shared)} shared doc{'' if len(shared) == 1 else 's'}: fewer than the floor of {MIN_DOCS} for a verdict", len(shared),
+                   f"{len(shared)} shared doc{'' if len(shared) == 1 else 's'}: fewer than the floor of {MIN_DOCS} "
+                   "for a verdict", len(shared),
                    subset=subset, **extra)
         if binary:
             _, row.right_to_wrong, row.wrong_to_right = mcnemar_exact(xa, xb)
@@ -342,7 +343,8 @@ def _paired_corpus(task, metric, ta, tb, shared, kind, n_boot, alpha, extra) -> 
     if len(shared) < MIN_DOCS:
         return _row(task, metric, kind, float(f(parts_a[0].sum() / parts_a[1].sum())),
                     float(f(parts_b[0].sum() / parts_b[1].sum())), "none", "no verdict",
-                    f"{len(shared)} shared doc{'' if len(shared) == 1 else 's'}: fewer than the floor of {MIN_DOCS} for a verdict", len(shared),
+                    f"{len(shared)} shared doc{'' if len(shared) == 1 else 's'}: fewer than the floor of {MIN_DOCS} "
+                    "for a verdict", len(shared),
                     subset=subset, **extra)
     res = paired_bootstrap_ratio(*parts_a, *parts_b, f, n_boot=n_boot, alpha=alpha)
     n_avail = max((x for x in (extra["n_a"], extra["n_b"]) if x is not None), default=None)

@@ -75,7 +75,8 @@ class _Group(TyperGroup):
             err.print("[bold red]error:[/] " + rich_text(message + hint), highlight=False, soft_wrap=True)
             code = getattr(exc, "exit_code", 1)
             # gate's and determinism's 0-2 are decisions: their usage errors take sysexits' EX_USAGE
-            sys.exit(EX_USAGE if code == USAGE_EXIT and ctx is not None and ctx.command_path.endswith(_DECIDING) else code)
+            deciding = ctx is not None and ctx.command_path.endswith(_DECIDING)
+            sys.exit(EX_USAGE if code == USAGE_EXIT and deciding else code)
         if standalone_mode:
             sys.exit(rv if isinstance(rv, int) else 0)
         return rv

@@ -17,6 +17,7 @@ from repaudit.cli.common import Format, check_outputs, emit_report, err
 from repaudit.cli.groups import DocTextOptions, PairOptions, SourceOptions, grouped
 from repaudit.errors import EX_DATAERR, EX_IOERR, EX_USAGE
 from repaudit.escape import rich_text
+
 EXIT = {"GO": 0, "NO-GO": 1, "INCONCLUSIVE": 2}
 
 

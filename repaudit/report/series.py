@@ -84,7 +84,8 @@ def rows(r: SeriesReport) -> list[tuple[str, ...]]:
 
 
 def _checkpoint_cells(x, series: str, last: int) -> tuple[str, ...]:
-    tau = "–" if x.kendall_tau is None else f"{x.kendall_tau:+.3f}".replace("-", "−") + (" (raw)" if x.direction == "unknown" else "")
+    tau = "–" if x.kendall_tau is None else (f"{x.kendall_tau:+.3f}".replace("-", "−")
+                                             + (" (raw)" if x.direction == "unknown" else ""))
     return (series, x.task, x.metric, x.unit, str(x.n_runs), tau,
             "–" if x.kendall_p is None else f"{x.kendall_p:.2g}", f"{num(x.first, x.unit)} → {num(x.last, x.unit)}",
             num(x.range, x.unit), num(x.sd_last, x.unit) + (f" (k={x.last_k})" if x.last_k < last else ""))

@@ -11,8 +11,8 @@ configuration. What needs the task (its formats, its metrics) is checked by :fun
 from __future__ import annotations
 
 import math
-import typing
 import os
+import typing
 from pathlib import Path
 from typing import Any
 
