@@ -10,6 +10,13 @@ import pytest
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
+# pytest-xdist workers start with COLUMNS=80 and LINES=24 in their environment; rich fixes a console's width at
+# construction when COLUMNS is set, and the CLI's consoles are built at import, so every test in a worker would
+# render at 80 columns whatever width it asks for (env={"COLUMNS": ...}). Without them the consoles read COLUMNS
+# when they print, as they do in a terminal.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_cache(tmp_path_factory):
