@@ -80,8 +80,12 @@ def test_a_dry_run_plan_names_every_configuration_in_full(width, monkeypatch):
 
 def test_gate_refuses_latex_and_csv_listing_the_formats_it_writes(lmeval_runs):
     a, b = (str(lmeval_runs / s / "models__SmolLM2-135M-Instruct") for s in ("s1", "s3"))
-    for fmt in ("latex", "csv"):
+    for fmt in ("latex", "csv"):  # --format offers only what gate writes
         res = runner.invoke(app, ["gate", a, b, "--max-drop", "1", "--format", fmt])
+        assert res.exit_code == 64, res.output
+        assert "choose one of" in res.stderr and "rich, markdown, json, html" in res.stderr, res.stderr
+    for suffix in (".tex", ".csv"):  # and -o with a suffix of a format it does not write says what it writes
+        res = runner.invoke(app, ["gate", a, b, "--max-drop", "1", "-o", f"gate{suffix}"])
         assert res.exit_code == 64, res.output
         assert res.stderr.rstrip().endswith("this command's report is rich, markdown, json or html"), res.stderr
         assert "latex" not in res.stderr.split(";")[-1]

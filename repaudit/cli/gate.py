@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -38,13 +39,22 @@ class PolicyOptions:
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates of the comparison.")] = 2000
 
 
+class GateFormat(str, Enum):
+    """The formats gate writes (its help and its refusals list these only; JUnit XML comes with --junit)."""
+
+    rich = "rich"
+    markdown = "markdown"
+    json = "json"
+    html = "html"
+
+
 @dataclass
 class GateReportOptions:
     """The gate's reports: the terminal, Markdown, JSON or HTML, and JUnit XML."""
 
-    fmt: Annotated[Format, typer.Option("--format", help="Report format: rich (terminal), markdown, json or html "
-                                                         "(one self-contained page with a per-doc browser); JUnit "
-                                                         "XML with --junit.")] = Format.rich
+    fmt: Annotated[GateFormat, typer.Option("--format", help="Report format: rich (terminal), markdown, json or "
+                                                             "html (one self-contained page with a per-doc "
+                                                             "browser); JUnit XML with --junit.")] = GateFormat.rich
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the report here (.md, .json, .html, "
                                                                           ".txt).")] = None
     mkdir: Annotated[bool, typer.Option("--mkdir", help="Create the folders of -o and --junit that do not exist.")
@@ -122,8 +132,9 @@ def _check_gate_outputs(r: GateReportOptions, n_boot: int) -> Format:
     from repaudit.audit.compare import check_options
     from repaudit.cli.common import report_format
 
-    chosen = report_format(r.fmt, r.output, r.as_json, html=True, latex=False)  # JUnit XML: --junit
-    check_outputs(r.output, None, r.fmt, r.as_json, html=True, mkdir=r.mkdir, latex=False)
+    fmt = Format(r.fmt.value)
+    chosen = report_format(fmt, r.output, r.as_json, html=True, latex=False)  # JUnit XML: --junit
+    check_outputs(r.output, None, fmt, r.as_json, html=True, mkdir=r.mkdir, latex=False)
     check_options(0.01, n_boot, 0.25, "holm")
     if r.junit is not None:
         from repaudit.run.records import check_writable
