@@ -139,7 +139,7 @@ def test_run_and_attribute_over_backend(backends, pool, tiny_model, shared_data,
 def test_a_serving_setting_reaches_the_engine_and_is_recorded_as_asked_and_as_used(tiny_model, shared_data, tmp_path):
     """max_num_seqs (a factor added after the registry: two package files) goes to vLLM's LLM by name; the
     fingerprint keeps what was asked (replay) beside what the engine used (compare)."""
-    from repaudit.importers.factors import factors_from_fingerprint
+    from repaudit.importers.factors import record_from_fingerprint
     from repaudit.importers.runfile import config_from_record
     from repaudit.run.runner import RunConfig, run
 
@@ -147,7 +147,8 @@ def test_a_serving_setting_reaches_the_engine_and_is_recorded_as_asked_and_as_us
                         max_num_seqs=3, cache_dir=tmp_path / "c"))
     engine = rec.fingerprint.backend.engine
     assert engine["max_num_seqs"] == 3 and engine["requested"] == {"max_num_seqs": 3}
-    assert factors_from_fingerprint(rec.fingerprint)["serving"]["max_num_seqs"] == 3
+    got = record_from_fingerprint(rec.fingerprint).get("serving.max_num_seqs")
+    assert got.value == 3 and got.source == "recorded"
     assert config_from_record(rec, shared_data, str(tiny_model), tmp_path / "c").max_num_seqs == 3
 
 
