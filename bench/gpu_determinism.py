@@ -14,12 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from gpu_check import _sh  # noqa: E402  (the check's own runner: command line and output in the log)
+
 T0 = time.perf_counter()
 
 
@@ -55,12 +57,7 @@ def _run(a: argparse.Namespace, dtype: str, invariant: bool, log: Path, report: 
     cmd += ["--data-dir", str(a.data_dir)] if a.data_dir else []
     cmd += ["--batch-invariant"] if invariant else []
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    t = time.perf_counter()
-    with log.open("w") as f:
-        f.write("$ " + " ".join(cmd) + "\n")
-        f.flush()
-        rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=HERE.parent).returncode
-    return rc, time.perf_counter() - t
+    return _sh(cmd, log, env)
 
 
 def _rows(name: str, report: dict, wall: float) -> list[str]:
