@@ -22,8 +22,10 @@ the default model's ``auto`` batches (both tools), smaller batch sizes, compare/
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import runpy
 import subprocess
 import sys
 import time
@@ -69,20 +71,63 @@ def _args() -> argparse.Namespace:
     ap.add_argument("--profile", action=argparse.BooleanOptionalAction, default=True,
                     help="profile the ARC runs at the largest batch (bench/gpu_profile.py; default on)")
     ap.add_argument("--profile-batches", type=int, default=3)
+    ap.add_argument("--in-process", action="store_true", help="run each repaudit command and bench script in this "
+                    "process (no interpreter start and imports per step: the CPU test's speed; the walls then leave "
+                    "out the ~3 s of imports a user waits)")
     ap.add_argument("--shared-prefix", action=argparse.BooleanOptionalAction, default=True,
                     help="also run each synthetic model's last task with --scoring-strategy shared_prefix and compare "
                     "it with full_sequence (default on)")
     return ap.parse_args()
 
 
+#: ``--in-process``: :func:`_sh` runs this interpreter's commands (``python -m MODULE``, ``python SCRIPT``) here
+IN_PROCESS = False
+
+
 def _sh(cmd: list[str], log: Path, env: dict | None = None) -> tuple[int, float]:
-    """Run ``cmd`` in the repository with its output in ``log``; (exit code, wall seconds)."""
+    """Run ``cmd`` in the repository with its output in ``log``; (exit code, wall seconds). With
+    :data:`IN_PROCESS`, a command of this interpreter runs in this process (:func:`_in_process`)."""
     t = time.perf_counter()
     with log.open("w") as f:
         f.write("$ " + " ".join(cmd) + "\n")
         f.flush()
-        rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=HERE.parent).returncode
+        if IN_PROCESS and cmd[0] == sys.executable and len(cmd) > 1:
+            rc = _in_process(cmd[1:], f, env)
+        else:
+            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=HERE.parent).returncode
     return rc, time.perf_counter() - t
+
+
+def _in_process(args: list[str], f, env: dict | None) -> int:
+    """``python ARGS`` (``-m MODULE ...`` or ``SCRIPT ...``) run by :mod:`runpy` in this process, its output in
+    ``f`` and ``env`` set around it; the exit code (a traceback goes to ``f``, exit 1)."""
+    import traceback
+
+    saved_env, saved_argv, saved_cwd, saved_path = dict(os.environ), sys.argv, os.getcwd(), list(sys.path)
+    try:
+        os.environ.clear()
+        os.environ.update(env or saved_env)
+        sys.path[:0] = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]  # as a new process
+        os.chdir(HERE.parent)
+        with contextlib.redirect_stdout(f), contextlib.redirect_stderr(f):
+            try:
+                if args[0] == "-m":
+                    sys.argv = [args[1], *args[2:]]
+                    runpy.run_module(args[1], run_name="__main__", alter_sys=True)
+                else:
+                    sys.argv = list(args)
+                    runpy.run_path(args[0], run_name="__main__")
+                return 0
+            except SystemExit as e:
+                return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            except Exception:  # noqa: BLE001  (a step's failure is its log's, as a subprocess's would be)
+                traceback.print_exc(file=f)
+                return 1
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
 
 
 class Check:
@@ -340,7 +385,9 @@ def _default_model(check: Check, lm: list[str] | None, dtypes: list[str], sizes:
 
 
 def main() -> int:
+    global IN_PROCESS
     a = _args()
+    IN_PROCESS = a.in_process
     check = Check(a)
     dtypes, sizes = a.dtypes.split(","), [int(x) for x in a.arc_batch_sizes.split(",")]
     h_dtypes, h_sizes = a.hellaswag_dtypes.split(","), [int(x) for x in a.hellaswag_batch_sizes.split(",")]

@@ -8,6 +8,7 @@
 #
 #   bash bench/gpu_check.sh --wheels WHEELS --data-dir DATA --synthetic 1b OUT      # GPU, ≤ 8 min budget
 #   bash bench/gpu_check.sh --device cpu --synthetic tiny --limit 20 --data-dir ../shared/data OUT  # CPU, small
+#   (--in-process: every step in one interpreter, as tests/test_gpu_check.py runs it)
 #
 #   --wheels DIR   wheels for what is missing (pip install --no-index --find-links DIR): the GPU image
 #                  (Python 3.12, torch, transformers, typer, rich, pandas, scipy, matplotlib, jinja2) lacks
