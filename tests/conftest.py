@@ -86,12 +86,25 @@ def s1_s2_tiny_store(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def default_model_available(_isolated_cache) -> None:
+def default_model_available(_isolated_cache, tmp_path_factory) -> None:
     """The default model's package is installed, and its GGUF is converted once into the session's cache: a test
     with a ``--cache-dir`` of its own then reuses that conversion (~20 s each) instead of converting again."""
     _gguf_path()
+    from filelock import FileLock
+
     from repaudit.backends.model_source import default_cache_dir, resolve_default_model
 
+    # pytest-xdist workers share the run's base folder: the first to get here converts the GGUF there (~20 s) and
+    # every worker's cache links to it, so the suite converts once, not once per worker
+    root = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else None
+    if root is not None:
+        shared = root / "default-model-cache"
+        with FileLock(str(root / "default-model-cache.lock")):
+            target = resolve_default_model(shared).path
+        link = default_cache_dir() / "models" / target.name
+        if not link.exists():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(target, target_is_directory=True)
     resolve_default_model(default_cache_dir())
 
 
