@@ -56,7 +56,7 @@ def _row(task: str, b: int, c: int, n: int, wald: bool = False) -> ScoreRow:
     var = ((b + c) / n - ((c - b) / n) ** 2) * n / (n - 1)
     se = 100 * math.sqrt(max(var, 0.0) / n)
     return ScoreRow(task=task, metric="acc", a=60.0, b=60.0 + delta, delta=delta, se=se, ci_low=None, ci_high=None,
-                    method="paired_bootstrap", n_shared=n, verdict="within noise",
+                    method="paired_bootstrap", n_paired=n, verdict="within noise",
                     right_to_wrong=None if wald else int(b), wrong_to_right=None if wald else int(c))
 
 

@@ -175,7 +175,7 @@ def compare_row(a: Path, b: Path, label: str) -> str:
     rows = []
     for sc in c.scores:
         ci = f"[{sc.ci_low:+.1f}, {sc.ci_high:+.1f}]" if sc.ci_low is not None else "—"
-        rows.append(f"| {label} | {sc.task} | {sc.metric} | {sc.n_shared} | {sc.right_to_wrong}↓ {sc.wrong_to_right}↑ "
+        rows.append(f"| {label} | {sc.task} | {sc.metric} | {sc.n_paired} | {sc.right_to_wrong}↓ {sc.wrong_to_right}↑ "
                     f"| {sc.delta:+.1f} {ci} | {sc.verdict} | {differ} |")
     return "\n".join(rows) or f"| {label} | — | no shared metric | — | — | — | — | {differ} |"
 

@@ -419,9 +419,18 @@ def gen_methods(indent: str = "0") -> str:
     return methods_markdown(int(indent))
 
 
+def gen_statistics(command: str, indent: str = "0") -> str:
+    """The intervals and tests ``command`` reports (``all``: every one), from
+    :data:`repaudit.report.glossary.STATISTICS` (the labels the reports print), ``indent`` spaces in."""
+    from repaudit.report.glossary import statistics_markdown
+
+    return statistics_markdown(command, int(indent))
+
+
 GENERATORS: dict[str, Callable[..., str]] = {"commands": gen_commands, "cli": gen_cli, "factors": gen_factors,
                                              "model": gen_model, "frames": gen_frames, "tasks": gen_tasks,
-                                             "exit-codes": gen_exit_codes, "methods": gen_methods}
+                                             "exit-codes": gen_exit_codes, "methods": gen_methods,
+                                             "statistics": gen_statistics}
 
 
 # ---------------------------------------------------------------- pages

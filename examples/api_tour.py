@@ -22,7 +22,7 @@ def main() -> None:
 
     # 1. The score table: one row per task and metric, Δ = B − A in points with its paired interval
     scores = api.scores(c)
-    print(scores[["task", "metric", "unit", "n_shared", "a", "b", "delta", "ci_low", "ci_high", "verdict"]]
+    print(scores[["task", "metric", "unit", "n_paired", "a", "b", "delta", "ci_low", "ci_high", "verdict"]]
           .to_string(index=False))
 
     # 2. What differs between the two runs (the factor panel)

@@ -26,7 +26,7 @@ def test_frames_are_views_of_the_comparison_the_cli_writes(tmp_path):
     scores = api.scores(c)
     assert len(scores) == len(c.scores) and scores.loc[0, "delta"] == pytest.approx(c.scores[0].delta)
     docs = api.paired_docs(a, b)
-    assert len(docs) == c.scores[0].n_shared == 40  # the 0-shot run's 40 docs are all among the 3-shot run's 100
+    assert len(docs) == c.scores[0].n_paired == 40  # the 0-shot run's 40 docs are all among the 3-shot run's 100
     flips = c.scores[0].flip_ids
     assert int(docs.flipped.sum()) == sum(len(v) for v in flips.values()) == len(api.flips(c))
     assert set(docs[docs.delta < 0].doc_id) == {f.doc_id for f in c.flips if f.direction == "right_to_wrong"}

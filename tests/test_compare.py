@@ -164,7 +164,7 @@ def test_cli_compare_formats(lmeval_runs, tmp_path, fmt):
     if fmt == "json":
         data = json.loads(text)
         assert {"factors", "scores", "flips", "docs", "notes"} <= set(data)
-        assert data["format_version"] == 2
+        assert data["format_version"] == 3
         row = next(f for f in data["factors"] if f["path"] == "serving.batch_size")
         assert row["a"] == {"value": 8, "source": "recorded", "key": "config.batch_size", "harness": None,
                             "version": None, "note": ""} and row["status"] == "differs"

@@ -313,7 +313,7 @@ def test_inspect_and_lighteval_pair_accuracy_with_acc():
     c = compare(load_run(INSPECT / "arc_easy_a.eval"), load_run(LIGHT / "arc_easy_3shot"), n_boot=200,
                 task_map={"arc_easy_local": "arc_easy_mc"})
     row = next(r for r in c.scores if r.metric == "acc")
-    assert row.n_shared == 5  # the five docs both runs evaluated, found by content
+    assert row.n_paired == 5  # the five docs both runs evaluated, found by content
     assert any("'accuracy'" in n and "compared as the other run's 'acc'" in n for n in c.notes)
     assert any("paired with the other run's by content" in n for n in c.notes)
     agreement = next(d for d in c.docs if d.task == "arc_easy_mc")

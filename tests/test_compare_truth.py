@@ -135,7 +135,7 @@ def test_a_subset_score_is_labelled_next_to_the_files_own(tiny_model, shared_dat
     write_record(rec, tmp_path / "r.json")
     c = compare(load_run(tmp_path / "r.json"), load_run(lmeval_runs / "s1"), n_boot=200)
     acc = _row(c, "arc_easy", "acc")
-    assert acc.subset and acc.n_shared == 10 and acc.n_b == 570
+    assert acc.subset and acc.n_paired == 10 and acc.n_b == 570
     assert acc.b_reported == pytest.approx(52.28, abs=0.01) and acc.b != pytest.approx(acc.b_reported)
     assert acc.verdict == "no verdict" and "floor" in acc.note  # 10 docs: below the documented floor
     text = render_markdown(c)

@@ -45,7 +45,7 @@ def test_equivalence_within_3_points_is_go_and_within_half_a_point_inconclusive(
     row = next(r for r in c.scores if r.metric == "acc")
     assert acc["test_used"].startswith("score test")
     for end, side in ((acc["ci_low"], 1), (acc["ci_high"], -1)):
-        z = _score_z_by_hand(row.right_to_wrong, row.wrong_to_right, row.n_shared, end / 100)
+        z = _score_z_by_hand(row.right_to_wrong, row.wrong_to_right, row.n_paired, end / 100)
         assert sps.norm.sf(side * z) == pytest.approx(0.05, abs=1e-4)
     assert acc["harmful"] and "dtype" in json.dumps(acc["factors"])
     assert _gate([s1, s3, "--margin", "0.5", "--strict"]).exit_code == 1

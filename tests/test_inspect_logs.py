@@ -91,7 +91,7 @@ def test_compare_names_factors_and_flips_equal_an_independent_count():
                                                                                        "right_to_wrong")}
     assert flips == {"wrong_to_right": up, "right_to_wrong": down}
     assert (row.wrong_to_right, row.right_to_wrong) == (len(up), len(down))
-    assert row.n_shared == 40 and len(up) + len(down) >= 1
+    assert row.n_paired == 40 and len(up) + len(down) >= 1
 
 
 @pytest.mark.parametrize("shape,expect", [("chunked", "40 folder"), ("mixed", "20 folder, 20 monolith")])
@@ -160,7 +160,7 @@ def test_inspect_vs_lmeval_pairs_docs_by_content(lmeval_runs):
     assert all(arc_id[i] == d.key for i, d in tb.docs.items())
     c = compare(load_run(s1), run_i, n_boot=300)
     (row,) = c.scores
-    assert row.metric == "acc" and row.n_shared == 40 and row.verdict != "not_comparable"
+    assert row.metric == "acc" and row.n_paired == 40 and row.verdict != "not_comparable"
     assert any("measured two ways" in n for n in c.notes)
 
 

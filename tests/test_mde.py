@@ -72,9 +72,9 @@ def test_compare_prints_the_mde_beside_every_paired_row(tmp_path):
     for r in rows:
         p = r["power"]
         assert r["method"] == "paired_score" and p["test"] == "exact McNemar"
-        psi = (r["right_to_wrong"] + r["wrong_to_right"]) / r["n_shared"]
+        psi = (r["right_to_wrong"] + r["wrong_to_right"]) / r["n_paired"]
         d = p["mde"] / 100  # a move of d flips at least a share d of the docs
-        assert mcnemar_power(r["n_shared"], max(psi, d), d, 0.05) == pytest.approx(0.8, abs=1e-4)
+        assert mcnemar_power(r["n_paired"], max(psi, d), d, 0.05) == pytest.approx(0.8, abs=1e-4)
     md = CliRunner().invoke(app, ["compare", *PAIR, "--format", "markdown"]).output
     assert "| MDE |" in md and f"| {rows[0]['power']['mde']:.2f} |" in md
     assert f"a move smaller than {rows[0]['power']['mde']:.2f} pts could hide here" in md

@@ -113,7 +113,7 @@ def test_compare_says_when_an_interval_and_its_verdict_point_different_ways():
 
     def row(metric, lo, hi, p):
         return ScoreRow(task="t", metric=metric, a=50.0, b=55.0, delta=5.0, se=2.0, ci_low=lo, ci_high=hi,
-                        method="paired_score", n_shared=400, verdict="within noise", p_value=p)
+                        method="paired_score", n_paired=400, verdict="within noise", p_value=p)
 
     rows = [row("acc", 0.5, 9.5, 0.03), row("acc_norm", 0.2, 9.8, 0.04)]  # Holm: both adjusted to 0.06
     judge(rows, 0.05)

@@ -143,3 +143,52 @@ def test_attribute_and_variance_print_compares_minus_sign():
 
     assert _pts(-0.2625) == "−26.25" and _ci(-0.3, 0.01) == "[−30.00, +1.00]"
     assert num(-26.25, "pts") == "−26.25" and num(-0.0012345, "ppl") == "−0.001234"
+
+
+def test_a_row_that_is_not_paired_says_so_beside_the_tasks_shared_docs():
+    """truthfulqa_gen, lm-eval's full run against its --limit 20 run (tests/realworld): the 20 shared doc ids are the
+    doc agreement's ``n_shared``; the BLEU/ROUGE rows have no per-doc values in one file, so they are unpaired and
+    their own count is ``n_paired`` 0 — no report calls them paired on, or shares, 0 docs."""
+    import json
+
+    case = ROOT / "tests" / "realworld" / "cases" / "lmeval_truthfulqa_gen_full_vs_limit20"
+    truth = json.loads((case / "truth.json").read_text())
+    a, b = (str(case / truth[f"results_{k}"]) for k in "ab")
+    res = runner.invoke(app, ["compare", a, b, "--json", "--n-boot", "200"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["docs"][0]["n_shared"] == 20
+    rows = [r for r in data["scores"] if r["method"] == "unpaired_stderr"]
+    assert rows and all(r["n_paired"] == 0 and "n_shared" not in r for r in rows)
+    for fmt in ("rich", "markdown"):
+        text = runner.invoke(app, ["compare", a, b, "--format", fmt, "--n-boot", "200"], env={"COLUMNS": "200"}).stdout
+        assert "20 shared docs" in text and "unpaired" in text
+        assert "0 shared doc" not in text and "paired on 0" not in text
+
+
+def test_every_reference_page_lists_the_statistics_its_command_reports_from_the_code():
+    """gate, sweep, attribute, appendix, variance and reproduce: each reference page holds the block generated from
+    :data:`repaudit.audit.intervals.STATISTICS` for its command, the statistics page holds them all, no page says a
+    level other than (1 − α), and the labels the code prints are the registry's (appendix's score intervals, gate's
+    tests, attribute's and sweep's legends)."""
+    import typing
+
+    from repaudit.audit.appendix import Method
+    from repaudit.audit.intervals import COMMAND_STATISTICS, STATISTICS, stat_label
+    from repaudit.report.glossary import statistics_markdown
+
+    stats = (ROOT / "docs" / "explanation" / "statistics.md").read_text(encoding="utf-8")
+    assert statistics_markdown("all") in stats
+    for command in COMMAND_STATISTICS:
+        page = (ROOT / "docs" / "reference" / "cli" / f"{command}.md").read_text(encoding="utf-8")
+        assert statistics_markdown(command) in page, command
+        assert "paired 95 % interval" not in page and "95 % intervals from" not in page, command
+    labels = {label for label, _ in STATISTICS.values()}
+    assert set(typing.get_args(Method)) - {"none"} <= labels
+    res = runner.invoke(app, ["gate", str(ROOT / "tests" / "fixtures" / "lmeval_config" / "openbookqa_0shot"),
+                              str(ROOT / "tests" / "fixtures" / "lmeval_config" / "openbookqa_3shot"),
+                              "--max-drop", "20", "--json"])
+    import json
+
+    used = {r["test_used"] for r in json.loads(res.stdout)["rows"] if r.get("test_used")}
+    assert used and used <= labels and stat_label("gate_score") in used

@@ -37,8 +37,10 @@ from repaudit.vocabulary import order
 __all__ = ["Comparison", "FactorRow", "FlippedDoc", "ScoreRow", "compare", "diff_factors", "load_run"]
 
 #: the version of compare's JSON report: 2 names every factor field by its vocabulary path and gives each side's
-#: value with its provenance (1 had group/field and bare values)
-COMPARE_FORMAT = 2
+#: value with its provenance (1 had group/field and bare values); 3 names a score row's paired docs ``n_paired``
+#: (2 called them ``n_shared``, the name the doc agreement gives the task's shared doc ids: a row that is not paired
+#: said 0 beside a task with shared docs)
+COMPARE_FORMAT = 3
 
 
 class DocAgreement(BaseModel):

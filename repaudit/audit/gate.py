@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scipy import stats as sps
 
 from repaudit.audit.compare import Comparison, FactorRow, ScoreRow
+from repaudit.audit.intervals import stat_label
 from repaudit.audit.mde import WHAT_WOULD, RowPower
 from repaudit.audit.mechanisms import Mechanism
 from repaudit.audit.stats import benjamini_hochberg, holm, paired_score_interval, paired_score_z
@@ -255,21 +256,21 @@ def _statistic(r: ScoreRow, test: Test, margin: float, sign: float, alpha: float
     delta0 = {"non_inferiority": -margin, "superiority": margin}.get(test, margin)
     if r.method == "paired_score":  # a 0/1 metric on paired docs without clusters (scores.py)
         b, c = (r.right_to_wrong, r.wrong_to_right) if sign > 0 else (r.wrong_to_right, r.right_to_wrong)
-        n = r.n_shared
+        n = r.n_paired
 
         def z_at(side):
             d0 = delta0 if side is None else side * margin
             return paired_score_z(b, c, n, max(-0.999999, min(0.999999, d0 / 100)))
 
         lo, hi = paired_score_interval(b, c, n, alpha)
-        return z_at, 100 * (c - b) / n, (100 * lo, 100 * hi), "score test (Tango 1998)"
+        return z_at, 100 * (c - b) / n, (100 * lo, 100 * hi), stat_label("gate_score")
     d = sign * r.delta
     zq = float(sps.norm.ppf(1 - alpha))
 
     def z_at(side):
         return (d - (delta0 if side is None else side * margin)) / r.se
 
-    return z_at, d, (d - zq * r.se, d + zq * r.se), "z test"
+    return z_at, d, (d - zq * r.se, d + zq * r.se), stat_label("gate_z")
 
 
 def docs_to_decide(test: Test, d: float, lo: float, hi: float, n: int, m: float) -> tuple[int | None, str]:
@@ -308,7 +309,7 @@ def _undecided(r: GateRow) -> str:
 
 def _gate_row(r: ScoreRow, rule: PolicyRow, alpha: float) -> GateRow:
     direction = rule.direction or r.direction
-    n_docs = r.n_shared if r.n_shared else min((x for x in (r.n_a, r.n_b) if x is not None), default=0)
+    n_docs = r.n_paired if r.n_paired else min((x for x in (r.n_a, r.n_b) if x is not None), default=0)
     base = dict(task=r.task, metric=r.metric, test=rule.test, tier=rule.tier, margin=rule.margin, unit=r.unit,
                 direction=direction, method=r.method, n_docs=n_docs, delta=r.delta, power=r.power)
     binary = r.method == "paired_score"

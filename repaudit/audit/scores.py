@@ -89,8 +89,10 @@ class ScoreRow(BaseModel):
     """How the interval was computed: ``paired_score`` (0/1 metrics on paired docs without clusters: Tango's score
     interval), ``paired_bootstrap``, ``paired_cluster_bootstrap``, ``paired_corpus_bootstrap``,
     ``unpaired_stderr`` or ``none`` (no test)."""
-    n_shared: int
-    """Docs both runs scored (0 when a side has no per-doc results)."""
+    n_paired: int
+    """Docs the row pairs: the shared docs on which both runs have the metric's per-doc value (0: not paired — a
+    side has no per-doc values of the metric, or its docs are not the same; the task's shared doc ids are
+    :attr:`~repaudit.audit.compare.DocAgreement.n_shared`, counted whatever the metric)."""
     n_a: int | None = None
     """Docs in A's task (its per-doc results, else its recorded count); None: not recorded."""
     n_b: int | None = None
@@ -139,7 +141,7 @@ def _finite(x) -> float | None:
 def _row(task: str, metric: str, kind: MetricKind, va: float, vb: float, method: str, verdict: Verdict, note: str,
          n: int = 0, **kw) -> ScoreRow:
     return ScoreRow(task=task, metric=metric, kind=kind.kind, unit=kind.display_unit, direction=kind.direction,
-                    a=va, b=vb, delta=vb - va, method=method, n_shared=n, verdict=verdict, note=note,
+                    a=va, b=vb, delta=vb - va, method=method, n_paired=n, verdict=verdict, note=note,
                     **{"se": None, "ci_low": None, "ci_high": None, **kw})
 
 
@@ -294,7 +296,7 @@ def _paired(task, metric, ta, tb, shared, ka, kb, kind, tie_eps, n_boot, alpha, 
                    a=float(xa.mean() * s_a), b=float(xb.mean() * s_b), delta=res.delta, se=res.se,
                    ci_low=res.ci_low, ci_high=res.ci_high,
                    method="paired_cluster_bootstrap" if clusters is not None else "paired_bootstrap",
-                   n_shared=len(shared), n_clusters=res.n_clusters, subset=subset, verdict="within noise",
+                   n_paired=len(shared), n_clusters=res.n_clusters, subset=subset, verdict="within noise",
                    p_value=z_pvalue(res.delta, res.se),
                    note="" if clusters is not None or not any(cl) else "only some docs carry a cluster: not clustered",
                    **extra)

@@ -13,7 +13,7 @@ from repaudit.audit.stats import level
 from repaudit.audit.sweep import SweepResult
 from repaudit.escape import latex as e
 from repaudit.escape import md
-from repaudit.report.glossary import plural
+from repaudit.report.glossary import plural, stat_label
 
 
 def _pts(x: float) -> str:
@@ -94,8 +94,8 @@ def attribution_markdown(r: AttributionReport) -> str:
         out += [f"| {md(' × '.join(i['pair']), block=False)} | {_pts(i['value'])} | {_ci(*i['ci'])} |"
                 for i in r.interactions]
     out += ["", attribution_summary(r, md), "",
-            ("Shapley values over all hybrid configurations (HyperSHAP, Wever et al. 2025); intervals from a "
-             + ("paired bootstrap over docs." if r.sequential is None else "sequential design (above)."))]
+            "Shapley values over all hybrid configurations (HyperSHAP, Wever et al. 2025); intervals: "
+            + _interval_label(r.sequential) + "."]
     return "\n".join(out) + "\n"
 
 
@@ -109,7 +109,7 @@ def attribution_latex(r: AttributionReport, label: str | None = None) -> str:
                    latex_rows([(" x ".join(i["pair"]), _pts(i["value"]), _ci(*i["ci"])) for i in r.interactions])]
     return latex_table(r"Attribution of the " + e(r.metric) + " difference on " + e(r.task)
                         + r" to each factor (Shapley values in points, " + level(r.alpha) + r"\,\% "
-                        + ("paired-bootstrap" if r.sequential is None else "repeated confidence") + " intervals). "
+                        + " intervals: " + e(_interval_label(r.sequential)) + "). "
                         + e(attribution_summary(r, cost=False)), "lrr", blocks, label)
 
 
@@ -135,23 +135,33 @@ def sweep_head(s: SweepResult) -> tuple[str, ...]:
     return ("value", "score", "Δ", f"{level(s.alpha)} % CI", "flip rate", "verdict")
 
 
+def _interval_label(sequential) -> str:
+    """The intervals of an attribution or sweep, by the label of :data:`~repaudit.report.glossary.STATISTICS`: the
+    paired bootstrap over docs, or with ``--precision`` the sequential design's repeated confidence intervals."""
+    return stat_label("paired_bootstrap" if sequential is None else "repeated_ci")
+
+
+def sweep_legend(s: SweepResult) -> str:
+    """What a sweep's Δ, interval and verdict are, in one sentence."""
+    return (f"Δ against the base; intervals: {_interval_label(s.sequential)}; an effect exceeds the "
+            f"{stat_label('noise_floor')} when its interval excludes 0 and |Δ| > 2 sd of the floor.")
+
+
 def sweep_markdown(s: SweepResult) -> str:
     """Markdown: one row per value, then the noise floor."""
     out = [f"### Sweep of {md(s.factor)} on {md(s.task)} ({md(s.metric)}, points)", "",
            "| " + " | ".join(sweep_head(s)) + " |", "|---|---:|---:|---:|---:|---|"]
     out += ["| " + " | ".join([md(row[0], block=False), *row[1:]]) + " |" for row in sweep_rows(s)]
     out += ["", sweep_floor(s), "",
-            ("Δ against the base with a " + ("paired bootstrap interval over docs" if s.sequential is None else
-                                             "repeated confidence interval") + "; an effect exceeds the noise floor "
-             "when its interval excludes 0 and |Δ| > 2 sd of the floor.")]
+            sweep_legend(s)]
     return "\n".join(out) + "\n"
 
 
 def sweep_latex(s: SweepResult, label: str | None = None) -> str:
     """LaTeX fragment: one booktabs table, labelled ``label``."""
     return latex_table(r"Effect of " + e(s.factor) + " on " + e(s.metric) + " (" + e(s.task)
-                        + r"), points; $\Delta$ against the base with a paired " + level(s.alpha)
-                        + r"\,\% interval. " + e(sweep_floor(s)),
+                        + r"), points; $\Delta$ against the base with its " + level(s.alpha)
+                        + r"\,\% interval (" + e(_interval_label(s.sequential)) + "). " + e(sweep_floor(s)),
                         "lrrrrl", [[r"value & score & $\Delta$ & " + level(s.alpha)
                                     + r"\,\% CI & flip rate & verdict \\"],
                                    latex_rows(sweep_rows(s))], label)

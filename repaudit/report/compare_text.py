@@ -205,7 +205,7 @@ def _task_info(rows: list[ScoreRow]) -> str:
     r = rows[0]
     tag = " (group)" if r.is_group else ""
     if r.method.startswith("paired"):
-        return f"{tag} · paired on {plural(r.n_shared, 'shared doc')}" + (" (a subset)" if r.subset else "")
+        return f"{tag} · paired on {plural(r.n_paired, 'shared doc')}" + (" (a subset)" if r.subset else "")
     if r.method == "unpaired_stderr":
         return f"{tag} · unpaired (a run has no per-doc values)"
     return tag
@@ -216,7 +216,7 @@ def _footnote(r: ScoreRow) -> str:
     if r.verdict in ("not comparable", "no verdict") or r.note:
         parts.append(r.note or r.verdict)
     if r.subset:
-        parts.append(f"A and B are scored on the {r.n_shared} docs both runs have; the files report A "
+        parts.append(f"A and B are scored on the {r.n_paired} docs both runs have; the files report A "
                      f"{num(r.a_reported, r.unit)} ({r.n_a} docs), B {num(r.b_reported, r.unit)} ({r.n_b} docs)")
     return "; ".join(parts)
 

@@ -5,6 +5,7 @@ The JSON output keeps the identifiers; every text format shows these labels inst
 
 from __future__ import annotations
 
+from repaudit.audit.intervals import COMMAND_STATISTICS, STATISTICS, stat_label  # noqa: F401  (re-exported)
 from repaudit.audit.scores import ADJUST  # noqa: F401  (re-exported: the reports import it from here)
 
 METHODS = {
@@ -36,6 +37,17 @@ def methods_markdown(indent: int = 0) -> str:
     """One Markdown bullet per interval method, ``indent`` spaces in: the label the reports print, then when it
     is used."""
     return "".join(f"{' ' * indent}- *{METHODS[k]}*: {use}\n" for k, use in METHOD_USE.items())
+
+
+def statistics_markdown(command: str, indent: int = 0) -> str:
+    """One Markdown bullet per interval or test ``command`` reports (:data:`COMMAND_STATISTICS`), ``indent`` spaces
+    in: the label its reports print, then when it is used; ``all``: every one of :data:`STATISTICS`.
+
+    Raises:
+        KeyError: ``command`` reports none.
+    """
+    keys = tuple(STATISTICS) if command == "all" else COMMAND_STATISTICS[command]
+    return "".join(f"{' ' * indent}- *{STATISTICS[k][0]}*: {STATISTICS[k][1]}\n" for k in keys)
 
 
 DIAGNOSTICS = {

@@ -220,10 +220,10 @@ def render_attribution_html(r, browser: dict | None = None, browser_notes: list[
     """``repaudit attribute --format html``: Shapley values per factor with their intervals, the waterfall
     (SVG), the interactions, what ran, then the per-doc browser of the two recorded runs (when given)."""
     from repaudit.audit.stats import level
-    from repaudit.report.audit import _ci, _pts, attribution_rows, attribution_summary
+    from repaudit.report.audit import _ci, _interval_label, _pts, attribution_rows, attribution_summary
     from repaudit.report.plots import waterfall_svg
 
-    interval = "paired bootstrap over docs" if r.sequential is None else "sequential design"
+    interval = _interval_label(r.sequential)
     ci = f"{level(r.alpha)} % CI"
     fac = _table("attribution", f"Attribution of the {r.metric} delta on {r.task} (points)",
                  ["factor", "Shapley value", ci], attribution_rows(r), {"Shapley value", ci},
@@ -249,15 +249,13 @@ def render_attribution_html(r, browser: dict | None = None, browser_notes: list[
 def render_sweep_html(s) -> str:
     """``repaudit sweep --format html``: score per value with Δ against the base and its interval, the noise
     floor, and the sweep plot (SVG)."""
-    from repaudit.report.audit import sweep_floor, sweep_head, sweep_rows
+    from repaudit.report.audit import sweep_floor, sweep_head, sweep_legend, sweep_rows
     from repaudit.report.plots import sweep_svg
 
     head = sweep_head(s)
     sec = _table("sweep", f"Sweep of {s.factor} on {s.task} ({s.metric}, points)", head, sweep_rows(s),
                  set(head[1:5]),
-                 ["Δ against the base with a " + ("paired bootstrap interval over docs" if s.sequential is None else
-                                                  "repeated confidence interval") + "; an effect exceeds the noise "
-                  "floor when its interval excludes 0 and |Δ| > 2 sd of the floor."])
+                 [sweep_legend(s)])
     sec.svg = Markup(sweep_svg(s))
     sec.after = ["Per-doc view: compare the base run with a value's run (repaudit compare A B -o report.html)."]
     beyond = [str(p.value) for p in s.points if p.verdict == "exceeds noise floor"]
