@@ -92,7 +92,7 @@ def check_docs(cmp: dict, task: str, per_doc: dict | None, flips: dict) -> None:
         assert not rows
         return
     (row,) = rows
-    assert (row["n_a"], row["n_b"], row["n_paired"]) == (per_doc["n_a"], per_doc["n_b"], per_doc["n_shared"])
+    assert (row["n_a"], row["n_b"], row["n_shared"]) == (per_doc["n_a"], per_doc["n_b"], per_doc["n_shared"])
     got: dict[str, dict[str, list]] = {}
     for f in cmp["flips"]:
         if f["task"] == task:
