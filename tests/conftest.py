@@ -18,6 +18,44 @@ for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
 
 
+_CONVERT = """
+import sys
+from filelock import FileLock
+from repaudit.backends.model_source import resolve_default_model
+root = sys.argv[1]
+with FileLock(root + "/default-model-cache.lock"):
+    resolve_default_model(__import__("pathlib").Path(root) / "default-model-cache")
+"""
+
+
+def pytest_sessionstart(session):
+    """Under pytest-xdist, the controller (idle while its workers run tests) converts the default model into the
+    run's base folder in the background, so that no worker sits idle waiting for it (``default_model_available``
+    takes the same lock and finds it done)."""
+    config = session.config
+    if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "numprocesses", None):
+        return
+    try:
+        _gguf_path()
+    except pytest.skip.Exception:
+        return
+    import subprocess
+    import sys
+
+    root = config._tmp_path_factory.getbasetemp()
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "REPAUDIT_CACHE_DIR": str(root / "controller-cache"),
+           "HF_HUB_OFFLINE": "1"}
+    config._repaudit_convert = subprocess.Popen([sys.executable, "-c", _CONVERT, str(root)], env=env,
+                                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def pytest_sessionfinish(session):
+    proc = getattr(session.config, "_repaudit_convert", None)
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_cache(tmp_path_factory):
     """Keep the batch store of tests out of the user's cache; the converted default model is kept
