@@ -168,10 +168,10 @@ def test_a_row_that_is_not_paired_says_so_beside_the_tasks_shared_docs():
 
 
 def test_every_reference_page_lists_the_statistics_its_command_reports_from_the_code():
-    """gate, sweep, attribute, appendix, variance and reproduce: each reference page holds the block generated from
-    :data:`repaudit.audit.intervals.STATISTICS` for its command, the statistics page holds them all, no page says a
-    level other than (1 − α), and the labels the code prints are the registry's (appendix's score intervals, gate's
-    tests, attribute's and sweep's legends)."""
+    """gate, sweep, attribute, appendix, variance, reproduce and export: each reference page holds the block
+    generated from :data:`repaudit.audit.intervals.STATISTICS` for its command, the statistics page holds them all,
+    no page says a level other than (1 − α), and the labels the code prints are the registry's (appendix's score
+    intervals, gate's tests, the EEE records' interval method)."""
     import typing
 
     from repaudit.audit.appendix import Method
@@ -193,3 +193,6 @@ def test_every_reference_page_lists_the_statistics_its_command_reports_from_the_
 
     used = {r["test_used"] for r in json.loads(res.stdout)["rows"] if r.get("test_used")}
     assert used and used <= labels and stat_label("gate_score") in used
+    from repaudit.report.eee_records import _normal_interval
+
+    assert _normal_interval(0.5, 0.1, 0.0, 1.0)["method"].startswith(stat_label("eee_normal") + ":")

@@ -27,6 +27,9 @@ STATISTICS = {
     "noise_floor": ("noise floor", "the spread of the base's score across few-shot seeds (n-shot) or across a "
                     "repeated, uncached run (0-shot); a value exceeds it when its interval excludes 0 and "
                     "|Δ| > 2 × the floor's sd"),
+    "eee_normal": ("normal approximation", "an EEE record's `uncertainty.confidence_interval` of every score: "
+                   "score ± z × its standard error (the file's, or lm-eval's stdev/√n from the per-doc values), cut "
+                   "to the metric's range and said so in the record's `method`"),
     "race_stderr": ("score ± z·stderr", "a candidate's score with lm-eval's stderr of its docs, "
                     "sqrt(p(1 − p)/(n − 1)) for a 0/1 metric, at the (1 − α) level"),
     "seed_spread": ("spread over seeds", "the sd and min–max of the score over few-shot seeds, over orders of the "
@@ -44,6 +47,7 @@ COMMAND_STATISTICS = {
     "appendix": ("score_bootstrap", "score_cluster_bootstrap", "score_stderr", "mde"),
     "variance": ("score_bootstrap", "score_cluster_bootstrap", "seed_spread", "mde"),
     "reproduce": ("race_stderr", "repeated_ci"),
+    "export": ("eee_normal",),
 }
 
 

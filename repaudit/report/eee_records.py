@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from repaudit import __version__
+from repaudit.audit.intervals import stat_label
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_text
 from repaudit.importers.adapter import Loaded
@@ -407,7 +408,7 @@ def _normal_interval(value: float, stderr: float, low: float | None, high: float
         lo = max(lo, low)
     if high is not None:
         hi = min(hi, high)
-    method = f"normal approximation: score ± {z} × standard error"
+    method = f"{stat_label('eee_normal')}: score ± {z} × standard error"
     if cut:
         method += f", cut to the metric's range [{low if low is not None else '-inf'}, " \
                   f"{high if high is not None else 'inf'}]"
