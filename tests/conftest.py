@@ -18,14 +18,19 @@ for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
 
 
-_CONVERT = """
-import sys
-from filelock import FileLock
-from repaudit.backends.model_source import resolve_default_model
-root = sys.argv[1]
-with FileLock(root + "/default-model-cache.lock"):
-    resolve_default_model(__import__("pathlib").Path(root) / "default-model-cache")
-"""
+def _convert_shared(root: Path) -> Path:
+    """The default model converted once into ``root/default-model-cache`` (the run's base folder, shared by the
+    pytest-xdist controller and workers), under a lock: whoever comes second finds it done. Its folder."""
+    from filelock import FileLock
+
+    from repaudit.backends.model_source import resolve_default_model
+
+    with FileLock(str(root / "default-model-cache.lock")):
+        return resolve_default_model(root / "default-model-cache").path
+
+
+_CONVERT = ("import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
+            "from conftest import _convert_shared; _convert_shared(Path(sys.argv[2]))")
 
 
 def pytest_sessionstart(session):
@@ -45,8 +50,9 @@ def pytest_sessionstart(session):
     root = config._tmp_path_factory.getbasetemp()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "REPAUDIT_CACHE_DIR": str(root / "controller-cache"),
            "HF_HUB_OFFLINE": "1"}
-    config._repaudit_convert = subprocess.Popen([sys.executable, "-c", _CONVERT, str(root)], env=env,
-                                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    config._repaudit_convert = subprocess.Popen([sys.executable, "-c", _CONVERT, str(Path(__file__).parent),
+                                                 str(root)], env=env, stdout=subprocess.DEVNULL,
+                                                stderr=subprocess.DEVNULL)
 
 
 def pytest_sessionfinish(session):
@@ -128,17 +134,13 @@ def default_model_available(_isolated_cache, tmp_path_factory) -> None:
     """The default model's package is installed, and its GGUF is converted once into the session's cache: a test
     with a ``--cache-dir`` of its own then reuses that conversion (~20 s each) instead of converting again."""
     _gguf_path()
-    from filelock import FileLock
-
     from repaudit.backends.model_source import default_cache_dir, resolve_default_model
 
     # pytest-xdist workers share the run's base folder: the first to get here converts the GGUF there (~20 s) and
     # every worker's cache links to it, so the suite converts once, not once per worker
     root = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else None
     if root is not None:
-        shared = root / "default-model-cache"
-        with FileLock(str(root / "default-model-cache.lock")):
-            target = resolve_default_model(shared).path
+        target = _convert_shared(root)
         link = default_cache_dir() / "models" / target.name
         if not link.exists():
             link.parent.mkdir(parents=True, exist_ok=True)

@@ -95,7 +95,7 @@ def attribution_markdown(r: AttributionReport) -> str:
                 for i in r.interactions]
     out += ["", attribution_summary(r, md), "",
             "Shapley values over all hybrid configurations (HyperSHAP, Wever et al. 2025); intervals: "
-            + _interval_label(r.sequential) + "."]
+            + interval_label(r.sequential) + "."]
     return "\n".join(out) + "\n"
 
 
@@ -108,8 +108,8 @@ def attribution_latex(r: AttributionReport, label: str | None = None) -> str:
         blocks += [[r"interaction & index & " + ci + r" \\"],
                    latex_rows([(" x ".join(i["pair"]), _pts(i["value"]), _ci(*i["ci"])) for i in r.interactions])]
     return latex_table(r"Attribution of the " + e(r.metric) + " difference on " + e(r.task)
-                        + r" to each factor (Shapley values in points, " + level(r.alpha) + r"\,\% "
-                        + " intervals: " + e(_interval_label(r.sequential)) + "). "
+                        + r" to each factor (Shapley values in points, " + level(r.alpha) + r"\,\%"
+                        + " intervals: " + e(interval_label(r.sequential)) + "). "
                         + e(attribution_summary(r, cost=False)), "lrr", blocks, label)
 
 
@@ -135,7 +135,7 @@ def sweep_head(s: SweepResult) -> tuple[str, ...]:
     return ("value", "score", "Δ", f"{level(s.alpha)} % CI", "flip rate", "verdict")
 
 
-def _interval_label(sequential) -> str:
+def interval_label(sequential) -> str:
     """The intervals of an attribution or sweep, by the label of :data:`~repaudit.report.glossary.STATISTICS`: the
     paired bootstrap over docs, or with ``--precision`` the sequential design's repeated confidence intervals."""
     return stat_label("paired_bootstrap" if sequential is None else "repeated_ci")
@@ -143,7 +143,7 @@ def _interval_label(sequential) -> str:
 
 def sweep_legend(s: SweepResult) -> str:
     """What a sweep's Δ, interval and verdict are, in one sentence."""
-    return (f"Δ against the base; intervals: {_interval_label(s.sequential)}; an effect exceeds the "
+    return (f"Δ against the base; intervals: {interval_label(s.sequential)}; an effect exceeds the "
             f"{stat_label('noise_floor')} when its interval excludes 0 and |Δ| > 2 sd of the floor.")
 
 
@@ -161,7 +161,7 @@ def sweep_latex(s: SweepResult, label: str | None = None) -> str:
     """LaTeX fragment: one booktabs table, labelled ``label``."""
     return latex_table(r"Effect of " + e(s.factor) + " on " + e(s.metric) + " (" + e(s.task)
                         + r"), points; $\Delta$ against the base with its " + level(s.alpha)
-                        + r"\,\% interval (" + e(_interval_label(s.sequential)) + "). " + e(sweep_floor(s)),
+                        + r"\,\% interval (" + e(interval_label(s.sequential)) + "). " + e(sweep_floor(s)),
                         "lrrrrl", [[r"value & score & $\Delta$ & " + level(s.alpha)
                                     + r"\,\% CI & flip rate & verdict \\"],
                                    latex_rows(sweep_rows(s))], label)

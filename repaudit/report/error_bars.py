@@ -14,7 +14,8 @@ from collections import Counter
 from repaudit.audit.appendix import Appendix
 from repaudit.audit.series import SeriesReport
 from repaudit.audit.stats import level
-from repaudit.report.glossary import ADJUST, METHODS, plural, stat_label
+from repaudit.report.audit import interval_label
+from repaudit.report.glossary import ADJUST, METHODS, plural
 
 
 def _varies(a: Appendix) -> str:
@@ -55,12 +56,12 @@ def _computed(a: Appendix) -> str:
                 f"McNemar test (0/1 metrics) or a z-test, {ADJUST[c.adjust]}-adjusted over the rows; beside each "
                 "paired row, the smallest move its test detects with 80 % power.")
     for i, r in enumerate(a.attributions, 1):
-        how = "a " + stat_label("paired_bootstrap" if r.sequential is None else "repeated_ci")
+        how = ("a " if r.sequential is None else "") + interval_label(r.sequential)
         out += (f" @@attribution-{i}@@: Shapley values over every hybrid configuration, intervals from {how} "
                 f"({level(r.alpha)} %).")
     for i, s in enumerate(a.sweeps, 1):
-        out += (f" @@sweep-{i}@@: Δ against the base with its {level(s.alpha)} % interval, a "
-                f"{stat_label('paired_bootstrap' if s.sequential is None else 'repeated_ci')}.")
+        out += (f" @@sweep-{i}@@: Δ against the base with its {level(s.alpha)} % interval "
+                f"({interval_label(s.sequential)}).")
     return out
 
 

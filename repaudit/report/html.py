@@ -220,10 +220,10 @@ def render_attribution_html(r, browser: dict | None = None, browser_notes: list[
     """``repaudit attribute --format html``: Shapley values per factor with their intervals, the waterfall
     (SVG), the interactions, what ran, then the per-doc browser of the two recorded runs (when given)."""
     from repaudit.audit.stats import level
-    from repaudit.report.audit import _ci, _interval_label, _pts, attribution_rows, attribution_summary
+    from repaudit.report.audit import _ci, _pts, attribution_rows, attribution_summary, interval_label
     from repaudit.report.plots import waterfall_svg
 
-    interval = _interval_label(r.sequential)
+    interval = interval_label(r.sequential)
     ci = f"{level(r.alpha)} % CI"
     fac = _table("attribution", f"Attribution of the {r.metric} delta on {r.task} (points)",
                  ["factor", "Shapley value", ci], attribution_rows(r), {"Shapley value", ci},
