@@ -19,6 +19,13 @@ class OutputError(RepauditError):
     ``--mkdir``, a directory at the path, no permission); the CLI exits 1 (``gate`` 74)."""
 
 
+class EndpointError(RepauditError):
+    """A served model's endpoint that cannot be reached or answers with an error after the retries (an unreachable
+    host, 401, a model it does not serve, 429 or 5xx that persist, a timeout, a body that is not JSON, no prompt
+    log-probabilities): every command exits with sysexits' EX_UNAVAILABLE (69); the requests already answered are
+    kept in the batch store, so the same command resumes."""
+
+
 #: success (``gate``: GO)
 EXIT_OK = 0
 #: bad input or an output that cannot be written, every command but ``gate`` and ``determinism``
@@ -27,6 +34,8 @@ EXIT_INPUT = 1
 EXIT_USAGE = 2
 #: sysexits' EX_USAGE, EX_DATAERR and EX_IOERR: ``gate``'s and ``determinism``'s errors (their 0–2 are decisions)
 EX_USAGE, EX_DATAERR, EX_IOERR = 64, 65, 74
+#: sysexits' EX_UNAVAILABLE: an endpoint that cannot serve the requests (:class:`EndpointError`), every command
+EX_UNAVAILABLE = 69
 #: interrupted (Ctrl-C)
 EXIT_INTERRUPTED = 130
 
@@ -43,6 +52,9 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
     (EX_USAGE, "—", "usage error (no policy, `--max-drop` with `--margin`, `--format latex`)"),
     (EX_DATAERR, "—", "bad input (a run or the policy file)"),
     (EX_IOERR, "—", "an output that cannot be written (a missing folder without `--mkdir`, no permission)"),
+    (EX_UNAVAILABLE, "a served model's endpoint that cannot answer (unreachable, 401, an unknown model, 429 or 5xx "
+                     "after the retries, a timeout, a body that is not JSON, no prompt log-probabilities); the "
+                     "requests already answered are kept, so the same command resumes", "the same"),
     (EXIT_INTERRUPTED, "interrupted (finished work is kept)", "interrupted"),
 )
 

@@ -12,7 +12,8 @@ these fields.
 A field's ``json_schema_extra`` (built by :func:`engine`) may say:
 
 * how an engine takes it: ``hf`` (a keyword of transformers' ``generate``), ``vllm`` (of vLLM's ``SamplingParams``),
-  ``vllm_only=True`` (a serving setting only the vllm backend takes);
+  ``openai`` (a key of an OpenAI-compatible ``/v1/completions`` body), ``vllm_only=True`` (a serving setting only the
+  vllm backend takes), ``served_only=True`` (a setting only the openai backend, a model behind an endpoint, takes);
 * where each harness's files record it — the per-harness maps the readers execute (:func:`harness_map`):
   ``lmeval``, ``lighteval``, ``inspect``, ``eee``, ``helm``, each ``"source.key"`` or alternatives
   ``"source.key|source.key"`` tried in order, a *source* being one of the dicts that harness's reader builds from a
@@ -50,7 +51,7 @@ LabelStyle = Literal["A.", "(A)", "A)", "A:", "none"]
 AccNorm = Literal["char_length", "token_length", "byte_length", "pmi"]
 AnswerMatch = Literal["exact", "quasi_exact", "prefix", "suffix"]
 ScoreNormalisation = Literal["raw", "leaderboard_normalised"]
-Backend = Literal["hf", "vllm"]
+Backend = Literal["hf", "vllm", "openai"]
 AttentionBackend = Literal["eager", "sdpa", "flash_attention_2", "TORCH_SDPA", "FLASH_ATTN", "FLASHINFER", "XFORMERS",
                            "TRITON_ATTN", "FLEX_ATTENTION", "CPU_ATTN"]
 KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16", "float32"]
@@ -126,15 +127,16 @@ class ServingSettings(Settings):
     """How the model is served: the backend, its device and numerics, batching, and vLLM's engine options."""
 
     backend: Backend = "hf"
-    """Inference backend: hf (transformers) or vllm."""
-    device: str = Field("cpu", min_length=1, max_length=64, json_schema_extra=engine(
+    """Inference backend: hf (transformers), vllm (vLLM's offline engine) or openai (a model served behind an
+    OpenAI-compatible endpoint: vLLM, SGLang, llama.cpp servers, APIs)."""
+    device: str | None = Field("cpu", min_length=1, max_length=64, json_schema_extra=engine(
         lmeval="config.device|model_args.device", lighteval="model_config.device", inspect="model_args.device"))
-    """torch device the model runs on (where it runs, not what it computes)."""
-    dtype: Dtype = Field("float32", json_schema_extra=engine(
+    """torch device the model runs on (where it runs, not what it computes); None: not told (a served model)."""
+    dtype: Dtype | None = Field("float32", json_schema_extra=engine(
         lmeval="config.model_dtype|model_args.dtype|model_args.torch_dtype",
         lighteval="model_config.dtype|config_general.model_dtype", inspect="model_args.dtype|model_args.torch_dtype",
         eee="model_details.dtype|model_details.precision"))
-    """Weights and activations dtype."""
+    """Weights and activations dtype; None: not told (a served model: no endpoint says what its weights run in)."""
     batch_size: typing.Annotated[int, Field(ge=1, le=MAX_BATCH)] | Literal["auto"] = Field(8, json_schema_extra=engine(
         lmeval="config.batch_size", lighteval="model_config.batch_size"))
     """Rows per forward pass (vllm: prompts per engine call), or auto: length-sorted batches up to a token budget
@@ -170,6 +172,10 @@ class ServingSettings(Settings):
     max_num_seqs: int | None = Field(None, ge=1, le=MAX_BATCH, json_schema_extra=engine(
         vllm_only=True, lmeval="model_args.max_num_seqs", lighteval="model_config.max_num_seqs"))
     """vLLM: sequences scheduled in one engine step (its batch size); None = the engine's default."""
+    max_concurrency: int = Field(8, ge=1, le=1024, json_schema_extra=engine(
+        served_only=True, lmeval="model_args.num_concurrent", later=True))
+    """openai: requests in flight at once (a server batches concurrent requests together, which can change numbers:
+    repaudit determinism's concurrency axis measures it)."""
 
 
 class PromptSettings(Settings):
@@ -240,8 +246,9 @@ class GenerationSettings(Settings):
         inspect="generate_config.top_k", eee="generation_args.top_k"))
     """Top-k sampling (0 = off)."""
     repetition_penalty: float = Field(1.0, gt=0, le=100, json_schema_extra=engine(
-        hf="repetition_penalty", vllm="repetition_penalty", lmeval="gen_kwargs.repetition_penalty",
-        lighteval="generation_parameters.repetition_penalty", eee="generation_details.repetition_penalty",
+        hf="repetition_penalty", vllm="repetition_penalty", openai="repetition_penalty",
+        lmeval="gen_kwargs.repetition_penalty", lighteval="generation_parameters.repetition_penalty",
+        eee="generation_details.repetition_penalty",
         later=True))
     """Penalty on the logits of tokens already in the context or generated (1 = none; CTRL, Keskar et al. 2019),
     greedy decoding included."""

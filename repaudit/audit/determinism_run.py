@@ -217,7 +217,7 @@ def probe_determinism(cfg, opts: ProbeOptions, err: Console | None = None, pool=
         UsageError: options out of range. RepauditError: what a run of ``cfg`` raises (task, data, model).
     """
     from repaudit.backends.determinism import UnsupportedMode
-    from repaudit.backends.model_source import resolve_model
+    from repaudit.backends.model_source import resolve_for
     from repaudit.run.config import default_cache_dir
     from repaudit.run.docs import load_docs
     from repaudit.run.environment import capture_git_state
@@ -228,7 +228,7 @@ def probe_determinism(cfg, opts: ProbeOptions, err: Console | None = None, pool=
     err = err or Console(stderr=True)
     opts.check()
     task = check_config(cfg)
-    resolved = resolve_model(cfg.model, cfg.revision, cfg.cache_dir or default_cache_dir())
+    resolved = resolve_for(cfg.serving.backend, cfg.model, cfg.revision, cfg.cache_dir or default_cache_dir())
     seed_everything(cfg)
     n = cfg.limit
     extra = max((*opts.batch_sizes, cfg.batch_size)) if {"batch", "order"} & set(opts.axes) else 0

@@ -84,7 +84,7 @@ def _calibrate(backend, requests, err: Console) -> float | None:
 
 def _config_cost(label: str, parts: list[RunConfig], pool, speeds: dict, err: Console) -> tuple[ConfigCost, bool]:
     """One configuration's cost over its runs (whole or rounds), and whether it measured a throughput now."""
-    from repaudit.backends.model_source import resolve_model
+    from repaudit.backends.model_source import resolve_for
     from repaudit.backends.store import open_store
     from repaudit.run.docs import load_docs
     from repaudit.run.runner import check_config, default_cache_dir, generation_settings, render_requests
@@ -95,7 +95,7 @@ def _config_cost(label: str, parts: list[RunConfig], pool, speeds: dict, err: Co
     for cfg in parts:
         task = check_config(cfg)
         cache_dir = cfg.cache_dir or default_cache_dir()
-        resolved = resolve_model(cfg.model, cfg.revision, cache_dir)
+        resolved = resolve_for(cfg.serving.backend, cfg.model, cfg.revision, cache_dir)
         docset = load_docs(task, cfg, err)
         backend = pool.get(resolved, cfg)  # configured for cfg, BOS included
         rendered = render_requests(task, cfg, docset, backend,

@@ -48,19 +48,21 @@ class BackendInfo(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     name: str
-    """The backend: ``hf`` (transformers) or ``vllm``."""
-    device: str
-    """The torch device the model runs on (``cpu``, ``cuda``)."""
-    dtype: str
-    """The dtype the weights were loaded in, as the engine reports it (``float32``, ``bfloat16``)."""
-    max_length: int
+    """The backend: ``hf`` (transformers), ``vllm`` or ``openai`` (a served model)."""
+    device: str | None
+    """The torch device the model runs on (``cpu``, ``cuda``); None: not told (a served model)."""
+    dtype: str | None
+    """The dtype the weights were loaded in, as the engine reports it (``float32``, ``bfloat16``); None: not told (a
+    served model whose server does not report it)."""
+    max_length: int | None
     """The context window in tokens: requests are cut from the left to fit it (hf: the model config's, else the
-    tokenizer's, else 2048, as lm-eval resolves it; vLLM: ``max_model_len``)."""
+    tokenizer's, else 2048, as lm-eval resolves it; vLLM: ``max_model_len``; openai: what the server reports); None:
+    not told (requests are sent uncut and the server refuses what does not fit)."""
     add_special_tokens: bool
     """Whether the tokenizer adds special tokens (a BOS) when encoding by default."""
-    tokenizer_sha256: str
+    tokenizer_sha256: str | None
     """sha256 of the serialised tokenizer (vocabulary, merges, normaliser, pre-tokeniser) and its bos, eos and pad
-    tokens."""
+    tokens; None: not told (a served model's tokenizer files are not served)."""
     bos_token: str | None
     """The tokenizer's BOS token string; None: it has none."""
     eos_token: str | None
@@ -69,11 +71,12 @@ class BackendInfo(BaseModel):
     """The tokenizer's padding token string; None: it has none."""
     chat_template_sha256: str | None
     """sha256 of the tokenizer's chat template text; None: the tokenizer has no chat template."""
-    num_parameters: int
-    """Parameters of the loaded model (vLLM: 0 where the engine runs in another process and cannot be asked)."""
-    architecture: str
+    num_parameters: int | None
+    """Parameters of the loaded model (vLLM: 0 where the engine runs in another process and cannot be asked); None:
+    not told (a served model)."""
+    architecture: str | None
     """The model class (hf: the transformers class loaded; vLLM: the config's first architecture, else
-    ``unknown``)."""
+    ``unknown``); None: not told (a served model)."""
     engine: dict[str, Any] = {}
     """Engine facts that can change numbers (hf: attention implementation; vLLM: version, attention backend,
     scheduler limits, prefix caching, …), and under ``requested`` the serving options the run asked for."""
@@ -107,7 +110,8 @@ class Backend(abc.ABC):
     weights, tokenizer, dtype and device changes its numbers), :meth:`_configured` (per-run set-up),
     :meth:`pop_load_parts`, :meth:`speed_key` and :meth:`plan_cost` (``--dry-run`` estimates).
 
-    Implementations: :class:`repaudit.backends.hf.HFBackend`, :class:`repaudit.backends.vllm.VLLMBackend`.
+    Implementations: :class:`repaudit.backends.hf.HFBackend`, :class:`repaudit.backends.vllm.VLLMBackend`,
+    :class:`repaudit.backends.openai.OpenAIBackend`.
     """
 
     #: what the loaded backend is (recorded in the fingerprint)
@@ -221,6 +225,12 @@ class Backend(abc.ABC):
     def pop_load_parts(self) -> dict[str, float] | None:
         """Hook: the seconds the load took by part, once (the run that loaded the model reports them); ``None``
         (the default): not timed by part, or already reported."""
+        return None
+
+    def server_facts(self) -> Any:
+        """Hook: a served model's :class:`~repaudit.backends.server.ServerFacts` as the run used it (what the
+        endpoint said, the routes used, the system fingerprints seen); ``None`` (the default): an in-process
+        backend."""
         return None
 
     # ------------------------------------------------------------------ requests

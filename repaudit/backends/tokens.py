@@ -55,6 +55,22 @@ class RequestEncoder:
         seen = [k for k, n in self.bos_first.items() if n]
         return None if not seen else (seen[0] if len(seen) == 1 else "mixed")
 
+    @staticmethod
+    def split_pair(context: str, continuation: str) -> tuple[str, str]:
+        """lm-eval's move of the context's trailing whitespace into the continuation."""
+        n_spaces = len(context) - len(context.rstrip())
+        if n_spaces:
+            return context[:-n_spaces], context[-n_spaces:] + continuation
+        return context, continuation
+
+    def pair_texts(self, context: str, continuation: str) -> list[tuple[str, bool]]:
+        """The texts :meth:`encode_pair` tokenises, each with whether the tokenizer's special tokens are added (a
+        server-side tokenizer tokenises them ahead, concurrently)."""
+        if context == "":
+            return [(continuation, False)]
+        ctx, cont = self.split_pair(context, continuation)
+        return [(ctx + cont, True), (ctx, True)]
+
     def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
         """Token ids of (context, continuation) as lm-eval's ``loglikelihood`` builds them."""
         if context == "":
@@ -62,10 +78,7 @@ class RequestEncoder:
             if cont and cont[0] == self.prefix_token_id:
                 return cont[:1], cont[1:]
             return [self.prefix_token_id], cont
-        n_spaces = len(context) - len(context.rstrip())
-        if n_spaces:
-            continuation = context[-n_spaces:] + continuation
-            context = context[:-n_spaces]
+        context, continuation = self.split_pair(context, continuation)
         whole = self.encode(context + continuation)
         ctx = self.encode(context)
         return ctx, whole[len(ctx):]

@@ -32,10 +32,12 @@ def user_errors(code: int = 1, io_code: int = 1, usage_code: int = 2):
     """Turn a RepauditError into one error line and exit ``code`` (a :class:`~repaudit.errors.UsageError`:
     ``usage_code``; an :class:`~repaudit.errors.OutputError` or OSError: ``io_code``); Ctrl-C into a resume hint
     and exit 130. ``gate`` passes the sysexits codes 65, 74 and 64 (0–2 are its decisions)."""
-    from repaudit.errors import OutputError
+    from repaudit.errors import EX_UNAVAILABLE, EndpointError, OutputError
 
     try:
         yield
+    except EndpointError as exc:
+        fail(str(exc), EX_UNAVAILABLE)
     except UsageError as exc:
         fail(str(exc), usage_code)
     except OutputError as exc:

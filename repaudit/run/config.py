@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from repaudit.backends.endpoint import EndpointSettings
 from repaudit.backends.model_source import default_cache_dir  # noqa: F401 (re-exported)
 from repaudit.errors import RepauditError
 from repaudit.run.protocol_record import ProtocolRecord
@@ -80,6 +81,9 @@ class RunConfig(BaseModel):
     """Read and write the batch store."""
     protocol: ProtocolRecord | None = None
     """The published protocol this run follows (``--protocol``), with the user's overrides."""
+    endpoint: EndpointSettings | None = None
+    """Where a served model is (``--backend openai``): base URL, the variable holding the API key, timeout, retries,
+    tokenizer; None for an in-process backend."""
     data: DataSettings = DataSettings()
     """Which docs are evaluated."""
     seeds: SeedSettings = SeedSettings()
@@ -204,8 +208,9 @@ def check_combinations(cfg: RunConfig) -> None:
     g, s = cfg.generation, cfg.serving
     if g.generation_strategy == "prefix_cache":
         if s.backend != "hf":
-            raise RepauditError("--generation-strategy prefix_cache is the hf backend's; vLLM schedules its own "
-                                "batches (continuous batching; --enable-prefix-caching for shared prefixes)")
+            raise RepauditError("--generation-strategy prefix_cache is the hf backend's; vLLM and served models "
+                                "schedule their own batches (continuous batching; --enable-prefix-caching for shared "
+                                "prefixes)")
         if g.do_sample and g.temperature > 0:
             raise RepauditError("--generation-strategy prefix_cache decodes greedily: sampled generation (--do-sample "
                                 "with --temperature > 0) needs --generation-strategy exact")
@@ -219,6 +224,45 @@ def check_combinations(cfg: RunConfig) -> None:
             if name in s.changed():
                 raise RepauditError(f"--{name.replace('_', '-')} is a setting of the vllm backend; this run uses "
                                     f"{s.backend}")
+    if s.backend == "openai":
+        check_served(cfg)
+    else:
+        for name in named_in("served_only", ServingSettings):
+            if name in s.changed():
+                raise RepauditError(f"--{name.replace('_', '-')} is a setting of a served model (--backend openai); "
+                                    f"this run uses {s.backend}")
+        if cfg.endpoint is not None:
+            raise RepauditError(f"--base-url is the endpoint of a served model (--backend openai); this run uses "
+                                f"{s.backend}")
+        if s.dtype is None or s.device is None:
+            raise RepauditError(f"the {s.backend} backend needs a {'dtype' if s.dtype is None else 'device'}: "
+                                "'none' is what a served model records")
+
+
+#: serving settings of an in-process numerical path: a served model's endpoint computes its own way
+_IN_PROCESS = {"padding_side": "the server pads (or packs) its own batches",
+               "scoring_strategy": "the server scores full sequences its own way",
+               "attention_backend": "the server's attention kernel is its own (recorded where it says)",
+               "batch_invariant": "batch invariance is the server's mode (VLLM_BATCH_INVARIANT on the server)"}
+
+
+def check_served(cfg: RunConfig) -> None:
+    """A served model's run: an endpoint, and no setting only an in-process backend can apply.
+
+    Raises:
+        RepauditError: no ``--base-url``; a dtype or device asked for (the server's); an in-process setting.
+    """
+    s = cfg.serving
+    if cfg.endpoint is None:
+        raise RepauditError("--backend openai needs --base-url (the endpoint, e.g. http://127.0.0.1:8000/v1)")
+    if s.dtype not in (None, "float32"):
+        raise RepauditError(f"--dtype {s.dtype}: a served model runs in the dtype its server loaded; repaudit cannot "
+                            "set it through an endpoint (start the server with that dtype)")
+    if s.device not in (None, "cpu"):
+        raise RepauditError(f"--device {s.device}: a served model runs where its server runs")
+    for name, why in _IN_PROCESS.items():
+        if name in s.changed():
+            raise RepauditError(f"--{name.replace('_', '-')} does not apply to a served model: {why}")
 
 
 def check_cache_dir(path: Path) -> None:

@@ -225,6 +225,10 @@ FACTORS: tuple[Factor, ...] = (
     _serving("batch_invariant", unset=False, how="env"),
     _serving("max_num_seqs"),
     _serving("quantization"),
+    # ---------------------------------------------------------------- serving (a served model)
+    setting("max_concurrency",
+            why_not={"protocol": "published protocols do not state how many requests were in flight",
+                     "reproduce": "a serving setting moves numerics, not the protocol a number was reported under"}),
     # ---------------------------------------------------------------- prompt
     setting("prompt_format", fields=("prompt_format", "task_config"), protocol=str,
             doc="lmeval (lm-eval's templates), lettered (choices with letters) or cloze; a task built from a "
@@ -322,7 +326,8 @@ FACTORS: tuple[Factor, ...] = (
 BY_NAME: dict[str, Factor] = {f.name: f for f in FACTORS}
 #: RunConfig fields that are not factors: what is evaluated, where things are read and written
 NON_FACTOR_FIELDS = ("task", "task_config", "model", "revision", "trust_remote_code", "data_dir", "doc_ids",
-                     "fewshot_ids", "fewshot_from", "fewshot_by_doc", "cache_dir", "use_batch_cache", "protocol")
+                     "fewshot_ids", "fewshot_from", "fewshot_by_doc", "cache_dir", "use_batch_cache", "protocol",
+                     "endpoint")
 
 
 def get(name: str) -> Factor:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
+from repaudit.backends.server import ServerFacts
 from repaudit.backends.weights_format import StoredWeights, describe
 from repaudit.hashing import sha256_json
 from repaudit.run.environment import GitState, Hardware, Software
@@ -111,22 +112,23 @@ class ModelIdentity(_Record):
     name: str
     """The model as named on the command line (a local path, a hub id, or the default's name)."""
     source: str
-    """gguf-package (the default model), local or hub."""
+    """gguf-package (the default model), local, hub, or endpoint (a served model)."""
     revision: str | None
     """The revision asked for with --revision (a hub model's commit, branch or tag; also recorded when given with
     a local directory), else None."""
-    weights_sha256: str
-    """sha256 over the weight files loaded."""
+    weights_sha256: str | None
+    """sha256 over the weight files loaded; None: not told (a served model's weight files are not served)."""
     gguf_sha256: str | None
     """sha256 of the GGUF the weights were de-quantised from, else None."""
-    tokenizer_sha256: str
-    """sha256 of the serialised tokenizer (vocabulary, merges, normaliser, …) and its bos, eos and pad tokens."""
+    tokenizer_sha256: str | None
+    """sha256 of the serialised tokenizer (vocabulary, merges, normaliser, …) and its bos, eos and pad tokens; None:
+    not told (a served model tokenised by its server)."""
     special_tokens: dict[str, str | None]
     """The tokenizer's bos, eos and pad tokens."""
-    architecture: str
-    """The model class transformers loaded."""
-    num_parameters: int
-    """Parameters of the loaded model."""
+    architecture: str | None
+    """The model class transformers loaded; None: not told (a served model)."""
+    num_parameters: int | None
+    """Parameters of the loaded model; None: not told (a served model)."""
     trust_remote_code: bool
     """Whether the repository's own code was allowed."""
     weights_format: WeightsFormat | None = None
@@ -139,8 +141,9 @@ class BackendFacts(_Record):
 
     batch_sizes_used: dict[str, int]
     """Batch size → number of batches of that size actually run."""
-    max_length: int
-    """The context window requests were cut to (tokens)."""
+    max_length: int | None
+    """The context window requests were cut to (tokens); None: not told (a served model whose server does not say:
+    requests were sent uncut)."""
     add_special_tokens: bool
     """Whether the tokenizer adds special tokens (e.g. BOS) by default when it encodes text."""
     engine: dict[str, Any] | None = None
@@ -234,6 +237,10 @@ class Fingerprint(_Record):
     """The recorded lm-eval task configuration a task was built from (--task-config), else None."""
     protocol: ProtocolRecord | None = None
     """The published protocol followed (run --protocol): name, sha256, overrides."""
+    server: ServerFacts | None = None
+    """A served model's endpoint (--backend openai): what it said about itself, what was sent, what it could not
+    tell (:mod:`repaudit.backends.server`); None for an in-process backend. Added after schema 3 shipped: left out of
+    the digest while None."""
     hardware: Hardware
     """The machine."""
     software: Software
@@ -249,6 +256,8 @@ class Fingerprint(_Record):
         d = self.model_dump(mode="json")
         if d.get("protocol") is None:
             d.pop("protocol", None)
+        if d.get("server") is None:  # a fact added after schema 3 shipped
+            d.pop("server", None)
         if d["model"].get("weights_format") is None:  # a fact added after schema 3 shipped
             d["model"].pop("weights_format", None)
         for stage, part in d["settings"].items():

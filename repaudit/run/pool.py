@@ -29,13 +29,15 @@ def load(resolved: ResolvedModel, cfg: RunConfig):
     """
     from repaudit.backends import load_backend
 
-    return configure(load_backend(cfg.backend, resolved, dtype=cfg.dtype, device=cfg.device,
-                                  trust_remote_code=cfg.trust_remote_code, seed=cfg.torch_seed,
-                                  engine=engine_options(cfg)), cfg)
+    s = cfg.serving
+    return configure(load_backend(s.backend, resolved, dtype=s.dtype, device=s.device,
+                                  trust_remote_code=cfg.trust_remote_code, seed=cfg.seeds.torch_seed,
+                                  engine=engine_options(cfg), serving=s, endpoint=cfg.endpoint), cfg)
 
 
 class BackendPool:
-    """Loaded backends, reused when backend, weights, dtype, device and remote-code setting match.
+    """Loaded backends, reused when backend, weights, dtype, device and remote-code setting match (a served model:
+    the endpoint and model).
 
     Batch size, padding side, scoring strategy and BOS are set per run (:func:`configure`), so
     a grid reloads the model once per dtype instead of once per configuration. At most two models
@@ -47,8 +49,8 @@ class BackendPool:
 
     def get(self, resolved: ResolvedModel, cfg: RunConfig):
         """A backend for ``cfg``, loading it on first use."""
-        key = (cfg.backend, resolved.path, resolved.weights_sha256, cfg.dtype, cfg.device, cfg.trust_remote_code,
-               tuple(sorted(engine_options(cfg).items())))
+        key = (cfg.serving.backend, resolved.name, resolved.path, resolved.weights_sha256, cfg.serving.dtype,
+               cfg.serving.device, cfg.trust_remote_code, tuple(sorted(engine_options(cfg).items())), cfg.endpoint)
         if key not in self._loaded:
             if len(self._loaded) >= 2:
                 self._loaded.pop(next(iter(self._loaded)))

@@ -19,6 +19,33 @@ RUN_SCHEMA_VERSION = 3
 READABLE_RUN_SCHEMAS = (2, 3)
 
 
+class ServedDoc(BaseModel):
+    """What a served model's endpoint reported with one doc's answers (every request of the doc)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    system_fingerprints: list[str] = []
+    """The distinct ``system_fingerprint`` values of the responses that answered the doc's requests, sorted (empty:
+    the server sent none)."""
+    finish_reasons: list[str] = []
+    """generate_until: the server's ``finish_reason`` per generation (``stop``, ``length``); empty for
+    log-likelihood requests."""
+    completion_tokens: int | None = None
+    """generate_until: tokens the server reports it generated (``usage.completion_tokens``); None where it reports
+    none or for log-likelihood requests."""
+
+
+def served_doc(answers: list) -> ServedDoc | None:
+    """The :class:`ServedDoc` of one doc's answers (:class:`~repaudit.tasks.requests.Generation` or
+    :class:`~repaudit.tasks.requests.LoglikelihoodResult`), or None where no answer came from an endpoint."""
+    served = [a.served for a in answers if a.served is not None]
+    if not served:
+        return None
+    fps = sorted({s["system_fingerprint"] for s in served if isinstance(s.get("system_fingerprint"), str)})
+    reasons = [str(s["finish_reason"]) for s in served if s.get("finish_reason") is not None]
+    toks = [s["completion_tokens"] for s in served if isinstance(s.get("completion_tokens"), int)]
+    return ServedDoc(system_fingerprints=fps, finish_reasons=reasons, completion_tokens=sum(toks) if toks else None)
+
+
 class DocResult(BaseModel):
     """One doc's outcome (each field's docstring says what it holds). ``doc_hash`` / ``prompt_hash`` /
     ``target_hash`` are computed as in lm-eval's sample logs, so they can be matched against them."""
@@ -71,6 +98,9 @@ class DocResult(BaseModel):
     for generation."""
     unconditional_loglikelihoods: list[float] | None = None
     """acc_norm ``pmi`` only: each choice's log-likelihood after an empty context (nats); None otherwise."""
+    served: ServedDoc | None = None
+    """A served model (``--backend openai``): what its endpoint reported with this doc's answers; None for an
+    in-process backend."""
 
 
 class Timings(BaseModel):

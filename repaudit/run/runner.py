@@ -22,7 +22,7 @@ from rich.console import Console
 
 import repaudit
 from repaudit.backends.device import peak_memory_mib, reset_peak_memory
-from repaudit.backends.model_source import ResolvedModel, resolve_model
+from repaudit.backends.model_source import ResolvedModel, resolve_for
 from repaudit.backends.store import BatchCache, open_store
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
@@ -46,7 +46,7 @@ from repaudit.run.metrics import aggregate, normalised_metrics
 from repaudit.run.normalise import random_baseline
 from repaudit.run.pool import BackendPool, load
 from repaudit.run.progress import progress
-from repaudit.run.records import RunRecord, Timings
+from repaudit.run.records import RunRecord, Timings, served_doc
 from repaudit.run.scoring import doc_hash, doc_result, em_options, metric_variants, pipelines
 from repaudit.settings import DataSettings, FewshotSettings, GenerationSettings
 from repaudit.tasks.base import OutputType, Task
@@ -296,6 +296,7 @@ def build_fingerprint(task: Task, cfg: RunConfig, resolved: ResolvedModel, docse
                            reported=(cfg.protocol.scoring.get("metric") if cfg.protocol else None)),
         task_config=cfg.task_config,
         protocol=cfg.protocol,
+        server=backend.server_facts(),
         hardware=capture_hardware(), software=capture_software(), git=capture_git_state(),
     )
 
@@ -328,7 +329,7 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
         # replays where that lm-eval is not installed
         cfg = cfg.model_copy(update={"task_config": task.config})
     cache_dir = cfg.cache_dir or default_cache_dir()
-    resolved = resolve_model(cfg.model, cfg.revision, cache_dir)
+    resolved = resolve_for(cfg.serving.backend, cfg.model, cfg.revision, cache_dir)
     seed_everything(cfg)
     docset = load_docs(task, cfg, err)
 
@@ -351,7 +352,8 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
             store.close()
 
     results, metrics = score_docs(task, cfg, rendered, ans)
-    fp = build_fingerprint(task, cfg, resolved, docset, backend, rendered, generation)
+    # a served model's id is the one the endpoint named (``default`` resolves to the model it serves)
+    fp = build_fingerprint(task, cfg, backend.resolved, docset, backend, rendered, generation)
     if cfg.score_normalisation == "leaderboard_normalised":
         metrics += normalised_metrics(metrics, fp.metric.random_baseline or 0.0)
     diag = run_diagnostics(task, docset, results, fp.settings.data.split, context_cut(backend, rendered, generation))
@@ -371,7 +373,10 @@ def score_docs(task, cfg: RunConfig, rendered: list[RenderedDoc], ans: Answers) 
     options = em_options(task, cfg.ignore_case, cfg.ignore_punctuation, cfg.regexes_to_ignore)
     for rd in rendered:
         n = len(rd.all_requests)
-        results.append(doc_result(task, rd, ans.answers[pos: pos + n], cfg.acc_norm, cfg.answer_match, options))
+        answers = ans.answers[pos: pos + n]
+        result = doc_result(task, rd, answers, cfg.acc_norm, cfg.answer_match, options)
+        served = served_doc(answers)
+        results.append(result if served is None else result.model_copy(update={"served": served}))
         pos += n
     metrics = aggregate([r.metrics for r in results], metric_variants(task, cfg.acc_norm),
                         [r.cluster for r in results])

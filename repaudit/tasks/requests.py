@@ -71,12 +71,16 @@ class Generation:
         n_tokens: tokens the model generated (an EOS counted, tokens after a stop sequence not
             subtracted: the backend stops at the step that completes one).
         finish: why it ended: ``stop:<sequence>`` (the stop sequence found first in the text),
-            ``eos`` (the model's end-of-sequence token), ``length`` (``max_gen_toks`` reached).
+            ``eos`` (the model's end-of-sequence token), ``length`` (``max_gen_toks`` reached); ``stop`` where a
+            served model stopped on a stop sequence or EOS without saying which.
+        served: what a served model's endpoint reported with the answer (``system_fingerprint``,
+            ``finish_reason``, ``completion_tokens``); None for an in-process backend.
     """
 
     text: str
     n_tokens: int
     finish: str
+    served: dict | None = None
 
 
 def finish_of(raw: str, stops: list[str], n_tokens: int, ended_on_eos: bool, max_gen_toks: int) -> tuple[str, str]:
@@ -92,8 +96,10 @@ def finish_of(raw: str, stops: list[str], n_tokens: int, ended_on_eos: bool, max
 
 @dataclass(frozen=True)
 class LoglikelihoodResult:
-    """Answer to a :class:`LoglikelihoodRequest`: logprob in nats, is_greedy, continuation tokens."""
+    """Answer to a :class:`LoglikelihoodRequest`: logprob in nats, is_greedy, continuation tokens, and what a served
+    model's endpoint reported with it (``system_fingerprint``; None for an in-process backend)."""
 
     logprob: float
     is_greedy: bool
     n_tokens: int
+    served: dict | None = None
