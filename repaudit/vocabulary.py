@@ -38,7 +38,7 @@ Source = Literal["recorded", "default", "derived", "not_recorded", "not_applicab
 GROUPS: dict[str, str] = {
     "model": "model", "data": "data", "prompt": "prompt", "fewshot": "few-shot", "generation": "generation",
     "scoring": "scoring", "metric": "metric", "serving": "serving", "engine": "engine", "seeds": "seeds",
-    "tokenizer": "tokenizer", "hardware": "hardware", "software": "software versions",
+    "tokenizer": "tokenizer", "server": "serving endpoint", "hardware": "hardware", "software": "software versions",
     "other": "other recorded settings"}
 
 #: facts a run file may record beside its settings (path -> what it is); groups marked open in :data:`OPEN_GROUPS`
@@ -98,6 +98,13 @@ FACTS: dict[str, str] = {
     "tokenizer.bos_token": "the tokenizer's beginning-of-sequence string",
     "tokenizer.eos_token": "the tokenizer's end-of-sequence string",
     "tokenizer.pad_token": "the tokenizer's padding string",
+    "server.kind": "the server behind a served model's endpoint (vllm, sglang, llama.cpp)",
+    "server.version": "the server's version, as it reports it",
+    "server.model_root": "what the served model id serves (vLLM's root: the weights' path or hub id)",
+    "server.max_model_len": "the server's context window (tokens)",
+    "server.system_fingerprints": "the system_fingerprint values the endpoint's responses carried",
+    "server.tokenizer": "whose tokenisation located the scored tokens (the server's /tokenize, a local tokenizer)",
+    "server.facts": "other facts the server reports about its serving (SGLang's arguments, llama.cpp's build)",
     "hardware.cpu_model": "the CPU",
     "hardware.cpu_flags": "the CPU's numeric instruction sets (avx512_bf16, amx, …)",
     "hardware.cpu_count": "CPU cores",
@@ -283,13 +290,20 @@ _FEWSHOT_FACTS = ("fewshot.sampler", "fewshot.ids_sha256", "prompt.fewshot_delim
 _GENERATIVE = ("generate_until", "greedy_until", "generation")
 
 
+#: backends that run the model in the evaluating process (repaudit's, lm-eval's and lighteval's names): a served
+#: model's settings (``served_only``) do not apply to them
+IN_PROCESS = frozenset({"hf", "vllm", "hf-auto", "huggingface", "hf-causal", "hf-causal-experimental", "accelerate",
+                        "transformers", "sglang", "nanotron", "gguf", "ggml", "mamba_ssm", "neuronx"})
+
+
 def apply_conditions(rec: Recorded) -> Recorded:
     """Settings that do not apply to this run, marked not applicable in place (and returned):
 
     * few-shot settings (split, sampler, seeds, order, ids, delimiter, multiturn) where the run is 0-shot;
     * every generation setting (and the matching rules of generations) where the task generates nothing
       (``data.output_type`` known and not a generation);
-    * vLLM's engine settings where the backend is known and is not vLLM;
+    * vLLM's engine settings where the backend is known and is not vLLM; a served model's settings where the backend
+      runs in-process;
     * sampling settings (temperature, top-p, top-k, the sampling seed, …) under greedy decoding (``do_sample``
       false, as lm-eval, transformers and vLLM read it);
     * the lettered-prompt options where the prompt format is not lettered; acc_norm's normalisation where no
@@ -310,6 +324,11 @@ def apply_conditions(rec: Recorded) -> Recorded:
             if p in rec and rec[p].source != "not_applicable":
                 rec[p] = not_applicable("greedy decoding (do_sample false)", rec[p])
     backend = rec.value("serving.backend")
+    if isinstance(backend, str) and backend in IN_PROCESS:
+        for p in condition_paths("served_only"):
+            if p in rec:
+                rec[p] = not_applicable(f"a served model's setting; this run's backend ({backend}) runs in-process",
+                                        rec[p])
     if isinstance(backend, str) and "vllm" not in backend.lower():
         for p in condition_paths("vllm_only"):
             if p in rec and p != "serving.quantization":  # any backend's weight quantisation is shown there

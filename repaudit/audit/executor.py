@@ -21,7 +21,7 @@ from typing import Protocol
 from rich.console import Console
 
 from repaudit.errors import RepauditError
-from repaudit.run.records import RunRecord
+from repaudit.run.records import Placement, RunRecord
 from repaudit.run.runner import BackendPool, RunConfig, default_cache_dir, run
 
 #: executor names accepted by ``--executor``
@@ -88,6 +88,10 @@ def _ray_task(cfg_json: str, store: str, threads: int) -> tuple[str, list]:
     finally:
         if cache is not None:
             cache.close()
+    import ray
+
+    node = ray.get_runtime_context().get_node_id()
+    rec = rec.model_copy(update={"placement": Placement(executor="ray", ray_node=node)})
     return rec.model_dump_json(), (cache.new if cache is not None else [])
 
 
@@ -170,15 +174,87 @@ class RayExecutor:
         return out  # type: ignore[return-value]
 
 
+class ReplicaExecutor:
+    """Configurations of served runs spread over the replicas of one deployment: one worker thread per endpoint takes
+    the next configuration, points it at its endpoint and runs it (each endpoint keeps its own ``max_concurrency``
+    requests in flight); a configuration that is not served runs on the first worker as is. Each record's
+    :attr:`~repaudit.run.records.RunRecord.placement` names the endpoint (its fingerprint's server facts record it
+    too).
+
+    Args:
+        endpoints: the replicas (:class:`~repaudit.backends.endpoint.EndpointSettings`), at least one.
+        ray: a :class:`RayExecutor` to run each configuration on instead of this process (its node recorded).
+    """
+
+    name = "replicas"
+
+    def __init__(self, endpoints: list, ray: RayExecutor | None = None):
+        if not endpoints:
+            raise RepauditError("replicas need at least one --base-url")
+        self.endpoints = list(endpoints)
+        self.ray = ray
+
+    def map(self, cfgs: list[RunConfig], progress: GridProgress | None = None) -> list[RunRecord]:
+        """See :class:`Executor`; the first failure stops the others after their running configuration."""
+        import queue
+        import threading
+
+        from repaudit.backends.endpoint import redact_url
+
+        todo: queue.Queue = queue.Queue()
+        for i, cfg in enumerate(cfgs):
+            todo.put((i, cfg))
+        out: list[RunRecord | None] = [None] * len(cfgs)
+        failures: list[BaseException] = []
+        lock, done = threading.Lock(), [0]
+
+        def worker(ep) -> None:
+            pool = BackendPool()
+            while not failures:
+                try:
+                    i, cfg = todo.get_nowait()
+                except queue.Empty:
+                    return
+                if cfg.serving.backend == "openai":
+                    cfg = cfg.model_copy(update={"endpoint": ep})
+                try:
+                    rec = (self.ray.map([cfg])[0] if self.ray is not None else run(cfg, _QUIET, backends=pool))
+                except BaseException as exc:  # handed to the caller's thread, which raises it
+                    failures.append(exc)
+                    return
+                where = redact_url(ep.base_url) if cfg.serving.backend == "openai" else None
+                rec = rec.model_copy(update={"placement": Placement(
+                    executor="ray" if self.ray is not None else "local", endpoint=where,
+                    ray_node=rec.placement.ray_node if rec.placement is not None else None)})
+                with lock:
+                    out[i] = rec
+                    done[0] += 1
+                    if progress:
+                        progress(done[0], len(cfgs))
+
+        threads = [threading.Thread(target=worker, args=(ep,), daemon=True, name=f"repaudit-replica-{k}")
+                   for k, ep in enumerate(self.endpoints)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():  # a timed join lets Ctrl-C reach this thread
+                t.join(timeout=0.5)
+        if failures:
+            raise failures[0]
+        return out  # type: ignore[return-value]
+
+
 def make_executor(name: str, ray_address: str | None = None, workers: int | None = None,
-                  cpus_per_task: int = 1) -> Executor:
-    """The executor called ``name`` (:data:`EXECUTORS`).
+                  cpus_per_task: int = 1, endpoints: list | None = None) -> Executor:
+    """The executor called ``name`` (:data:`EXECUTORS`); over the replicas ``endpoints`` where more than one is given
+    (each configuration then runs locally or as a Ray task, as ``name`` says).
 
     Raises:
         RepauditError: an unknown name, or Ray unavailable for ``ray``.
     """
-    if name == "local":
-        return LocalExecutor()
-    if name == "ray":
-        return RayExecutor(ray_address, workers, cpus_per_task)
-    raise RepauditError(f"unknown executor '{name}': choose one of {', '.join(EXECUTORS)}")
+    if name not in EXECUTORS:
+        raise RepauditError(f"unknown executor '{name}': choose one of {', '.join(EXECUTORS)}")
+    ray = RayExecutor(ray_address, workers, cpus_per_task) if name == "ray" else None
+    if endpoints and len(endpoints) > 1:
+        return ReplicaExecutor(endpoints, ray)
+    return ray if ray is not None else LocalExecutor()

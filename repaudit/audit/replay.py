@@ -15,7 +15,8 @@ from repaudit.errors import RepauditError
 from repaudit.importers.adapter import Replay as ReplaySource
 from repaudit.run.runner import RunConfig
 
-__all__ = ["ReplaySource", "differing_factors", "hybrid", "load_replay_source", "replay_values", "replayable"]
+__all__ = ["ReplaySource", "differing_factors", "hybrid", "load_replay_source", "replay_values", "replayable",
+           "serve_from"]
 
 
 def replayable() -> dict[str, tuple[tuple[str, ...], Any]]:
@@ -31,9 +32,10 @@ def replayable() -> dict[str, tuple[tuple[str, ...], Any]]:
 NOT_REPLAYABLE: dict[str, tuple[str, ...] | None] = {
     "hardware": None, "software": None,
     "model": ("model.weights_sha256", "model.num_parameters"),
-    "tokenizer": ("tokenizer.sha256",), "data": ("data.task", "data.split", "data.content_sha256", "data.limit")}
+    "tokenizer": ("tokenizer.sha256",), "data": ("data.task", "data.split", "data.content_sha256", "data.limit"),
+    "server": ("server.kind", "server.version", "server.model_root")}
 _WORDS = {"hardware": "hardware", "software": "library versions", "model": "model weights", "tokenizer": "tokenizer",
-          "data": "data"}
+          "data": "data", "server": "the serving endpoint's server"}
 
 
 def load_replay_source(path: Path, data_dir: Path | None, model: str | None = None,
@@ -61,6 +63,44 @@ def load_replay_source(path: Path, data_dir: Path | None, model: str | None = No
     return loaded.adapter.replay(loaded, task, data_dir, model, cache_dir, task_config)
 
 
+def serve_from(sources: list[ReplaySource], endpoints: list | None, allow_model_mismatch: bool = False,
+               model: str | None = None) -> list[ReplaySource]:
+    """The replay sources of served runs pointed at the endpoint they re-execute through: ``endpoints`` (the
+    ``--base-url`` given: every configuration runs there; several are replicas of one deployment, the executor spreads
+    configurations over them, so the first stands in the configuration), else the URL each run records. With
+    ``allow_model_mismatch`` a run's recorded model id is replaced by the one model the endpoint serves (or
+    ``model``); without it the backend refuses an endpoint that does not serve the recorded id.
+
+    Raises:
+        UsageError: endpoints given for runs that were not served; served runs recording different endpoints with
+            none given (their hybrids need one).
+    """
+    from repaudit.errors import UsageError
+
+    served = [s.config.serving.backend == "openai" for s in sources]
+    if endpoints and not any(served):
+        raise UsageError("--base-url re-executes served runs (--backend openai, lm-eval's local-completions, …); "
+                         "these runs ran in-process")
+    if not any(served):
+        return sources
+    if not endpoints:
+        urls = {s.config.endpoint.base_url for s, on in zip(sources, served) if on and s.config.endpoint}
+        if len(urls) > 1:
+            raise UsageError(f"the runs record {len(urls)} endpoints ({', '.join(sorted(urls))}): every configuration "
+                             "re-executes on one deployment; name it with --base-url")
+    out = []
+    for s, on in zip(sources, served):
+        if on:
+            update: dict[str, Any] = {}
+            if endpoints:
+                update["endpoint"] = endpoints[0]
+            if allow_model_mismatch:
+                update["model"] = model or "default"
+            s.config = s.config.model_copy(update=update) if update else s.config
+        out.append(s)
+    return out
+
+
 def replay_values(cfg: RunConfig, factor: str) -> tuple:
     """The RunConfig values that make up ``factor``, as compared between two runs (a recorded task
     configuration by its template part: its n-shot and metadata are other factors, or none)."""
@@ -82,7 +122,10 @@ def differing_factors(a: ReplaySource, b: ReplaySource) -> tuple[list[str], list
     replay = [name for name in replayable() if replay_values(a.config, name) != replay_values(b.config, name)]
     rows = diff_factors(a.task, a.factors, b.factors)
     fixed, unknown = [], []
+    served = "openai" in (a.config.serving.backend, b.config.serving.backend)
     for group, paths in NOT_REPLAYABLE.items():
+        if group == "server" and not served:  # an in-process pair has no endpoint to differ in
+            continue
         mine = [r for r in rows if r.group == group and (paths is None or r.path in paths)]
         status = {r.status for r in mine}
         # a fact neither run records (lm-eval records no weights hash) is not known to be the same

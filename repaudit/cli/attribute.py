@@ -17,11 +17,17 @@ from repaudit.cli.common import (
     check_precision,
     emit_dry_run,
     emit_report,
-    make_executor,
     report_format,
     user_errors,
 )
-from repaudit.cli.groups import GridOptions, PrecisionOptions, ReportOptions, SourceOptions, grouped
+from repaudit.cli.groups import (
+    GridOptions,
+    PrecisionOptions,
+    ReplayEndpointOptions,
+    ReportOptions,
+    SourceOptions,
+    grouped,
+)
 
 
 @dataclass
@@ -53,6 +59,7 @@ def attribute_command(
     report: ReportOptions,
     precision: PrecisionOptions,
     grid: GridOptions,
+    served: ReplayEndpointOptions,
 ) -> None:
     """Re-run every hybrid of two runs and attribute the score delta to each differing factor (Shapley values).
 
@@ -63,6 +70,8 @@ def attribute_command(
     Example: repaudit attribute a.json b.json --precision 2 --dry-run
 
     Example: repaudit attribute b1.json b64.json --noise-floor determinism.json
+
+    Example: repaudit attribute served_0shot.json served_5shot.json --base-url http://127.0.0.1:8000/v1
     """
     from repaudit.report.audit import attribution_latex, attribution_markdown, attribution_rich
 
@@ -77,13 +86,12 @@ def attribute_command(
 
             check_floor(what.noise_floor)
         if grid.dry_run:
-            _dry_run(run_a, run_b, what, source, r, pr)
+            _dry_run(run_a, run_b, what, source, r, pr, served)
             return
         result = attribute_runs(run_a, run_b, source.data_dir, source.model, what.metric, what.n_boot,
-                                source.cache_dir, what.plot, make_executor(grid.executor, grid.ray_address,
-                                                                           grid.workers),
+                                source.cache_dir, what.plot, grid.open_executor(served),
                                 None if pr.precision is None else pr.precision / 100, pr.precision_seed,
-                                pr.round_docs, what.task_config, what.alpha)
+                                pr.round_docs, what.task_config, what.alpha, served)
         if what.noise_floor is not None:
             from repaudit.audit.determinism import noise_floor
 
@@ -100,12 +108,12 @@ def attribute_command(
 
 
 def _dry_run(run_a: Path, run_b: Path, what: AttributeOptions, source: SourceOptions, r: ReportOptions,
-             pr: PrecisionOptions) -> None:
+             pr: PrecisionOptions, served: ReplayEndpointOptions) -> None:
     """``--dry-run``: the configurations, what the store holds and what is left, with ``--precision``'s rounds."""
     from repaudit.audit.attribution import attribution_grid
     from repaudit.audit.plan import plan_grid
 
-    srcs = replay_sources(run_a, run_b, source.data_dir, source.model, source.cache_dir, what.task_config)
+    srcs = replay_sources(run_a, run_b, source.data_dir, source.model, source.cache_dir, what.task_config, served)
     rounds = None
     if pr.precision is not None:
         from repaudit.audit.attribution import attribution_strata

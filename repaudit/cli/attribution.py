@@ -9,9 +9,11 @@ from repaudit.cli.common import err, grid_progress
 from repaudit.escape import rich_text
 
 
-def replay_sources(run_a: Path, run_b: Path, data_dir, model, cache_dir, task_config: Path | None = None):
+def replay_sources(run_a: Path, run_b: Path, data_dir, model, cache_dir, task_config: Path | None = None,
+                   served=None):
     """Both runs as replay sources; ``task_config`` (an lm-eval task YAML or results file) defines the task of
-    a run whose file records no configuration."""
+    a run whose file records no configuration; ``served`` (the endpoint options) points served runs at their
+    endpoint."""
     from repaudit.audit.replay import load_replay_source
 
     recorded = None
@@ -19,16 +21,17 @@ def replay_sources(run_a: Path, run_b: Path, data_dir, model, cache_dir, task_co
         from repaudit.importers.lmeval.tasks import load_task_config
 
         recorded = load_task_config(task_config, None)[1]
-    return [load_replay_source(r, data_dir, model, cache_dir, recorded) for r in (run_a, run_b)]
+    sources = [load_replay_source(r, data_dir, model, cache_dir, recorded) for r in (run_a, run_b)]
+    return served.point(sources, model) if served is not None else sources
 
 
 def attribute_runs(run_a: Path, run_b: Path, data_dir, model, metric, n_boot, cache_dir, plot, executor,
                    precision=None, precision_seed: int = 0, round_docs=None, task_config: Path | None = None,
-                   alpha: float = 0.05):
+                   alpha: float = 0.05, served=None):
     """Shared by ``attribute`` and ``compare --attribute``; raises RepauditError on bad input."""
     from repaudit.audit.attribution import run_attribution
 
-    src_a, src_b = replay_sources(run_a, run_b, data_dir, model, cache_dir, task_config)
+    src_a, src_b = replay_sources(run_a, run_b, data_dir, model, cache_dir, task_config, served)
     with grid_progress("attribution") as tick:
         result = run_attribution(src_a, src_b, executor, metric=metric, n_boot=n_boot, progress=tick,
                                  precision=precision, precision_seed=precision_seed, round_docs=round_docs,

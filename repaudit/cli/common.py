@@ -101,11 +101,12 @@ WorkersOption = Annotated[Optional[int], typer.Option("--workers", help="With --
                                                       "CPUs of the local cluster (default: all).")]
 
 
-def make_executor(name: str, ray_address: Optional[str], workers: Optional[int]):
-    """The grid executor named on the command line. Raises RepauditError for an unknown one."""
+def make_executor(name: str, ray_address: Optional[str], workers: Optional[int], endpoints: Optional[list] = None):
+    """The grid executor named on the command line (over the replicas ``endpoints`` of a served deployment where
+    several are given). Raises RepauditError for an unknown one."""
     from repaudit.audit.executor import make_executor as _make
 
-    return _make(name, ray_address, workers)
+    return _make(name, ray_address, workers, endpoints=endpoints)
 
 
 NameAOption = Annotated[Optional[str], typer.Option("--name-a", help="Name run A in every report (default: its "
@@ -260,10 +261,12 @@ def emit_dry_run(plan, fmt: Format, output: Optional[Path]) -> None:
                 lambda: plan.model_dump_json(indent=1))
 
 
-def base_config(base_run: Optional[Path], model: str, data_dir: Optional[Path], cache_dir: Optional[Path], **fields):
+def base_config(base_run: Optional[Path], model: str, data_dir: Optional[Path], cache_dir: Optional[Path],
+                served=None, **fields):
     """The base RunConfig of a grid command: replayed from ``--base`` (anything ``compare`` reads: a repaudit
     run file, an lm-eval results file or output directory; ``model`` other than ``default`` replaces its
-    model), else built from the command's options ``fields``.
+    model), else built from the command's options ``fields``; ``served`` (the endpoint options of a served model)
+    points it at its endpoint.
 
     Raises:
         RepauditError: the run cannot be read or replayed (the reason as the replay finds it).
@@ -273,9 +276,12 @@ def base_config(base_run: Optional[Path], model: str, data_dir: Optional[Path], 
     if base_run is not None:
         from repaudit.audit.replay import load_replay_source
 
-        return load_replay_source(base_run, data_dir, None if model == "default" else model, cache_dir,
-                                  need_docs=False).config
-    return RunConfig(model=model, data_dir=data_dir, cache_dir=cache_dir, **fields)
+        src = load_replay_source(base_run, data_dir, None if model == "default" else model, cache_dir,
+                                 need_docs=False)
+        return (served.point([src], None if model == "default" else model)[0] if served is not None else src).config
+    endpoints = served.settings() if served is not None else []
+    return RunConfig(model=model, data_dir=data_dir, cache_dir=cache_dir, endpoint=endpoints[0] if endpoints else None,
+                     **fields)
 
 
 def task_map_of(pairs: list[str]) -> dict[str, str]:

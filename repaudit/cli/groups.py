@@ -90,10 +90,12 @@ class BaseOptions:
     data_dir: DataDirOption = None
     cache_dir: CacheDirOption = None
 
-    def config(self, **fields: Any):
+    def config(self, served: Optional[ReplayEndpointOptions] = None, **fields: Any):
         """The base RunConfig: the ``--base`` run replayed, else one built from ``fields`` (see
-        :func:`repaudit.cli.common.base_config`, whose errors it raises)."""
-        return base_config(self.base_run, self.model, self.data_dir, self.cache_dir, task=self.task, **fields)
+        :func:`repaudit.cli.common.base_config`, whose errors it raises); a served base pointed at ``served``'s
+        endpoint."""
+        return base_config(self.base_run, self.model, self.data_dir, self.cache_dir, served=served, task=self.task,
+                           **fields)
 
 
 @dataclass
@@ -145,6 +147,26 @@ class EndpointOptions:
 
 
 @dataclass
+class ReplayEndpointOptions(EndpointOptions):
+    """A served model's endpoint for commands that re-execute recorded runs."""
+
+    allow_model_mismatch: Annotated[bool, typer.Option(
+        "--allow-model-mismatch", help="Re-execute a served run on the model the endpoint serves even where it is "
+                                       "not the model id the run records (the difference is reported).")] = False
+
+    def point(self, sources: list, model: Optional[str] = None) -> list:
+        """``sources`` (replay sources) of served runs pointed at these endpoints (see
+        :func:`repaudit.audit.replay.serve_from`).
+
+        Raises:
+            UsageError: as :meth:`EndpointOptions.settings` and ``serve_from`` raise.
+        """
+        from repaudit.audit.replay import serve_from
+
+        return serve_from(sources, self.settings(), self.allow_model_mismatch, model)
+
+
+@dataclass
 class GridOptions:
     """Where a grid's configurations run, or only what they would cost."""
 
@@ -153,9 +175,11 @@ class GridOptions:
     workers: WorkersOption = None
     dry_run: DryRunOption = False
 
-    def open_executor(self):
-        """The executor these options name (see :func:`repaudit.cli.common.make_executor`)."""
-        return make_executor(self.executor, self.ray_address, self.workers)
+    def open_executor(self, served: Optional[EndpointOptions] = None):
+        """The executor these options name (see :func:`repaudit.cli.common.make_executor`); over the replicas of a
+        served deployment where ``served`` names several endpoints."""
+        return make_executor(self.executor, self.ray_address, self.workers,
+                             served.settings() if served is not None else None)
 
 
 @dataclass

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from repaudit.run.fingerprint import Fingerprint
-from repaudit.settings import STAGES
-from repaudit.vocabulary import Recorded, apply_conditions, derived, not_applicable
+from repaudit.settings import STAGES, get_path
+from repaudit.vocabulary import Recorded, apply_conditions, derived, missing, not_applicable, recorded
 
 _FP = "fingerprint."
 
@@ -26,6 +26,8 @@ def record_from_fingerprint(fp: Fingerprint, repaudit_version: str | None = None
     _engine(rec, fp)
     _prompt_facts(rec, fp)
     _machine(rec, fp, repaudit_version)
+    if fp.settings.serving.backend == "openai":
+        _served(rec, fp)
     return apply_conditions(rec).sorted()
 
 
@@ -60,6 +62,38 @@ def _settings(rec: Recorded, fp: Fingerprint) -> None:
     attn = engine.get("attention_backend", engine.get("attn_implementation"))
     if attn is not None:
         rec.put("serving.attention_backend", attn, f"{_FP}backend.engine")
+
+
+def _served(rec: Recorded, fp: Fingerprint) -> None:
+    """A served model's run: what its endpoint told (the server facts), and what no endpoint tells marked so
+    (the dtype and device behind it, the in-process settings that do not apply)."""
+    server = fp.server
+    told = "the endpoint does not tell it"
+    for path in ("serving.dtype", "serving.device"):
+        if get_path(fp.settings, path) is None:
+            rec[path] = missing(told)
+    for path in ("serving.padding_side", "serving.scoring_strategy", "serving.batch_invariant",
+                 "serving.attention_backend", "serving.quantization", "generation.generation_strategy"):
+        if path in rec:
+            rec[path] = not_applicable("the server computes its own way (a served model)", rec[path])
+    if server is None:
+        return
+    rec.put("model.base_url", server.base_url, f"{_FP}server.base_url")
+    for name in ("kind", "version", "model_root", "max_model_len", "system_fingerprints", "tokenizer"):
+        value = getattr(server, name)
+        rec[f"server.{name}"] = (recorded(value, f"{_FP}server.{name}") if value not in (None, []) else
+                                 missing(told))
+    facts = {k: v for k, v in server.facts.items() if k != "usage"}
+    if facts:
+        rec.put("server.facts", facts, f"{_FP}server.facts")
+    for path in ("model.weights_sha256", "tokenizer.sha256", "model.num_parameters", "tokenizer.bos_token",
+                 "tokenizer.eos_token", "tokenizer.pad_token"):
+        if rec.get(path) is None or rec[path].value is None:
+            rec[path] = missing(f"{told}: a served model's files are the server's")
+    for path, v in list(rec.items()):  # the machine that evaluated, not the one the model ran on
+        if path.startswith("hardware.") and v.source == "recorded":
+            rec[path] = recorded(v.value, v.key or "", "the evaluating client's machine; the model ran behind the "
+                                 "endpoint")
 
 
 def _identity(rec: Recorded, fp: Fingerprint) -> None:

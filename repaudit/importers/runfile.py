@@ -95,4 +95,9 @@ def config_from_record(rec: RunRecord, data_dir: Path | None, model: str | None 
         trust_remote_code=fp.model.trust_remote_code, device=fp.settings.serving.device, cache_dir=cache_dir)
     for f in replayable().values():  # every factor as the run used it (the registry's fingerprint readers)
         cfg.update(zip(f.fields, f.fingerprint(fp)))
+    if fp.server is not None:  # a served model: its recorded endpoint and model id (a replay may point elsewhere)
+        from repaudit.backends.endpoint import EndpointSettings
+
+        cfg.update(model=model or fp.server.model_id, endpoint=EndpointSettings(
+            base_url=fp.server.base_url, api_key_env=fp.server.api_key_env))
     return RunConfig(**cfg)

@@ -19,6 +19,18 @@ RUN_SCHEMA_VERSION = 3
 READABLE_RUN_SCHEMAS = (2, 3)
 
 
+class Placement(BaseModel):
+    """Where a grid executor ran one configuration (not part of the fingerprint: where, not what)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    executor: str
+    """The executor: ``local`` (this process) or ``ray``."""
+    endpoint: str | None = None
+    """The served model's endpoint (replicas spread over): its base URL without credentials; None in-process."""
+    ray_node: str | None = None
+    """The Ray node id that ran it; None outside Ray."""
+
+
 class ServedDoc(BaseModel):
     """What a served model's endpoint reported with one doc's answers (every request of the doc)."""
 
@@ -168,6 +180,8 @@ class RunRecord(BaseModel):
     """Where the run's time went."""
     diagnostics: Diagnostics | None = None
     """Silent-failure counts (:mod:`repaudit.run.diagnostics`); None in files written before they existed."""
+    placement: Placement | None = None
+    """Where a grid executor ran it (the endpoint of a replica, the Ray node); None for ``repaudit run``."""
 
 
 def write_atomic(path: Path, content: str | bytes) -> None:

@@ -92,7 +92,8 @@ def check_config(cfg: RunConfig) -> Task:
     task.check_runnable()
     check_format(task, cfg.prompt_format, prompt_options(cfg))
     check_scoring(task, cfg)
-    check_device(cfg.device)
+    if cfg.serving.backend != "openai":  # a served model runs where its server runs
+        check_device(cfg.serving.device)
     check_cache_dir(cfg.cache_dir or default_cache_dir())
     return task
 
@@ -333,7 +334,8 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
     seed_everything(cfg)
     docset = load_docs(task, cfg, err)
 
-    reset_peak_memory(cfg.device)
+    if cfg.serving.device is not None:  # None: a served model, whose memory is the server's
+        reset_peak_memory(cfg.serving.device)
     t_load = time.perf_counter()
     backend = backends.get(resolved, cfg) if backends is not None else load(resolved, cfg)
     load_s = time.perf_counter() - t_load
@@ -395,7 +397,7 @@ def run_timings(cfg: RunConfig, backend, ans: Answers, n_docs: int, load: tuple[
                    model_load_parts_s=parts,
                    eval_parts_s={k: round(v, 3) for k, v in sorted(backend.eval_parts.items())} or None,
                    # vLLM's engine allocates outside torch's counter (and in another process by default)
-                   gpu_memory_peak_mib=peak_memory_mib(cfg.device) if cfg.backend == "hf" else None)
+                   gpu_memory_peak_mib=peak_memory_mib(cfg.serving.device) if cfg.serving.backend == "hf" else None)
 
 
 def context_cut(backend, rendered: list[RenderedDoc], generation: GenerationSettings | None) -> list[int]:
