@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from repaudit.audit.executor_placement import Placed, placed
 from repaudit.audit.sequential import SequentialReport
 from repaudit.audit.shapley import (  # noqa: F401
     EXACT_MAX_FACTORS,
@@ -102,6 +103,8 @@ class AttributionReport(BaseModel):
     from a ``repaudit determinism`` report (:func:`repaudit.audit.determinism.noise_floor`); None: not given."""
     noise_floor_method: str | None = None
     """``--noise-floor``: what that floor is, in words; None: not given."""
+    placements: list[Placed] = []
+    """Where each configuration ran (a served model's endpoint among replicas, a Ray node), in run order."""
 
 
 def _check_same_docs(src, rec) -> None:
@@ -166,8 +169,12 @@ def attribution_grid(src_a, src_b, n_perm: int | None = None) -> list[tuple[str,
     k = len(factors)
     subs = subsets(k) if k <= EXACT_MAX_FACTORS else permutation_weights(k, n_perm or 4 * k)[1]
     configs = attribution_configs(src_a, src_b, factors, subs)
-    return [("B" if len(s) == k else "A" + "".join(f" + {factors[i]}" for i in sorted(s)), configs[s])
-            for s in subs]
+    return [(_label(factors, s), configs[s]) for s in subs]
+
+
+def _label(factors: list[str], s: frozenset[int]) -> str:
+    """A hybrid's label: the factors that take B's value (``A``, ``A + dtype``, …, ``B``)."""
+    return "B" if len(s) == len(factors) else "A" + "".join(f" + {factors[i]}" for i in sorted(s))
 
 
 @dataclass
@@ -426,4 +433,5 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
         fidelity_b=_agreement(src_b.docs, records[full]), n_docs=len(doc_ids), configurations=len(g.subs),
         forward_configurations=len(spent["forward"]), computed_batches=spent["computed"],
         cached_batches=spent["cached"], wall_s=round(time.perf_counter() - t0, 2),
-        minimal_flip_sets=_minimal_flips(g, outcomes, doc_ids), sequential=seq)
+        minimal_flip_sets=_minimal_flips(g, outcomes, doc_ids), sequential=seq,
+        placements=placed([(_label(g.factors, s), records[s]) for s in g.order]))

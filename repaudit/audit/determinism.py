@@ -7,10 +7,21 @@ bit for bit:
 
 * **repeat** — the base configuration again, N times, against its first pass;
 * **batch** — each probed doc among B − 1 other requests (needle in a batch, as vLLM's
-  ``tests/v1/determinism/test_batch_invariance.py``), against the doc scored alone (B = 1);
+  ``tests/v1/determinism/test_batch_invariance.py``), against the doc scored alone (B = 1); a served model: B rows
+  in one request;
+* **concurrency** — a served model: each probed doc's requests among N − k other requests in flight at once (each
+  its own HTTP request, so the server batches them as it batches its users'), against the doc sent alone (vLLM
+  #11778: batch 1 vs N);
 * **order** — the same batch in shuffled orders, against its first order;
 * **cache** — repaudit's batch store written and read, against no store; vLLM's prefix cache warm against cold;
+* **prefix-cache** — the engine's prefix cache: the probed docs sent cold (the cache emptied where the engine or
+  server offers it) then warm, log-likelihoods and a short greedy generation of each doc (prompt log-probabilities
+  may skip the cache by construction: vLLM #42245);
+* **seed** — sampled generations of the probed docs' prompts: the same seed twice must give the same samples (else
+  "seed not honoured", vLLM #21310, SGLang #15481), and another seed other samples (said, not judged);
 * **threads** — CPU thread counts, against the first;
+* **process** — the base configuration in a fresh process each time (the model loaded again), against the first,
+  with the environment that governs numerics recorded per process;
 * **dtype** — the control: the other dtype (float32 ↔ bfloat16), to show what a real numeric change looks like;
   it never decides the exit code;
 * **tp** — tensor-parallel sizes of a vLLM engine, where several GPUs exist (skipped with the reason otherwise).
@@ -31,11 +42,19 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from repaudit.backends.server import ServerFacts
 from repaudit.errors import RepauditError
 
-Axis = Literal["repeat", "batch", "order", "cache", "threads", "dtype", "tp"]
+Axis = Literal["repeat", "batch", "concurrency", "order", "cache", "prefix-cache", "seed", "threads", "process",
+               "dtype", "tp"]
 #: every axis, in the order they run and are reported
-AXES: tuple[str, ...] = ("repeat", "batch", "order", "cache", "threads", "dtype", "tp")
+AXES: tuple[str, ...] = ("repeat", "batch", "concurrency", "order", "cache", "prefix-cache", "seed", "threads",
+                         "process", "dtype", "tp")
+#: the axes run without --axes, by backend (process loads the model again per repeat, seed samples: asked for)
+DEFAULT_AXES: dict[str, tuple[str, ...]] = {
+    "hf": ("repeat", "batch", "order", "cache", "threads", "dtype", "tp"),
+    "vllm": ("repeat", "batch", "order", "cache", "threads", "dtype", "tp"),
+    "openai": ("repeat", "batch", "concurrency", "order", "cache", "prefix-cache", "seed")}
 #: axes that are controls: they show a real numeric change and never decide the exit code
 CONTROLS = ("dtype",)
 Verdict = Literal["bit-identical", "numerically different, same predictions", "predictions differ", "skipped"]
@@ -85,6 +104,9 @@ class AxisPoint(_Record):
     note: str | None = None
     """What this point could not do as asked (a batch smaller than B where the split has too few requests), else
     None."""
+    environment: dict[str, Any] = {}
+    """process: the environment that governs numerics in that process (thread counts, ``OMP_*``, ``MKL_*`` and
+    ``CUBLAS_*`` variables, torch's deterministic-algorithms switch); empty for other axes."""
 
 
 class AxisResult(_Record):
@@ -107,10 +129,33 @@ class AxisResult(_Record):
     notes: list[str] = []
     """What qualifies the result (a mechanism that makes the axis identical by construction, a cache that was not
     read, the distinct completions of a repeat)."""
+    reference_environment: dict[str, Any] = {}
+    """process: the reference process's numerics environment (as :attr:`AxisPoint.environment`); empty otherwise."""
     expected_compare: str = ""
     """What ``repaudit compare`` of two runs that differ only along this axis would be expected to show."""
     seconds: float = 0.0
     """Wall-clock seconds the axis took."""
+
+
+class Trace(_Record):
+    """Every answer of one configuration of one axis, request by request (``--keep-traces``), so that two reports —
+    two machines, two library versions — are compared offline without a model (``repaudit determinism --diff``)."""
+
+    axis: str
+    """The axis."""
+    label: str
+    """The configuration (a point's label, or ``reference``)."""
+    doc_ids: list[int]
+    """The probed docs, in probe order."""
+    keys: list[list[str]]
+    """Per doc, per request: the request's key (sha256 of its context and continuation or generation settings), the
+    same on any machine for the same request."""
+    logprobs: list[list[float]] | None = None
+    """Per doc, per request: the log-likelihood in nats (JSON floats round-trip every bit); None for generations."""
+    greedy: list[list[bool]] | None = None
+    """Per doc, per request: is_greedy; None for generations."""
+    texts: list[list[str]] | None = None
+    """Per doc, per request: the generated text; None for log-likelihoods."""
 
 
 class DeterminismReport(_Record):
@@ -131,14 +176,17 @@ class DeterminismReport(_Record):
     """multiple_choice, loglikelihood or generate_until."""
     model: str
     """The model as named on the command line."""
-    weights_sha256: str
-    """sha256 over the weight files loaded."""
+    weights_sha256: str | None
+    """sha256 over the weight files loaded; None: a served model (its files are the server's)."""
     backend: str
-    """The backend: hf or vllm."""
-    device: str
-    """The device the model ran on."""
-    dtype: str
-    """The dtype the weights were loaded in (the dtype axis's other dtype is its control)."""
+    """The backend: hf, vllm or openai."""
+    device: str | None
+    """The device the model ran on; None: a served model (not told)."""
+    dtype: str | None
+    """The dtype the weights were loaded in (the dtype axis's other dtype is its control); None: a served model whose
+    server does not tell."""
+    server: ServerFacts | None = None
+    """A served model's endpoint: the server, its version, the model id and root, what it could not tell."""
     batch_size: int
     """The base batch size (repeat, cache, threads, dtype; order's batch)."""
     torch_threads: int
@@ -166,6 +214,8 @@ class DeterminismReport(_Record):
     """The command's exit code: 0 bit-identical, 1 predictions differ, 2 only numbers differ, 65 nothing measured."""
     wall_s: float = 0.0
     """Wall-clock seconds of the whole probe, model loads included."""
+    traces: list[Trace] | None = None
+    """Every answer of every configuration (``--keep-traces``); None: not kept."""
 
 
 def bits(x: float) -> bytes:
@@ -218,6 +268,9 @@ def expected_compare(axis: AxisResult, n_docs: int, metric: str | None) -> str:
     what = {"repeat": "two repeated runs", "batch": "two runs at different batch sizes",
             "order": "two runs whose requests arrive in other orders",
             "cache": "a run from the batch store and one recomputed", "threads": "two runs on other thread counts",
+            "concurrency": "two runs of a served model under other loads (requests in flight)",
+            "prefix-cache": "a run on a cold engine and one on a warm one", "seed": "two sampled runs with one seed",
+            "process": "two runs in separate processes",
             "dtype": "two runs in different dtypes", "tp": "two runs at other tensor-parallel sizes"}[axis.axis]
     answers = "generation" if p.max_abs_delta is None else "log-likelihood"
     if p.verdict == "bit-identical":

@@ -23,6 +23,7 @@ from repaudit.audit.determinism import (
     AXES,
     AxisPoint,
     AxisResult,
+    Trace,
     abs_delta,
     bits,
     point_verdict,
@@ -34,6 +35,7 @@ from repaudit.run.records import DocResult
 from repaudit.run.scoring import doc_result, em_options
 from repaudit.tasks.base import OutputType
 from repaudit.tasks.prompts import RenderedDoc
+from repaudit.tasks.requests import Generation
 
 
 @dataclass
@@ -46,6 +48,16 @@ class ProbeOptions:
     orders: int = 3
     threads: tuple[int, ...] = (1, 2, 0)  # 0 = every core (os.cpu_count())
     seed: int = 0
+    #: concurrency: requests in flight around each probed doc (1, the reference, is always added)
+    concurrency: tuple[int, ...] = (1, 8, 32, 64)
+    #: process: fresh processes (the first the reference)
+    processes: int = 3
+    #: seed: the sampling seed sent twice (and this + 1 once), the temperature and the tokens sampled
+    sample_seed: int = 1234
+    sample_temperature: float = 1.0
+    sample_tokens: int = 16
+    #: keep every answer of every configuration in the report (:class:`~repaudit.audit.determinism.Trace`)
+    keep_traces: bool = False
 
     def check(self) -> None:
         """Every option in range, before any work.
@@ -64,6 +76,14 @@ class ProbeOptions:
             raise UsageError(f"--orders must be between 1 and 100, got {self.orders}")
         if not self.threads or any(not 0 <= t <= 4096 for t in self.threads):
             raise UsageError("--threads takes thread counts (or 'all'), e.g. 1,2,all")
+        if not self.concurrency or any(not 1 <= n <= 1024 for n in self.concurrency):
+            raise UsageError("--concurrency takes requests in flight between 1 and 1024, e.g. 1,8,32,64")
+        if not 2 <= self.processes <= 100:
+            raise UsageError(f"--processes must be between 2 and 100, got {self.processes}")
+        if not 0 < self.sample_temperature <= 100:
+            raise UsageError(f"--sample-temperature must be above 0 and at most 100, got {self.sample_temperature}")
+        if not 1 <= self.sample_tokens <= 4096:
+            raise UsageError(f"--sample-tokens must be between 1 and 4096, got {self.sample_tokens}")
 
     def thread_counts(self) -> list[int]:
         """The thread counts, ``all`` resolved to this machine's cores, each once, in the order given."""
@@ -107,17 +127,25 @@ class Probe:
     docs: list[RenderedDoc]
     others: list[RenderedDoc]
     seed: int = 0
+    #: every pass compared, by (axis, label), where traces are kept (None: not kept)
+    traces: dict[tuple[str, str], Any] | None = None
+    #: the axis now running (the traces' key)
+    axis: str = ""
 
     @property
     def generative(self) -> bool:
         """Whether the task generates (answers are generations, not log-likelihoods)."""
         return self.task.output_type is OutputType.generate_until
 
-    def answer(self, requests: list, batch_size: int, backend=None, cache=None, advance=None) -> list:
-        """The backend's answers to ``requests`` with its batch size set to ``batch_size`` (the run's other
-        per-run settings unchanged)."""
+    def answer(self, requests: list, batch_size: int, backend=None, cache=None, advance=None,
+               concurrency: int | None = None) -> list:
+        """The backend's answers to ``requests`` with its batch size set to ``batch_size`` (a served model's
+        requests in flight to ``concurrency`` where given; the run's other per-run settings unchanged)."""
         b, c = backend or self.backend, self.cfg
-        b.configure(c.serving.replaced(batch_size=batch_size))
+        update: dict[str, Any] = {"batch_size": batch_size}
+        if concurrency is not None:
+            update["max_concurrency"] = concurrency
+        b.configure(c.serving.replaced(**update))
         if self.generative:
             return b.generate_until(requests, cache, advance)
         return b.loglikelihood(requests, cache, advance)
@@ -164,7 +192,9 @@ class Probe:
 
 
 def compare(p: Probe, ref: Pass, other: Pass, label: str) -> AxisPoint:
-    """``other`` against ``ref``, bit for bit (see :class:`AxisPoint`)."""
+    """``other`` against ``ref``, bit for bit (see :class:`AxisPoint`); both kept as traces where asked."""
+    keep(p, "reference", ref)
+    keep(p, label, other)
     changed, flipped, per_doc, divergence = [], [], [], {}
     n_req = 0
     for rd, a, b, ra, rb in zip(p.docs, ref.answers, other.answers, ref.results, other.results):
@@ -184,6 +214,21 @@ def compare(p: Probe, ref: Pass, other: Pass, label: str) -> AxisPoint:
                      max_abs_delta=None if p.generative else max(per_doc, default=0.0), doc_max_abs_delta=per_doc,
                      flips=len(flipped), changed_doc_ids=changed, flipped_doc_ids=flipped, divergence=divergence,
                      scores=other.scores(), verdict=point_verdict(len(changed), len(flipped)))
+
+
+def keep(p: Probe, label: str, done: Pass, requests: list[list] | None = None) -> None:
+    """Keep ``done``'s answers as the trace of ``(p.axis, label)`` where traces are kept (the first pass under a
+    label stands); ``requests``: per doc the requests answered (default: each probed doc's own)."""
+    if p.traces is None or (p.axis, label) in p.traces:
+        return
+    reqs = requests if requests is not None else [rd.all_requests for rd in p.docs]
+    generated = any(isinstance(a, Generation) for ans in done.answers for a in ans)
+    p.traces[(p.axis, label)] = Trace(
+        axis=p.axis, label=label, doc_ids=[rd.doc.doc_id for rd in p.docs],
+        keys=[[r.key for r in rs] for rs in reqs],
+        logprobs=None if generated else [[float(a.logprob) for a in ans] for ans in done.answers],
+        greedy=None if generated else [[bool(a.is_greedy) for a in ans] for ans in done.answers],
+        texts=[[a.text for a in ans] for ans in done.answers] if generated else None)
 
 
 def first_divergence(backend, a: str, b: str) -> int:

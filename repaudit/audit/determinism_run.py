@@ -30,6 +30,8 @@ from repaudit.audit.determinism_probe import (
     result,
     skipped,
 )
+from repaudit.audit.determinism_process import axis_process
+from repaudit.audit.determinism_served import axis_concurrency, axis_prefix_cache, axis_seed
 
 #: why vLLM's prefix cache cannot change a log-likelihood (vllm/sampling_params.py, 0.32)
 _PROMPT_LOGPROBS_SKIP = ("vLLM does not read its prefix cache for requests that ask for prompt log-probabilities "
@@ -141,6 +143,10 @@ def axis_threads(c: Context) -> AxisResult:
     """The base configuration at each CPU thread count, against the first; torch's count restored after."""
     import torch
 
+    if c.probe.cfg.serving.backend == "openai":
+        return skipped("threads", "a served model runs behind its endpoint: this process's CPU threads do not reach "
+                                  "its kernels")
+
     t0 = time.perf_counter()
     counts, saved = c.opts.thread_counts(), torch.get_num_threads()
     passes: list[Pass] = []
@@ -167,6 +173,9 @@ def axis_dtype(c: Context) -> AxisResult:
     """The control: the base configuration in the other dtype (float32 ↔ bfloat16), against the base."""
     t0 = time.perf_counter()
     cfg = c.probe.cfg
+    if cfg.serving.backend == "openai":
+        return skipped("dtype", "a served model runs in the dtype its server loaded: repaudit cannot change it through "
+                                "an endpoint", control=True)
     other = "bfloat16" if cfg.dtype == "float32" else "float32"
     base = c.base_pass()
     backend = c.pool.get(c.resolved, cfg.model_copy(update={"dtype": other}))
@@ -201,8 +210,9 @@ def axis_tp(c: Context) -> AxisResult:
     return result("tp", "tp 1", passes[0], points, [], t0)
 
 
-AXIS_FUNCTIONS = {"repeat": axis_repeat, "batch": axis_batch, "order": axis_order, "cache": axis_cache,
-                  "threads": axis_threads, "dtype": axis_dtype, "tp": axis_tp}
+AXIS_FUNCTIONS = {"repeat": axis_repeat, "batch": axis_batch, "concurrency": axis_concurrency, "order": axis_order,
+                  "cache": axis_cache, "prefix-cache": axis_prefix_cache, "seed": axis_seed, "threads": axis_threads,
+                  "process": axis_process, "dtype": axis_dtype, "tp": axis_tp}
 
 
 def probe_determinism(cfg, opts: ProbeOptions, err: Console | None = None, pool=None) -> DeterminismReport:
@@ -231,7 +241,9 @@ def probe_determinism(cfg, opts: ProbeOptions, err: Console | None = None, pool=
     resolved = resolve_for(cfg.serving.backend, cfg.model, cfg.revision, cfg.cache_dir or default_cache_dir())
     seed_everything(cfg)
     n = cfg.limit
-    extra = max((*opts.batch_sizes, cfg.batch_size)) if {"batch", "order"} & set(opts.axes) else 0
+    needles = [*(opts.batch_sizes if "batch" in opts.axes else ()), *(opts.concurrency if "concurrency" in opts.axes
+                                                                     else ()), cfg.serving.batch_size]
+    extra = max(n for n in needles if isinstance(n, int)) if {"batch", "order", "concurrency"} & set(opts.axes) else 0
     docset = load_docs(task, cfg.model_copy(update={"limit": n + extra}) if n else cfg, err)
     pool = pool or BackendPool()
     try:
@@ -243,17 +255,20 @@ def probe_determinism(cfg, opts: ProbeOptions, err: Console | None = None, pool=
                        (t0, commit), unsupported=str(exc))
     generation = generation_settings(task, cfg, backend.info.eos_token)
     rendered = render_requests(task, cfg, docset, backend, generation)
-    probe = Probe(task, cfg, backend, rendered[:n], rendered[n:] if n else [], opts.seed)
+    probe = Probe(task, cfg, backend, rendered[:n], rendered[n:] if n else [], opts.seed,
+                  traces={} if opts.keep_traces else None)
     ctx = Context(probe, opts, pool, resolved, bar_factory(err))
     metric = next(iter(_metrics(task, cfg)), None)
     axes = []
     for name in [a for a in AXES if a in opts.axes]:
+        probe.axis = name
         ax = AXIS_FUNCTIONS[name](ctx)
         ax.expected_compare = expected_compare(ax, len(probe.docs), metric)
         axes.append(ax)
     backend.configure(cfg.serving)
     return _report(cfg, task, resolved, opts, axes, [rd.doc for rd in probe.docs], backend.info.engine or {},
-                   (t0, commit))
+                   (t0, commit), server=backend.server_facts(),
+                   traces=list(probe.traces.values()) if probe.traces is not None else None)
 
 
 def _metrics(task, cfg) -> list[str]:
@@ -269,7 +284,8 @@ def _modes_now() -> dict:
 
 
 def _report(cfg, task, resolved, opts: ProbeOptions, axes: list[AxisResult], docs: list, engine: dict,
-            started: tuple[float, str | None], unsupported: str | None = None) -> DeterminismReport:
+            started: tuple[float, str | None], unsupported: str | None = None, server=None,
+            traces: list | None = None) -> DeterminismReport:
     """The report: what was probed, each axis, the modes in force, the verdict and exit code (``started``: the
     probe's start time and the commit read then)."""
     import torch
@@ -285,9 +301,10 @@ def _report(cfg, task, resolved, opts: ProbeOptions, axes: list[AxisResult], doc
     return DeterminismReport(
         repaudit_version=repaudit.__version__,
         created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        git_commit=started[1], task=task.name, output_type=task.output_type.value, model=cfg.model,
+        git_commit=started[1], task=task.name, output_type=task.output_type.value,
+        model=server.model_id if server is not None else cfg.model, server=server,
         weights_sha256=resolved.weights_sha256, backend=cfg.backend, device=cfg.device, dtype=cfg.dtype,
         batch_size=cfg.batch_size, torch_threads=torch.get_num_threads(), n_docs=len(docs),
         doc_ids=[d.doc_id for d in docs], metrics=_metrics(task, cfg), axes_asked=[a for a in AXES if a in opts.axes],
         axes=axes, modes=modes, engine=engine, unsupported=unsupported, verdict=verdict, exit_code=code,
-        wall_s=round(time.perf_counter() - started[0], 2))
+        wall_s=round(time.perf_counter() - started[0], 2), traces=traces)

@@ -18,6 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from repaudit.audit.docsets import MIN_DOCS
+from repaudit.audit.executor_placement import Placed, placed
 from repaudit.audit.sequential import SequentialReport
 from repaudit.audit.stats import paired_bootstrap
 from repaudit.errors import RepauditError
@@ -99,6 +100,9 @@ class SweepResult(BaseModel):
     """How a ``--precision`` estimate was reached; None: every doc, bootstrap intervals."""
     alpha: float = 0.05
     """The intervals are (1 − alpha), two-sided."""
+    placements: list[Placed] = []
+    """Where each configuration ran (a served model's endpoint among replicas, a Ray node): the base, the noise
+    floor's runs, then each value."""
 
 
 def parse_values(factor: str, text: str) -> list[Any]:
@@ -306,10 +310,13 @@ def _result(base: RunConfig, factor: str, base_value: Any, values: list[Any], st
         floor_scores = st["given"].scores
     floor_sd = float(np.std(floor_scores, ddof=1)) if len(floor_scores) > 1 else 0.0
     points = _points(factor, values, base_rec, st["recs"][1 + len(st["floor"]):], metric, floor_sd, seq, alpha)
+    labels = ["base", *(f"noise floor {k + 1}" for k in range(len(floor_recs))),
+              *(f"{factor}={v}" for v in values)]
     return SweepResult(task=base.task, metric=metric, factor=factor, base_value=base_value,
                        base_score=float(xb.mean()), noise_floor_sd=floor_sd, noise_floor_method=st["method"],
                        noise_floor_scores=floor_scores, points=points, sequential=seq,
-                       computed_batches=st["computed"], cached_batches=st["cached"], alpha=alpha)
+                       computed_batches=st["computed"], cached_batches=st["cached"], alpha=alpha,
+                       placements=placed(list(zip(labels, st["recs"]))))
 
 
 def _points(factor: str, values: list[Any], base_rec, value_recs: list, metric: str, floor_sd: float,

@@ -227,6 +227,11 @@ class Backend(abc.ABC):
         (the default): not timed by part, or already reported."""
         return None
 
+    def reset_prefix_cache(self) -> bool | None:
+        """Hook: empty the engine's prefix cache so that the next requests start cold — True done, False refused (work
+        in flight); ``None`` (the default): this backend has no cache to empty, or no way to empty it."""
+        return None
+
     def server_facts(self) -> Any:
         """Hook: a served model's :class:`~repaudit.backends.server.ServerFacts` as the run used it (what the
         endpoint said, the routes used, the system fingerprints seen); ``None`` (the default): an in-process

@@ -170,7 +170,7 @@ class Endpoint:
             out = self._request(method, path, body, root, quiet=frozenset({400, 404, 405, 422, 501}))
         except _Absent:
             return None
-        return out if isinstance(out, dict) else None
+        return out if isinstance(out, dict) else None  # _Absent also stands for a 2xx body that is not JSON
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None, root: bool,
                  quiet: frozenset[int] = frozenset()) -> Any:
@@ -190,6 +190,11 @@ class Endpoint:
                 raise EndpointError(f"endpoint {shown}: {self._clean(_first_line(exc))}") from None
             else:
                 if resp.status_code < 400:
+                    if quiet:  # a probe: a route that answers with something else than JSON is not the one asked for
+                        try:
+                            return self._json(resp, shown)
+                        except EndpointError:
+                            raise _Absent from None
                     return self._json(resp, shown)
                 if resp.status_code in quiet:
                     raise _Absent

@@ -167,6 +167,12 @@ class OpenAIBackend(Backend):
                     self._usage[k] += usage[k]
         return fp if isinstance(fp, str) else None
 
+    def reset_prefix_cache(self) -> bool | None:
+        """``POST /reset_prefix_cache`` on the server (vLLM serves it with ``VLLM_SERVER_DEV_MODE=1``): True done, False
+        refused; None where the server has no such route."""
+        answer = self.ep.probe("POST", "/reset_prefix_cache", root=True)
+        return None if answer is None else bool(answer.get("success", True))
+
     # ------------------------------------------------------------------ loglikelihood
     def loglikelihood(self, requests: list[LoglikelihoodRequest], cache: BatchCache | None = None,
                       progress: Progress | None = None) -> list[LoglikelihoodResult]:

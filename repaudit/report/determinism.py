@@ -74,7 +74,14 @@ def headline(r: DeterminismReport) -> str:
 
 
 def run_line(r: DeterminismReport) -> str:
-    """What was probed: task, model, backend, dtype, device, batch size, docs, threads."""
+    """What was probed: task, model, backend, dtype, device (a served model: the server, its version and URL),
+    batch size, docs, threads."""
+    if r.server is not None:
+        sv = r.server
+        where = (f"served by {sv.kind}{' ' + sv.version if sv.version else ''} at {sv.base_url} (dtype and device "
+                 "not told)")
+        return (f"{r.task} · {r.model} · {where} · batch size {r.batch_size} · {plural(r.n_docs, 'doc')} probed · "
+                f"{r.wall_s:.0f} s")
     return (f"{r.task} · {r.model} · {r.backend} {r.dtype} on {r.device} · batch size {r.batch_size} · "
             f"{plural(r.n_docs, 'doc')} probed · {plural(r.torch_threads, 'torch thread')} · {r.wall_s:.0f} s")
 
@@ -103,14 +110,75 @@ def compare_lines(r: DeterminismReport) -> list[str]:
 
 
 def note_lines(r: DeterminismReport) -> list[str]:
-    """Why an axis was skipped, each point's qualifiers and each axis's notes, prefixed with the axis."""
+    """Why an axis was skipped, each point's qualifiers and each axis's notes, prefixed with the axis; the process
+    axis's environments where they differ from the reference's."""
     out = []
     for a in r.axes:
         if a.skipped is not None:
             out.append(f"{a.axis}: skipped: {a.skipped}")
         out += [f"{a.axis} {p.label}: {d}" for p in a.points if (d := _detail(p))]
         out += [f"{a.axis}: {n}" for n in a.notes]
+        if a.reference_environment:
+            out.append(f"{a.axis}: {a.reference} environment: {_env(a.reference_environment)}")
+            out += [f"{a.axis} {p.label}: environment differs: {_env(p.environment)}" for p in a.points
+                    if p.environment and _env(p.environment) != _env(a.reference_environment)]
     return out
+
+
+def _env(env: dict) -> str:
+    """A process's numerics environment in one line (its pid left out: it always differs)."""
+    variables = env.get("variables") or {}
+    vs = ", ".join(f"{k}={v}" for k, v in sorted(variables.items())) or "no numerics variables set"
+    return (f"torch threads {env.get('torch_threads')} (inter-op {env.get('torch_interop_threads')}), "
+            f"deterministic algorithms {'on' if env.get('deterministic_algorithms') else 'off'}, {vs}")
+
+
+def diff_rows(d) -> list[tuple[str, ...]]:
+    """One row per configuration both reports traced (:class:`repaudit.audit.determinism_diff.TraceDiff`)."""
+    return [(c.axis, c.label, f"{c.requests_changed}/{c.n_requests}", f"{c.docs_changed}/{c.n_docs}",
+             _nats(c.max_abs_delta), str(c.flips), c.verdict) for c in d.configurations]
+
+
+DIFF_HEAD = ("axis", "configuration", "requests changed", "docs changed", "max |Δ ll| (nats)", "flips", "verdict")
+
+
+def _diff_lines(d) -> list[str]:
+    out = [f"A = {d.report_a}: {d.setup_a}", f"B = {d.report_b}: {d.setup_b}",
+           f"Verdict (B against A, request by request): {d.headline} (exit {d.exit_code})."]
+    if d.only_a:
+        out.append("Traced by A only: " + ", ".join(d.only_a))
+    if d.only_b:
+        out.append("Traced by B only: " + ", ".join(d.only_b))
+    return out
+
+
+def diff_rich(d, console) -> None:
+    """``--diff`` in the terminal: both setups, the table, the verdict."""
+    from rich.table import Table
+
+    from repaudit.escape import rich_text
+
+    table = Table(title="determinism · two reports compared")
+    for col in DIFF_HEAD:
+        table.add_column(col, justify="right" if col in NUMERIC | {"requests changed"} else "left", overflow="fold")
+    for row in diff_rows(d):
+        table.add_row(*(rich_text(c) for c in row))
+    console.print(table)
+    for line in [*_diff_lines(d), FOOT_DIFF]:
+        console.print(rich_text(line), highlight=False, soft_wrap=True)
+
+
+def diff_markdown(d) -> str:
+    """``--diff`` in Markdown."""
+    out = ["### Determinism: two reports compared", ""] + [md(x) + "  " for x in _diff_lines(d)] + [
+        "", "| " + " | ".join(md(h, block=False) for h in DIFF_HEAD) + " |",
+        "|" + "|".join("---:" if h in NUMERIC | {"requests changed"} else "---" for h in DIFF_HEAD) + "|"]
+    out += ["| " + " | ".join(md(c, block=False) for c in row) + " |" for row in diff_rows(d)]
+    return "\n".join([*out, "", md(FOOT_DIFF)]) + "\n"
+
+
+FOOT_DIFF = ("Requests are matched by their key (sha256 of the request), docs by id; Δ = B − A in nats; a flip is a "
+             "doc whose log-likelihood argmax or generated text differs.")
 
 
 FOOT = ("Bit-identical: every log-likelihood (nats), greedy flag and generated text has the same bits as the "
