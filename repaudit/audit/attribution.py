@@ -4,6 +4,7 @@ the Shapley values and interactions of :mod:`repaudit.audit.shapley` over them, 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -403,8 +404,6 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
             metric is not recorded by both runs.
         UsageError: ``alpha`` outside (0, 1).
     """
-    import time
-
     t0 = time.perf_counter()
     g = _grid(src_a, src_b, n_perm, n_boot)
     full = frozenset(range(len(g.factors)))

@@ -76,29 +76,6 @@ class SourceOptions:
 
 
 @dataclass
-class BaseOptions:
-    """The base configuration of a grid command: a run given with ``--base``, or the factor options with these."""
-
-    base_run: Annotated[Optional[Path], typer.Option(
-        "--base", help="Take the base configuration from this run: a repaudit run, an lm-eval results file or "
-                       "output directory, a lighteval results file or an inspect_ai log; the factor options are "
-                       "then ignored.", readable=False)] = None
-    task: Annotated[str, typer.Option(help="Task of the base configuration.")] = "arc_easy"
-    model: Annotated[str, typer.Option(help="'default' (the packaged SmolLM2-135M-Instruct), a local directory or "
-                                            "a hub id; with --base, replaces the run's model unless 'default'.")
-                     ] = "default"
-    data_dir: DataDirOption = None
-    cache_dir: CacheDirOption = None
-
-    def config(self, served: Optional[ReplayEndpointOptions] = None, **fields: Any):
-        """The base RunConfig: the ``--base`` run replayed, else one built from ``fields`` (see
-        :func:`repaudit.cli.common.base_config`, whose errors it raises); a served base pointed at ``served``'s
-        endpoint."""
-        return base_config(self.base_run, self.model, self.data_dir, self.cache_dir, served=served, task=self.task,
-                           **fields)
-
-
-@dataclass
 class EndpointOptions:
     """Where a served model is (``--backend openai``): its endpoint(s), the variable holding the key, limits."""
 
@@ -164,6 +141,30 @@ class ReplayEndpointOptions(EndpointOptions):
         from repaudit.audit.replay import serve_from
 
         return serve_from(sources, self.settings(), self.allow_model_mismatch, model)
+
+
+@dataclass
+class BaseOptions(ReplayEndpointOptions):
+    """The base configuration of a grid command: a run given with ``--base``, or the factor options with these; a
+    served model's endpoint(s) (the options it inherits)."""
+
+    base_run: Annotated[Optional[Path], typer.Option(
+        "--base", help="Take the base configuration from this run: a repaudit run, an lm-eval results file or "
+                       "output directory, a lighteval results file or an inspect_ai log; the factor options are "
+                       "then ignored.", readable=False)] = None
+    task: Annotated[str, typer.Option(help="Task of the base configuration.")] = "arc_easy"
+    model: Annotated[str, typer.Option(help="'default' (the packaged SmolLM2-135M-Instruct), a local directory or "
+                                            "a hub id; with --base, replaces the run's model unless 'default'.")
+                     ] = "default"
+    data_dir: DataDirOption = None
+    cache_dir: CacheDirOption = None
+
+    def config(self, **fields: Any):
+        """The base RunConfig: the ``--base`` run replayed, else one built from ``fields`` (see
+        :func:`repaudit.cli.common.base_config`, whose errors it raises); a served base pointed at these options'
+        endpoint."""
+        return base_config(self.base_run, self.model, self.data_dir, self.cache_dir, served=self, task=self.task,
+                           **fields)
 
 
 @dataclass

@@ -17,7 +17,7 @@ from repaudit.cli.common import (
     grid_progress,
     user_errors,
 )
-from repaudit.cli.groups import BaseOptions, GridOptions, ReplayEndpointOptions, ReportOptions, grouped
+from repaudit.cli.groups import BaseOptions, GridOptions, ReportOptions, grouped
 from repaudit.cli.options import factor_settings, with_factor_options
 
 
@@ -61,7 +61,7 @@ class SearchOptions:
 @with_factor_options()
 @grouped
 def reproduce_command(target: TargetOptions, search: SearchOptions, base: BaseOptions, report: ReportOptions,
-                      grid: GridOptions, served: ReplayEndpointOptions, **factors: Any) -> None:
+                      grid: GridOptions, **factors: Any) -> None:
     """Which settings of this model reproduce a reported number? Protocols first, then one- and two-factor moves.
 
     Example: repaudit reproduce --task arc_easy --target 41.3 --metric acc --limit 200
@@ -83,7 +83,7 @@ def reproduce_command(target: TargetOptions, search: SearchOptions, base: BaseOp
         if not 0 <= s.tolerance <= 100:
             raise RepauditError(f"--tolerance must be between 0 and 100 points, got {s.tolerance:g}")
         settings = factor_settings(factors)
-        cfg = base.config(served, **settings)
+        cfg = base.config(**settings)
         # the user's cost cap applies to a base run too
         if base.base_run is not None and settings.get("limit") is not None:
             cfg = cfg.model_copy(update={"limit": settings["limit"]})
@@ -97,7 +97,7 @@ def reproduce_command(target: TargetOptions, search: SearchOptions, base: BaseOp
             emit_dry_run(plan, report.format(), report.output)
             return
         with grid_progress("reproduce") as tick:
-            result = reproduce(cfg, value, grid.open_executor(served), target_kind=t.target_kind, metric=t.metric,
+            result = reproduce(cfg, value, grid.open_executor(base), target_kind=t.target_kind, metric=t.metric,
                                budget=s.budget, moves=chosen, progress=tick, race=s.race, tolerance=s.tolerance / 100,
                                race_seed=s.race_seed, round_docs=s.round_docs, alpha=s.alpha)
         emit_report(report.format(), report.output, lambda c: render_reproduce_rich(result, c, t.top),

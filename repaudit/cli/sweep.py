@@ -24,7 +24,6 @@ from repaudit.cli.groups import (
     BaseOptions,
     GridOptions,
     PrecisionOptions,
-    ReplayEndpointOptions,
     ReportOptions,
     grouped,
 )
@@ -74,7 +73,7 @@ class SweepOptions:
 @with_factor_options()
 @grouped
 def sweep_command(what: SweepOptions, base: BaseOptions, report: ReportOptions, precision: PrecisionOptions,
-                  grid: GridOptions, served: ReplayEndpointOptions, **factors: Any) -> None:
+                  grid: GridOptions, **factors: Any) -> None:
     """Vary one factor, hold the rest, and measure its effect against the noise floor. The base is the run
     given with --base, or the factor options (every factor is one; see repaudit factors).
 
@@ -93,12 +92,12 @@ def sweep_command(what: SweepOptions, base: BaseOptions, report: ReportOptions, 
         check_precision(pr.precision, pr.round_docs)
         check_alpha(what.alpha)
         vals = parse_values(what.factor, what.values)
-        cfg = base.config(served, **factor_settings(factors))
+        cfg = base.config(**factor_settings(factors))
         if grid.dry_run:
             _dry_run(cfg, what, vals, report, pr)
             return
         with grid_progress("sweep") as tick:
-            result = sweep(cfg, what.factor, vals, grid.open_executor(served), noise_seeds=what.noise_seeds,
+            result = sweep(cfg, what.factor, vals, grid.open_executor(base), noise_seeds=what.noise_seeds,
                            metric=what.metric, progress=tick,
                            precision=None if pr.precision is None else pr.precision / 100,
                            precision_seed=pr.precision_seed, round_docs=pr.round_docs, noise_floor=what.noise_floor,

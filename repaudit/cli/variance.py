@@ -22,7 +22,7 @@ from repaudit.cli.common import (
     report_format,
     user_errors,
 )
-from repaudit.cli.groups import BaseOptions, GridOptions, ReplayEndpointOptions, ReportOptions, grouped
+from repaudit.cli.groups import BaseOptions, GridOptions, ReportOptions, grouped
 from repaudit.cli.options import factor_settings, with_factor_options
 from repaudit.cli.series import AcrossOption, FilesArgument, LastOption, StepFromOption
 from repaudit.errors import RepauditError
@@ -118,8 +118,7 @@ class PlotOptions:
 @with_factor_options()
 @grouped
 def variance_command(series: SeriesOptions, noise: NoiseOptions, base: VarianceBaseOptions, figure: PlotOptions,
-                     report: ReportOptions, grid: GridOptions, served: ReplayEndpointOptions,
-                     files: FilesArgument = None, **factors: Any) -> None:
+                     report: ReportOptions, grid: GridOptions, files: FilesArgument = None, **factors: Any) -> None:
     """Measure a benchmark's noise: bootstrap intervals over docs, spread over few-shot seeds and orders and
     over prompt formats, continuous counterparts with their signal-to-noise, and the minimum detectable
     effect at 80 % power with the docs or seeds one point would need.
@@ -151,7 +150,7 @@ def variance_command(series: SeriesOptions, noise: NoiseOptions, base: VarianceB
         fmts = [f.strip() for f in n.formats.split(",") if f.strip()]
         from repaudit.tasks.fewshot import parse_fewshot_ids
 
-        cfg = base.config(served, doc_ids=parse_fewshot_ids(n.doc_ids, "--doc-ids") if n.doc_ids else None,
+        cfg = base.config(doc_ids=parse_fewshot_ids(n.doc_ids, "--doc-ids") if n.doc_ids else None,
                           num_fewshot=n.num_fewshot, fewshot_seed=n.fewshot_seed, **factor_settings(factors))
         if grid.dry_run:
             from repaudit.audit.plan import plan_grid
@@ -162,7 +161,7 @@ def variance_command(series: SeriesOptions, noise: NoiseOptions, base: VarianceB
             emit_dry_run(plan, r.format(), r.output)
             return
         with grid_progress("variance") as tick:
-            result = variance(cfg, grid.open_executor(served), fmts, n.fewshot_seeds, n.order_seeds, n_boot=n.n_boot,
+            result = variance(cfg, grid.open_executor(base), fmts, n.fewshot_seeds, n.order_seeds, n_boot=n.n_boot,
                               alpha=n.alpha, progress=tick)
         _emit(result, r.fmt, r.output, r.as_json, figure.plot, figure.plot_metric)
 
