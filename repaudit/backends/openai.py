@@ -233,6 +233,7 @@ class OpenAIBackend(Backend):
         t = time.perf_counter()
         self.ep.map(self._score_chunk, pending, commit)
         self.forward_s += time.perf_counter() - t
+        self.eval_parts["forward"] += time.perf_counter() - t  # waiting on the server (its forward passes)
         return out  # type: ignore[return-value]
 
     def _prefetch(self, requests: list[LoglikelihoodRequest]) -> None:
