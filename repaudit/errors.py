@@ -51,10 +51,10 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
      "INCONCLUSIVE (`--strict`: 1)"),
     (EX_USAGE, "—", "usage error (no policy, `--max-drop` with `--margin`, `--format latex`)"),
     (EX_DATAERR, "—", "bad input (a run or the policy file)"),
-    (EX_IOERR, "—", "an output that cannot be written (a missing folder without `--mkdir`, no permission)"),
     (EX_UNAVAILABLE, "a served model's endpoint that cannot answer (unreachable, 401, an unknown model, 429 or 5xx "
                      "after the retries, a timeout, a body that is not JSON, no prompt log-probabilities); the "
                      "requests already answered are kept, so the same command resumes", "the same"),
+    (EX_IOERR, "—", "an output that cannot be written (a missing folder without `--mkdir`, no permission)"),
     (EXIT_INTERRUPTED, "interrupted (finished work is kept)", "interrupted"),
 )
 

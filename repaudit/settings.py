@@ -21,6 +21,8 @@ A field's ``json_schema_extra`` (built by :func:`engine`) may say:
 * when it applies (:func:`repaudit.vocabulary.apply_conditions`): ``fewshot_only`` (not in a 0-shot run),
   ``sampling`` (not under greedy decoding), ``lettered`` (lettered prompts only), ``generative`` (tasks that
   generate), ``vllm_only`` (the vllm backend);
+* ``null_unknown=True``: ``None`` is what a served model's run records where the endpoint does not tell, never a
+  setting a harness's file can state (a null there is a setting left unset);
 * ``later=True``: added after fingerprint schema 3 shipped (left out of a record's digest while at its default, so a
   record written before the field existed keeps its digest).
 
@@ -130,12 +132,13 @@ class ServingSettings(Settings):
     """Inference backend: hf (transformers), vllm (vLLM's offline engine) or openai (a model served behind an
     OpenAI-compatible endpoint: vLLM, SGLang, llama.cpp servers, APIs)."""
     device: str | None = Field("cpu", min_length=1, max_length=64, json_schema_extra=engine(
-        lmeval="config.device|model_args.device", lighteval="model_config.device", inspect="model_args.device"))
+        lmeval="config.device|model_args.device", lighteval="model_config.device", inspect="model_args.device",
+        null_unknown=True))
     """torch device the model runs on (where it runs, not what it computes); None: not told (a served model)."""
     dtype: Dtype | None = Field("float32", json_schema_extra=engine(
         lmeval="config.model_dtype|model_args.dtype|model_args.torch_dtype",
         lighteval="model_config.dtype|config_general.model_dtype", inspect="model_args.dtype|model_args.torch_dtype",
-        eee="model_details.dtype|model_details.precision"))
+        eee="model_details.dtype|model_details.precision", null_unknown=True))
     """Weights and activations dtype; None: not told (a served model: no endpoint says what its weights run in)."""
     batch_size: typing.Annotated[int, Field(ge=1, le=MAX_BATCH)] | Literal["auto"] = Field(8, json_schema_extra=engine(
         lmeval="config.batch_size", lighteval="model_config.batch_size"))

@@ -25,6 +25,7 @@ def _strip(result) -> dict:
     # and this process; everything measured must be equal.
     d = result.model_dump()
     d.pop("computed_batches"), d.pop("cached_batches")  # where the work was done, not what was measured
+    d.pop("placements")  # where each configuration ran: checked by the test
     for p in d["points"]:
         p.pop("fingerprint_digest")
     return d
@@ -56,6 +57,8 @@ def test_local_and_ray_sweeps_give_identical_results(tiny_model, shared_data, tm
     local = sweep(_base(tiny_model, shared_data, tmp_path / "local"), "batch_size", [1, 3, 8], LocalExecutor())
     remote = sweep(_base(tiny_model, shared_data, tmp_path / "ray"), "batch_size", [1, 3, 8], ray_executor)
     assert _strip(local) == _strip(remote)
+    assert {(p.executor, p.ray_node) for p in local.placements} == {("local", None)}
+    assert {p.executor for p in remote.placements} == {"ray"} and all(p.ray_node for p in remote.placements)
     # every batch the Ray workers computed is in the driver's store, so a local re-run computes nothing
     n_ray = BatchCache(tmp_path / "ray" / "batches.sqlite").count()
     assert n_ray == BatchCache(tmp_path / "local" / "batches.sqlite").count() > 0

@@ -82,7 +82,7 @@ def _interrupted(monkeypatch, args: list[str]):
 
 def test_every_exit_code_of_the_table_is_what_a_real_case_exits_with(monkeypatch, tmp_path):
     table = _table()
-    assert set(table) == {0, 1, 2, 64, 65, 74, 130}
+    assert set(table) == {0, 1, 2, 64, 65, 69, 74, 130}
     a, b = str(OBQA / "openbookqa_0shot"), str(OBQA / "openbookqa_3shot")
     missing = str(tmp_path / "no" / "such" / "x.md")
     compare_cases = {0: [[a, b, "--n-boot", "200"]],
@@ -114,6 +114,15 @@ def test_every_exit_code_of_the_table_is_what_a_real_case_exits_with(monkeypatch
     for cmd in (["compare", a, b], ["gate", a, b, "--max-drop", "1"]):
         res = _interrupted(monkeypatch, cmd)
         assert res.exit_code == 130, res.output
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on: a served model's endpoint that cannot be reached
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    res = _run(["run", "--backend", "openai", "--base-url", f"http://127.0.0.1:{closed}/v1", "--task", "arc_easy",
+                "--limit", "1", "--max-retries", "0"])
+    errors = [x for x in res.stderr.splitlines() if x.startswith("error:")]
+    assert res.exit_code == 69 and len(errors) == 1 and "cannot be reached" in errors[0], res.output
 
 
 def test_the_exit_code_table_is_generated_from_the_code():

@@ -212,9 +212,11 @@ class Endpoint:
                     continue
             if last:
                 tries = self.settings.max_retries + 1
+                # a scoring request fails after others were answered and stored; an introspection one before any
+                resume = ("; finished requests are kept: run the same command again to resume"
+                          if path.endswith("completions") else "")
                 raise EndpointError(f"endpoint {shown} {why}, after {tries} attempt{'s' * (tries > 1)} "
-                                    "(--max-retries); finished requests are kept: run the same command again to "
-                                    "resume")
+                                    f"(--max-retries){resume}")
             self.retries += 1
             self._sleep(_backoff(attempt))
         raise AssertionError("unreachable")  # the loop returns or raises on its last attempt

@@ -92,7 +92,7 @@ def read_declared(harness: str, sources: dict[str, Source], rec: Recorded, overw
             if key not in sources[src]:
                 continue
             value, where = sources[src][key]
-            if value is None and type(None) in _members(path):
+            if value is None and type(None) in _members(path) and not _null_unknown(path):
                 rec[path] = recorded(None, where)  # null is the setting's own "none" (no limit, no system prompt)
                 break
             if value is None:
@@ -156,3 +156,9 @@ def greedy_at_zero(rec: Recorded, how: str) -> Recorded:
     if not rec.known("generation.do_sample") and isinstance(t, (int, float)) and not isinstance(t, bool) and t == 0:
         rec["generation.do_sample"] = derived(False, how)
     return rec
+
+
+def _null_unknown(path: str) -> bool:
+    """Whether the field's None means "not told" (a served model's dtype), which no file states as a setting."""
+    extra = field_info(path).json_schema_extra
+    return isinstance(extra, dict) and bool(extra.get("null_unknown"))
