@@ -18,6 +18,9 @@ A field's ``json_schema_extra`` (built by :func:`engine`) may say:
   ``lmeval``, ``lighteval``, ``inspect``, ``eee``, ``helm``, each ``"source.key"`` or alternatives
   ``"source.key|source.key"`` tried in order, a *source* being one of the dicts that harness's reader builds from a
   file (lm-eval: ``gen_kwargs``, ``model_args``, ``config``, ``top``, ``task``; see each reader's ``SOURCES``);
+* ``processor=True``: a logits processor of transformers' ``generate`` (the hf backend's own prefix_cache decode loop
+  applies none, so a value off its default needs the exact strategy); ``load=True``: a setting the model is loaded
+  with (:meth:`ServingSettings.load_options`);
 * when it applies (:func:`repaudit.vocabulary.apply_conditions`): ``fewshot_only`` (not in a 0-shot run),
   ``sampling`` (not under greedy decoding), ``lettered`` (lettered prompts only), ``generative`` (tasks that
   generate), ``vllm_only`` (the vllm backend);
@@ -114,19 +117,37 @@ class Settings(BaseModel):
         fields = type(self).model_fields
         return {k: getattr(self, k) for k, f in fields.items() if getattr(self, k) != f.get_default()}
 
-    def engine_kwargs(self, engine_name: str) -> dict[str, Any]:
+    def engine_kwargs(self, engine_name: str, greedy_off: Literal["default", "none"] = "default") -> dict[str, Any]:
         """``{engine keyword: value}`` of the fields that name ``engine_name`` in their ``json_schema_extra`` (a
-        field at its default included: the engine then gets the value the run records)."""
+        field at its default included: the engine then gets the value the run records). A record that decodes
+        greedily (``do_sample`` false) sends its ``sampling=True`` fields at their default (``greedy_off="default"``:
+        vLLM's neutral values) or as None (``"none"``: transformers then ignores them); a sequence of strings goes as
+        a list without empty strings, None when nothing is left (stop sequences)."""
+        greedy = getattr(self, "do_sample", True) is False
         out = {}
         for k, f in type(self).model_fields.items():
-            name = (f.json_schema_extra or {}).get(engine_name) if isinstance(f.json_schema_extra, dict) else None
-            if name:
-                out[name] = getattr(self, k)
+            extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
+            name = extra.get(engine_name)
+            if not name:
+                continue
+            value = getattr(self, k)
+            if greedy and extra.get("sampling"):
+                value = f.get_default() if greedy_off == "default" else None
+            if isinstance(value, tuple):
+                value = [x for x in value if x] or None
+            out[name] = value
         return out
 
 
 class ServingSettings(Settings):
     """How the model is served: the backend, its device and numerics, batching, and vLLM's engine options."""
+
+    def load_options(self) -> dict[str, Any]:
+        """The settings a model is loaded with (their fields' ``load=True`` mark: vLLM's engine options, the
+        attention kernel, batch invariance) that differ from their defaults: a change reloads the backend; the
+        rest are set per run (:meth:`repaudit.backends.base.Backend.configure`)."""
+        return {k: v for k, v in self.changed().items()
+                if isinstance(extra := type(self).model_fields[k].json_schema_extra, dict) and extra.get("load")}
 
     backend: Backend = "hf"
     """Inference backend: hf (transformers), vllm (vLLM's offline engine) or openai (a model served behind an
@@ -152,28 +173,31 @@ class ServingSettings(Settings):
     """full_sequence (lm-eval's numerical path: every continuation scored with its context) or shared_prefix
     (each context once)."""
     tensor_parallel_size: int = Field(1, ge=1, le=4096, json_schema_extra=engine(
-        vllm_only=True, lmeval="model_args.tensor_parallel_size", lighteval="model_config.tensor_parallel_size"))
+        vllm_only=True, load=True, lmeval="model_args.tensor_parallel_size",
+        lighteval="model_config.tensor_parallel_size"))
     """vLLM: GPUs one model is split across."""
     pipeline_parallel_size: int = Field(1, ge=1, le=4096, json_schema_extra=engine(
-        vllm_only=True, lmeval="model_args.pipeline_parallel_size", lighteval="model_config.pipeline_parallel_size"))
+        vllm_only=True, load=True, lmeval="model_args.pipeline_parallel_size",
+        lighteval="model_config.pipeline_parallel_size"))
     """vLLM: pipeline stages across GPUs."""
     attention_backend: AttentionBackend | None = Field(None, json_schema_extra=engine(
-        lmeval="model_args.attn_implementation|model_args.attention_backend",
+        load=True, lmeval="model_args.attn_implementation|model_args.attention_backend",
         lighteval="model_config.attn_implementation|model_config.attention_backend"))
     """Attention kernel: a vLLM backend name, or transformers' attn_implementation; None = the default."""
     enable_prefix_caching: bool | None = Field(None, json_schema_extra=engine(
-        vllm_only=True, lmeval="model_args.enable_prefix_caching", lighteval="model_config.enable_prefix_caching"))
+        vllm_only=True, load=True, lmeval="model_args.enable_prefix_caching",
+        lighteval="model_config.enable_prefix_caching"))
     """vLLM: reuse the KV cache of shared prefixes; None = the engine's default."""
     kv_cache_dtype: KvCacheDtype = Field("auto", json_schema_extra=engine(
-        vllm_only=True, lmeval="model_args.kv_cache_dtype", lighteval="model_config.kv_cache_dtype"))
+        vllm_only=True, load=True, lmeval="model_args.kv_cache_dtype", lighteval="model_config.kv_cache_dtype"))
     """vLLM: dtype the KV cache is stored in."""
-    batch_invariant: bool = False
+    batch_invariant: bool = Field(False, json_schema_extra=engine(load=True))
     """Batch-invariant kernels: results independent of batch composition (vLLM: VLLM_BATCH_INVARIANT; hf:
     batch_invariant_ops' set_batch_invariant_mode, on CUDA and XPU devices)."""
-    quantization: Quantization | None = Field(None, json_schema_extra=engine(vllm_only=True))
+    quantization: Quantization | None = Field(None, json_schema_extra=engine(vllm_only=True, load=True))
     """vLLM: weight quantisation method the engine applies; None = none."""
     max_num_seqs: int | None = Field(None, ge=1, le=MAX_BATCH, json_schema_extra=engine(
-        vllm_only=True, lmeval="model_args.max_num_seqs", lighteval="model_config.max_num_seqs"))
+        vllm_only=True, load=True, lmeval="model_args.max_num_seqs", lighteval="model_config.max_num_seqs"))
     """vLLM: sequences scheduled in one engine step (its batch size); None = the engine's default."""
     max_concurrency: int = Field(8, ge=1, le=1024, json_schema_extra=engine(
         served_only=True, lmeval="model_args.num_concurrent", later=True))
@@ -222,41 +246,47 @@ class GenerationSettings(Settings):
     """generate_until: stop sequences, the token budget, sampling, and the backend's generation strategy."""
 
     until: tuple[str, ...] | None = Field(None, json_schema_extra=engine(
-        lmeval="gen_kwargs.until", lighteval="generation_parameters.stop_tokens|task.stop_sequence",
+        vllm="stop", openai="stop", lmeval="gen_kwargs.until",
+        lighteval="generation_parameters.stop_tokens|task.stop_sequence",
         inspect="generate_config.stop_seqs", eee="generation_details.until|generation_args.stop_sequences",
         helm="adapter_spec.stop_sequences"))
     """Stop sequences; None = the task's."""
     stop_at_eos: bool = True
     """Add the tokenizer's EOS to the stop sequences (lm-eval does)."""
     max_gen_toks: int | None = Field(None, ge=1, le=MAX_TOKENS, json_schema_extra=engine(
+        hf="max_new_tokens", vllm="max_tokens", openai="max_tokens",
         lmeval="gen_kwargs.max_gen_toks|gen_kwargs.max_new_tokens|gen_kwargs.max_tokens",
         lighteval="generation_parameters.max_new_tokens|task.generation_size", inspect="generate_config.max_tokens",
         eee="generation_args.max_tokens", helm="adapter_spec.max_tokens"))
     """Token budget of a generation (tokens); None = the task's."""
     do_sample: bool = Field(False, json_schema_extra=engine(
-        lmeval="gen_kwargs.do_sample", inspect="model_args.do_sample", eee="generation_details.do_sample"))
+        hf="do_sample", lmeval="gen_kwargs.do_sample", inspect="model_args.do_sample",
+        eee="generation_details.do_sample"))
     """Sample instead of greedy decoding (with temperature 0 decoding stays greedy)."""
     temperature: float = Field(0.0, ge=0, le=100, json_schema_extra=engine(
-        sampling=True, lmeval="gen_kwargs.temperature", lighteval="generation_parameters.temperature",
+        sampling=True, hf="temperature", vllm="temperature", openai="temperature", lmeval="gen_kwargs.temperature",
+        lighteval="generation_parameters.temperature",
         inspect="generate_config.temperature", eee="generation_args.temperature", helm="adapter_spec.temperature"))
     """Sampling temperature (0 = greedy)."""
     top_p: float = Field(1.0, gt=0, le=1, json_schema_extra=engine(
-        sampling=True, lmeval="gen_kwargs.top_p", lighteval="generation_parameters.top_p",
+        sampling=True, hf="top_p", vllm="top_p", openai="top_p", lmeval="gen_kwargs.top_p",
+        lighteval="generation_parameters.top_p",
         inspect="generate_config.top_p", eee="generation_args.top_p"))
     """Nucleus sampling mass."""
     top_k: int = Field(0, ge=0, le=10**7, json_schema_extra=engine(
-        sampling=True, lmeval="gen_kwargs.top_k", lighteval="generation_parameters.top_k",
+        sampling=True, hf="top_k", vllm="top_k", openai="top_k", lmeval="gen_kwargs.top_k",
+        lighteval="generation_parameters.top_k",
         inspect="generate_config.top_k", eee="generation_args.top_k"))
     """Top-k sampling (0 = off)."""
     repetition_penalty: float = Field(1.0, gt=0, le=100, json_schema_extra=engine(
-        hf="repetition_penalty", vllm="repetition_penalty", openai="repetition_penalty",
+        hf="repetition_penalty", vllm="repetition_penalty", openai="repetition_penalty", processor=True,
         lmeval="gen_kwargs.repetition_penalty", lighteval="generation_parameters.repetition_penalty",
         eee="generation_details.repetition_penalty",
         later=True))
     """Penalty on the logits of tokens already in the context or generated (1 = none; CTRL, Keskar et al. 2019),
     greedy decoding included."""
     sampling_seed: int | None = Field(None, ge=0, le=MAX_SEED, json_schema_extra=engine(
-        sampling=True, lmeval="gen_kwargs.seed", lighteval="generation_parameters.seed",
+        sampling=True, vllm="seed", openai="seed", lmeval="gen_kwargs.seed", lighteval="generation_parameters.seed",
         inspect="generate_config.seed"))
     """Seed of sampled generations; None = the torch seed."""
     generation_strategy: GenerationStrategy = "exact"

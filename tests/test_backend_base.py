@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from repaudit.backends.base import Backend, BackendInfo, check_serving
+from repaudit.backends.base import Backend, BackendInfo
 from repaudit.backends.model_source import ResolvedModel
 from repaudit.backends.tokens import RequestEncoder
 from repaudit.errors import RepauditError
@@ -80,11 +80,17 @@ def test_the_hooks_default_to_saying_nothing_and_the_keys_follow_the_settings():
     assert be.speed_key() != speed
 
 
-@pytest.mark.parametrize("args, message", [((0, "right", "full_sequence"), "batch size must be at least 1 or auto"),
-                                           (("8", "right", "full_sequence"), "batch size"),
-                                           ((8, "middle", "full_sequence"), "unknown padding side 'middle'"),
-                                           ((8, "right", "fast"), "unknown scoring strategy 'fast'")])
-def test_plain_serving_values_are_checked(args, message):
+@pytest.mark.parametrize("field, value, message", [("batch_size", 0, "--batch-size must be between 1 and 65536"),
+                                                  ("padding_side", "middle", "unknown padding side 'middle'"),
+                                                  ("scoring_strategy", "fast", "unknown scoring strategy 'fast'")])
+def test_serving_values_are_checked_by_the_record(field, value, message):
+    """Backends take the record: its types refuse a bad value (named as its option through RunConfig)."""
+    from pydantic import ValidationError
+
+    from repaudit.run.config import RunConfig
+
+    with pytest.raises(ValidationError):
+        ServingSettings(**{field: value})
     with pytest.raises(RepauditError, match=message):
-        check_serving(*args)
-    check_serving("auto", "left", "shared_prefix")
+        RunConfig(task="arc_easy", **{field: value})
+    assert ServingSettings(batch_size="auto", padding_side="left", scoring_strategy="shared_prefix")

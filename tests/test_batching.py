@@ -35,7 +35,7 @@ def test_auto_through_the_backend_records_its_budget_and_matches_fixed_batches(t
     from repaudit.tasks.requests import LoglikelihoodRequest
 
     reqs = [LoglikelihoodRequest("word " * n + "end:", c) for n in (1, 3, 9, 40, 200) for c in (" a", " b c")]
-    be = HFBackend(resolve_model(str(tiny_model), None, tmp_path), batch_size=4)
+    be = HFBackend(resolve_model(str(tiny_model), None, tmp_path), ServingSettings(batch_size=4))
     fixed, key = be.loglikelihood(reqs), be.config_key("loglikelihood")
     assert "batch_tokens" not in be.info.engine
     be.configure(ServingSettings(batch_size="auto"))

@@ -8,6 +8,7 @@ import torch
 from repaudit.backends.hf import HFBackend
 from repaudit.backends.model_source import resolve_model
 from repaudit.backends.store import BatchCache
+from repaudit.settings import ServingSettings
 from repaudit.tasks.requests import GenerateRequest, GenerationSettings, LoglikelihoodRequest
 
 REQS = [
@@ -23,7 +24,7 @@ REQS = [
 @pytest.fixture(scope="module")
 def backend_factory(tiny_model, tmp_path_factory):
     resolved = resolve_model(str(tiny_model), None, tmp_path_factory.mktemp("c"))
-    return lambda **kw: HFBackend(resolved, **kw)
+    return lambda **kw: HFBackend(resolved, ServingSettings(**kw))
 
 
 def _reference(backend: HFBackend, req: LoglikelihoodRequest) -> tuple[float, bool]:
@@ -160,11 +161,18 @@ def test_shared_prefix_left_truncates_long_contexts_like_full_sequence(backend_f
         assert y.logprob == pytest.approx(x.logprob, abs=1e-4)
 
 
-def test_unknown_scoring_strategy_is_refused(backend_factory):
-    from repaudit.errors import RepauditError
+def test_unknown_scoring_strategy_is_refused():
+    """A backend takes the serving settings record, whose own types refuse a value before any model loads; the
+    command line names the option."""
+    from pydantic import ValidationError
 
+    from repaudit.errors import RepauditError
+    from repaudit.run.config import RunConfig
+
+    with pytest.raises(ValidationError):
+        ServingSettings(scoring_strategy="fast")
     with pytest.raises(RepauditError, match="unknown scoring strategy 'fast'"):
-        backend_factory(scoring_strategy="fast")
+        RunConfig(task="arc_easy", scoring_strategy="fast")
 
 
 # ------------------------------------------------------------------ host reads

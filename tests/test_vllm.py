@@ -206,3 +206,14 @@ def test_determinism_repeat_and_batch_with_batch_invariant_off_and_on(tiny_model
     else:
         assert on.modes["vllm_batch_invariant"] is True
         assert {a.axis: a.verdict for a in on.axes}["batch"] == "bit-identical"
+
+
+@pytest.mark.skipif(not HAS_VLLM, reason="vLLM is not installed here (make install-vllm; .venv-vllm runs this file)")
+def test_min_p_added_as_one_field_reaches_vllm_sampling_params(tiny_model, tmp_path):
+    """The field's ``vllm`` name is all the vLLM backend needs: a sampled request's SamplingParams carry min_p; a
+    greedy one's the field's neutral default (0, with temperature 0)."""
+    from test_new_factor import engine_receives_min_p
+
+    sampled, greedy = engine_receives_min_p("vllm", tiny_model, tmp_path)
+    assert sampled == {"min_p": 0.3, "temperature": 1.0}
+    assert greedy == {"min_p": 0.0, "temperature": 0.0}

@@ -22,23 +22,20 @@ def check_backend(name: str) -> None:
         raise RepauditError(f"unknown backend '{name}': choose one of {', '.join(BACKENDS)}")
 
 
-def load_backend(name: str, model, *, dtype: str, device: str, trust_remote_code: bool, seed: int = 0,
-                 engine: dict | None = None, batch_size: int = 8, padding_side: str = "right",
-                 scoring_strategy: str = "full_sequence", serving=None, endpoint=None):
-    """Load ``model`` (a :class:`~repaudit.backends.model_source.ResolvedModel`) in backend ``name``; the
-    per-run settings (batch size, padding, scoring strategy, BOS) are set afterwards by ``configure``.
+def load_backend(serving, model, *, trust_remote_code: bool = False, seed: int = 0, endpoint=None):
+    """Load ``model`` (a :class:`~repaudit.backends.model_source.ResolvedModel`) in the backend the serving settings
+    name (:class:`~repaudit.settings.ServingSettings`: the backend, dtype, device and load options; its per-run
+    settings are the first run's, each later run's are set by ``configure``).
 
-    ``seed`` seeds vLLM's engine (the transformers backend is seeded by the runner); ``engine`` holds the
-    serving settings that differ from their defaults (``tensor_parallel_size``, ``attention_backend``, …);
-    ``batch_size``, ``padding_side`` and ``scoring_strategy`` are the first configuration's (the runner's
-    ``configure`` sets each run's). ``openai`` takes the whole ``serving`` record and the ``endpoint``
-    (:class:`~repaudit.backends.endpoint.EndpointSettings`).
+    ``seed`` seeds vLLM's engine (the transformers backend is seeded by the runner); ``endpoint``
+    (:class:`~repaudit.backends.endpoint.EndpointSettings`) is where a served model (``openai``) is.
 
     Raises:
-        RepauditError: unknown backend, a backend that is not installed, a serving setting it does not
-            take, or weights it cannot load; for ``openai`` no endpoint given.
+        RepauditError: a backend that is not installed, a load option it does not take, weights it cannot load; for
+            ``openai`` no endpoint given.
         EndpointError: the endpoint cannot be reached or does not serve the model.
     """
+    name = serving.backend
     check_backend(name)
     if name == "openai":
         from repaudit.backends.openai import OpenAIBackend
@@ -49,10 +46,7 @@ def load_backend(name: str, model, *, dtype: str, device: str, trust_remote_code
     if name == "vllm":
         from repaudit.backends.vllm import VLLMBackend
 
-        return VLLMBackend(model, dtype=dtype, device=device, trust_remote_code=trust_remote_code, seed=seed,
-                           engine=engine or {}, batch_size=batch_size, padding_side=padding_side,
-                           scoring_strategy=scoring_strategy)
+        return VLLMBackend(model, serving, trust_remote_code=trust_remote_code, seed=seed)
     from repaudit.backends.hf import HFBackend
 
-    return HFBackend(model, dtype=dtype, device=device, trust_remote_code=trust_remote_code, engine=engine or {},
-                     batch_size=batch_size, padding_side=padding_side, scoring_strategy=scoring_strategy)
+    return HFBackend(model, serving, trust_remote_code=trust_remote_code)

@@ -11,7 +11,6 @@ import abc
 import contextlib
 import functools
 import time
-import typing
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -21,9 +20,8 @@ from pydantic import BaseModel, ConfigDict
 from repaudit.backends.model_source import ResolvedModel
 from repaudit.backends.store import BatchCache, generations_shape
 from repaudit.backends.tokens import RequestEncoder, apply_chat_template
-from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
-from repaudit.settings import PaddingSide, ScoringStrategy, ServingSettings
+from repaudit.settings import ServingSettings
 from repaudit.tasks.requests import (
     GenerateRequest,
     Generation,
@@ -80,24 +78,6 @@ class BackendInfo(BaseModel):
     engine: dict[str, Any] = {}
     """Engine facts that can change numbers (hf: attention implementation; vLLM: version, attention backend,
     scheduler limits, prefix caching, …), and under ``requested`` the serving options the run asked for."""
-
-
-def check_serving(batch_size: int | str, padding_side: str, scoring_strategy: str) -> None:
-    """Check the per-run serving values a backend is built or configured with (a
-    :class:`~repaudit.settings.ServingSettings` is checked by its own types already; a backend built from plain
-    values, as the tests and benches do, is checked here).
-
-    Raises:
-        RepauditError: an unknown padding side or scoring strategy, or a batch size that is neither ≥ 1 nor
-            ``auto``.
-    """
-    if padding_side not in typing.get_args(PaddingSide):
-        raise RepauditError(f"unknown padding side '{padding_side}': choose right or left")
-    if scoring_strategy not in typing.get_args(ScoringStrategy):
-        raise RepauditError(f"unknown scoring strategy '{scoring_strategy}': choose one of "
-                            f"{', '.join(typing.get_args(ScoringStrategy))}")
-    if batch_size != "auto" and (not isinstance(batch_size, int) or batch_size < 1):
-        raise RepauditError(f"batch size must be at least 1 or auto, got {batch_size}")
 
 
 class Backend(abc.ABC):

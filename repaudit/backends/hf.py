@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from repaudit.backends.base import Backend, BackendInfo, Progress, check_serving, generate_in_batches
+from repaudit.backends.base import Backend, BackendInfo, Progress, generate_in_batches
 from repaudit.backends.batching import auto_batch_tokens, cut, generation_rows
 from repaudit.backends.determinism import batch_invariant_asked, batch_invariant_mode, hf_engine_facts
 from repaudit.backends.device import sdpa_kernels
@@ -76,24 +76,20 @@ class HFBackend(Backend):
 
     Args:
         model: resolved weights location.
-        dtype: ``float32``, ``bfloat16`` or ``float16``.
-        batch_size: rows per forward pass.
-        padding_side: ``right`` (lm-eval) or ``left`` (then attention mask and position ids are
-            passed, so the two are mathematically equal and differ only numerically).
-        device: torch device string.
+        serving: the serving settings (:class:`~repaudit.settings.ServingSettings`, typed and checked by its own
+            fields): the dtype (``float32``, ``bfloat16``, ``float16``) and device the weights load in, the load
+            options (attention implementation, batch invariance), and the first run's per-run settings — batch
+            size, padding side (``left`` passes attention mask and position ids, mathematically equal to ``right``
+            and differing only numerically), scoring strategy (``full_sequence``, lm-eval's bit-compatible path, or
+            ``shared_prefix``, each distinct context once: :mod:`repaudit.backends.prefix`).
         trust_remote_code: allow the model repository's own code (off unless asked for).
-        scoring_strategy: ``full_sequence`` (lm-eval's path, bit-compatible) or ``shared_prefix``
-            (each distinct context once, logits only at continuation positions; see
-            :mod:`repaudit.backends.prefix`). Padding side does not apply to ``shared_prefix``.
 
     Raises:
-        RepauditError: unknown dtype, padding side or scoring strategy; weights that transformers
-            cannot load; ``shared_prefix`` on a sliding-window model.
+        RepauditError: no dtype or device (a served model's record), a load option transformers does not take,
+            weights that transformers cannot load; ``shared_prefix`` on a sliding-window model.
     """
 
-    def __init__(self, model: ResolvedModel, dtype: str = "float32", batch_size: int = 8,
-                 padding_side: str = "right", device: str = "cpu", trust_remote_code: bool = False,
-                 scoring_strategy: str = "full_sequence", engine: dict | None = None):
+    def __init__(self, model: ResolvedModel, serving: ServingSettings, trust_remote_code: bool = False):
         t0 = time.perf_counter()
         import torch
         import transformers
@@ -101,21 +97,20 @@ class HFBackend(Backend):
         # transformers' own bars and warnings would interleave with ours on stderr.
         transformers.utils.logging.disable_progress_bar()
         transformers.utils.logging.set_verbosity_error()
-        if dtype not in DTYPES:
-            raise RepauditError(f"unknown dtype '{dtype}': choose one of {', '.join(DTYPES)}")
-        check_serving(batch_size, padding_side, scoring_strategy)
-        attn = _attn_implementation(engine or {})
-        self.batch_invariant = batch_invariant_asked(engine or {}, device)  # forward passes in its mode
+        dtype, device, engine = serving.dtype, serving.device, serving.load_options()
+        if dtype is None or device is None:
+            raise RepauditError("the hf backend needs a dtype and a device")
+        attn = _attn_implementation(engine)
+        self.batch_invariant = batch_invariant_asked(engine, device)  # forward passes in its mode
         parts = {"imports": time.perf_counter() - t0}
         self.tokenizer, self.model = load_transformers(model, dtype, device, trust_remote_code, attn, parts)
         self.torch = torch
         self.resolved = model
         self.device = device
         self.encoder = RequestEncoder(self.tokenizer)
-        self.info = self._describe(engine or {}, parts)
+        self.info = self._describe(engine, parts)
         self._head = ScoredHead(self.model, device)
-        self.configure(ServingSettings(batch_size=batch_size, padding_side=padding_side,
-                                       scoring_strategy=scoring_strategy))
+        self.configure(serving)
         parts["other"] = time.perf_counter() - t0 - sum(parts.values())  # the rest: ~0 (checked by gpu_check)
         #: seconds of the load by part, until the first run takes them (:meth:`pop_load_parts`)
         self.load_parts: dict[str, float] | None = parts
@@ -409,15 +404,11 @@ class HFBackend(Backend):
         width = max(len(r) for r in rows)
         ids = torch.tensor([[pad_id] * (width - len(r)) + r for r in rows], dtype=torch.long, device=self.device)
         mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=self.device)
-        kwargs: dict[str, Any] = {"max_new_tokens": settings.max_gen_toks, "pad_token_id": pad_id,
-                                  "do_sample": settings.do_sample}
+        # every setting generate() takes, under the name its field declares (repaudit.settings); under greedy
+        # decoding the sampling ones go as None, so that the model's generation_config cannot bring its own back
+        kwargs: dict[str, Any] = {"pad_token_id": pad_id, **settings.engine_kwargs("hf", greedy_off="none")}
         if settings.do_sample:
             torch.manual_seed(settings.sampling_seed)
-            kwargs.update(temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k or None)
-        else:
-            kwargs.update(temperature=None, top_p=None, top_k=None)
-        # every other setting generate() takes, under the name its field declares (repaudit.settings)
-        kwargs.update(settings.engine_kwargs("hf"))
         stops = [s for s in settings.until if s]
         if stops:
             kwargs.update(stop_strings=stops, tokenizer=self.tokenizer)

@@ -314,17 +314,7 @@ class OpenAIBackend(Backend):
         """One generation (runs in a worker thread): ``[text cut at the first stop, tokens, finish, served]``."""
         s = req.settings
         stops = [u for u in s.until or () if u]
-        body: dict[str, Any] = {"model": self.server.model_id, "max_tokens": s.max_gen_toks,
-                                "temperature": s.temperature if s.do_sample else 0.0}
-        if stops:
-            body["stop"] = stops
-        if s.do_sample:
-            body.update(top_p=s.top_p, seed=s.sampling_seed)
-            if s.top_k:
-                body["top_k"] = s.top_k
-        defaults = type(s).model_fields
-        body.update({k: v for k, v in s.engine_kwargs("openai").items()
-                     if v != defaults[_field_of(s, k)].get_default()})
+        body: dict[str, Any] = {"model": self.server.model_id, **_body_settings(s)}
         messages = getattr(req.context, "messages", None)
         if messages is not None:
             route = "/chat/completions"
@@ -404,13 +394,19 @@ def _chat_key(context: str) -> str | None:
     return None if messages is None else sha256_text(_canonical(messages))
 
 
-def _field_of(settings, engine_name_value: str) -> str:
-    """The generation field whose ``openai`` name is ``engine_name_value``."""
-    for k, f in type(settings).model_fields.items():
-        extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
-        if extra.get("openai") == engine_name_value:
-            return k
-    raise KeyError(engine_name_value)
+#: the generation keys of OpenAI's own completions API: sent whenever set; any other key a field declares (top_k,
+#: repetition_penalty: vLLM's, SGLang's and llama.cpp's extensions) only off its default, so that an API that does
+#: not know it is not sent it
+OPENAI_KEYS = frozenset({"max_tokens", "temperature", "top_p", "stop", "seed"})
+
+
+def _body_settings(s) -> dict[str, Any]:
+    """The generation keys of a request body, from the fields' ``openai`` names (greedy decoding: temperature 0 and
+    no sampling key but the standard ones at their neutral values)."""
+    defaults = {(f.json_schema_extra or {}).get("openai"): f.get_default() for f in type(s).model_fields.values()
+                if isinstance(f.json_schema_extra, dict)}
+    return {k: v for k, v in s.engine_kwargs("openai").items()
+            if v is not None and (k in OPENAI_KEYS or v != defaults.get(k))}
 
 
 def _served_identity(tok) -> dict[str, Any]:

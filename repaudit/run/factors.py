@@ -89,10 +89,9 @@ class Factor:
     default_move: int = 0
     why_not: dict[str, str] = field(default_factory=dict)
     #: serving settings only: how the engine takes it ("engine": a vLLM engine argument, also in lm-eval's
-    #: ``model_args``; "env": a vLLM environment variable; "both": vLLM and transformers) and its value
-    #: where a run does not set it
+    #: ``model_args``; "env": a vLLM environment variable; "both": vLLM and transformers); where a run does not set
+    #: it, the field's default (what a replay asks for, so that the engine picks its own again)
     serving: Literal["engine", "env", "both"] | None = None
-    unset: Any = None
     #: where the vocabulary holds it (:mod:`repaudit.vocabulary`): the settings field the factor is
     #: (``stage.field``), or the fact a protocol states (``fewshot.sampler``); None: no run records it
     path: str | None = None
@@ -171,14 +170,14 @@ _OTHER_DOCS = {"sweep": "other docs: compare reports them as not comparable",
 _EM_OPTION = {"protocol": "protocols state the metric, not lm-eval's option", "reproduce": "a metric option"}
 
 
-def _serving(name: str, parse=None, unset: Any = None, how: Literal["engine", "env", "both"] = "engine") -> Factor:
+def _serving(name: str, parse=None, how: Literal["engine", "env", "both"] = "engine") -> Factor:
     """A vLLM engine setting. ``compare`` shows the value the engine used (its facts in the fingerprint); a replay
     asks for what the run asked for (``serving.<name>``; the unset value where it asked for nothing, so that the
     engine picks its default again and a transformers/vLLM pair differs in ``backend`` alone). A value this machine
     cannot run (two GPUs) stops the run with one line."""
     why = {"protocol": "published protocols do not state serving settings",
            "reproduce": "a serving setting moves numerics, not the protocol a number was reported under"}
-    row = setting(name, why_not=why, serving=how, unset=unset, **({"parse": parse} if parse else {}))
+    row = setting(name, why_not=why, serving=how, **({"parse": parse} if parse else {}))
     return dataclasses.replace(row, doc=f"{row.doc.rstrip('.')} ({_SERVING})")
 
 
@@ -217,12 +216,12 @@ FACTORS: tuple[Factor, ...] = (
                      "sweep": "a replay runs where it is: the device is this machine's",
                      "protocol": _NOT_HERE, "reproduce": _NOT_HERE}),
     # ---------------------------------------------------------------- serving (vLLM engine)
-    _serving("tensor_parallel_size", unset=1),
-    _serving("pipeline_parallel_size", unset=1),
+    _serving("tensor_parallel_size"),
+    _serving("pipeline_parallel_size"),
     _serving("attention_backend", _none_or(str, "auto"), how="both"),
     _serving("enable_prefix_caching"),
-    _serving("kv_cache_dtype", unset="auto"),
-    _serving("batch_invariant", unset=False, how="env"),
+    _serving("kv_cache_dtype"),
+    _serving("batch_invariant", how="env"),
     _serving("max_num_seqs"),
     _serving("quantization"),
     # ---------------------------------------------------------------- serving (a served model)
@@ -397,9 +396,3 @@ def by_path() -> dict[str, str]:
         if f.path is not None:
             paths.setdefault(f.path, []).append(f.name)
     return {p: names[0] for p, names in paths.items() if len(names) == 1}
-
-
-def serving_unset(vllm_only: bool = False) -> dict[str, Any]:
-    """Serving settings (RunConfig field → its value where a run does not set it), in registry order;
-    ``vllm_only`` leaves out those transformers also takes."""
-    return {f.name: f.unset for f in FACTORS if f.serving and not (vllm_only and f.serving == "both")}

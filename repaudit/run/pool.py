@@ -8,13 +8,6 @@ from repaudit.backends.model_source import ResolvedModel
 from repaudit.run.config import RunConfig
 
 
-def engine_options(cfg: RunConfig) -> dict[str, Any]:
-    """The serving settings of ``cfg`` that differ from their defaults (what the backend is loaded with)."""
-    from repaudit.run.factors import serving_unset
-
-    return {k: getattr(cfg, k) for k, unset in serving_unset().items() if getattr(cfg, k) != unset}
-
-
 def configure(backend, cfg: RunConfig):
     """The one path per-run settings reach a loaded backend: batch size, padding, scoring strategy, BOS."""
     backend.configure(cfg.serving)
@@ -29,10 +22,8 @@ def load(resolved: ResolvedModel, cfg: RunConfig):
     """
     from repaudit.backends import load_backend
 
-    s = cfg.serving
-    return configure(load_backend(s.backend, resolved, dtype=s.dtype, device=s.device,
-                                  trust_remote_code=cfg.trust_remote_code, seed=cfg.seeds.torch_seed,
-                                  engine=engine_options(cfg), serving=s, endpoint=cfg.endpoint), cfg)
+    return configure(load_backend(cfg.serving, resolved, trust_remote_code=cfg.trust_remote_code,
+                                  seed=cfg.seeds.torch_seed, endpoint=cfg.endpoint), cfg)
 
 
 class BackendPool:
@@ -49,8 +40,9 @@ class BackendPool:
 
     def get(self, resolved: ResolvedModel, cfg: RunConfig):
         """A backend for ``cfg``, loading it on first use."""
-        key = (cfg.serving.backend, resolved.name, resolved.path, resolved.weights_sha256, cfg.serving.dtype,
-               cfg.serving.device, cfg.trust_remote_code, tuple(sorted(engine_options(cfg).items())), cfg.endpoint)
+        s = cfg.serving
+        key = (s.backend, resolved.name, resolved.path, resolved.weights_sha256, s.dtype, s.device,
+               cfg.trust_remote_code, tuple(sorted(s.load_options().items())), cfg.endpoint)
         if key not in self._loaded:
             if len(self._loaded) >= 2:
                 self._loaded.pop(next(iter(self._loaded)))
