@@ -206,7 +206,7 @@ def _task_info(rows: list[ScoreRow]) -> str:
     tag = " (group)" if r.is_group else ""
     if r.method.startswith("paired"):
         return f"{tag} · paired on {plural(r.n_paired, 'shared doc')}" + (" (a subset)" if r.subset else "")
-    if r.method == "unpaired_stderr":
+    if r.method.startswith("unpaired"):
         return f"{tag} · unpaired (a run has no per-doc values)"
     return tag
 
