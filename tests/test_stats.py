@@ -164,8 +164,8 @@ def test_an_unpaired_proportion_of_known_docs_gets_newcombes_interval():
     """Two lm-eval runs without samples but with their doc counts (n-samples): a 0/1 metric's row takes Newcombe's
     interval (method unpaired_newcombe) — also where one run scored every doc right (stderr 0, where the normal
     interval has no spread); a row whose stderr is not a 0/1 mean's keeps the normal interval."""
-    from repaudit.audit.scores import score_row, unpaired_proportion
     from repaudit.audit.flips import FlipList
+    from repaudit.audit.scores import score_row, unpaired_proportion
     from repaudit.importers.comparable import TaskOutcome
 
     assert unpaired_proportion(0.5, math.sqrt(0.25 / 24), 25) and unpaired_proportion(1.0, 0.0, 25)

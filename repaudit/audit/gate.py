@@ -168,7 +168,8 @@ class GateRow(BaseModel):
     se: float | None
     """compare's standard error of Δ, in ``unit``; None: compare gives no test."""
     method: str
-    """compare's method of the row (``paired_bootstrap``, ``unpaired_newcombe``, ``unpaired_stderr``, …); ``none``: no test."""
+    """compare's method of the row (``paired_bootstrap``, ``unpaired_newcombe``, ``unpaired_stderr``, …); ``none``: no
+    test."""
     test_used: str = ""
     """``score test (Tango 1998)`` for 0/1 metrics on paired docs without clusters, else ``z test``; empty: no
     test."""
