@@ -96,13 +96,15 @@ def test_a_bad_choice_names_its_option_in_repaudits_words():
     assert "Value error" not in res.stderr and "Invalid value" not in res.stderr
 
 
-def test_a_samples_file_not_named_as_lmeval_04_names_them_says_so(tmp_path):
+def test_a_file_given_as_samples_that_holds_none_says_so(tmp_path):
+    """lm-eval 0.3's write_out file passed as --samples-a: read by content (its name is no evidence either way), and
+    refused for what it is — one line naming the file and the line."""
     results = ROOT / "tests" / "fixtures" / "lmeval" / "lm-evaluation-harness__llama-7B_gsm8k_8-shot.json"
     odd = tmp_path / "gsm8k_write_out_info.json"
     odd.write_text("[]")
     res = runner.invoke(app, ["compare", str(results), str(results), "--samples-a", str(odd)])
     assert res.exit_code == 1, res.output
-    assert "is not named samples_<task>_<timestamp>.jsonl" in res.stderr and "'None'" not in res.stderr
+    assert res.stderr.startswith(f"error: '{odd}': line 1: is not an lm-eval sample") and "'None'" not in res.stderr
 
 
 def test_latex_score_captions_are_short_and_the_legend_is_a_table_note():
