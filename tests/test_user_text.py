@@ -23,7 +23,7 @@ def test_the_compare_page_and_the_statistics_page_name_the_same_interval_methods
     assert methods_markdown(2) in compare and methods_markdown() in stats
     assert "*Tango 1998 score interval for paired proportions*: a 0/1 metric" in compare
     assert set(METHODS) == {"paired_score", "paired_bootstrap", "paired_cluster_bootstrap",
-                            "paired_corpus_bootstrap", "unpaired_stderr", "none"}
+                            "paired_corpus_bootstrap", "unpaired_newcombe", "unpaired_stderr", "none"}
 
 
 def test_a_written_report_says_where(tmp_path):
