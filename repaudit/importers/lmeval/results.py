@@ -250,8 +250,9 @@ def _renamed_samples(results_path: Path, res: LmevalResults, have: set[str]
                 continue  # another run's file (the folder holds several runs' results): none of this run's tasks
             why = place.why if place is not None else "every task of the results file has its samples already"
             could = f" (it could be {', '.join(place.possible[:3])}'s)" if place is not None and place.possible else ""
-            notes.append(f"'{sp}': lm-eval samples of no task that can be told ({why}){could}: not read — pass it as "
-                         f"--samples-a/--samples-b TASK={sp} if it is this run's")
+            notes.append(f"'{sp.name}' (beside '{results_path.name}'): lm-eval samples of no task that can be told "
+                         f"({why}){could}: not read — if it is this run's, pass it as --samples-a/--samples-b "
+                         "TASK=PATH")
             continue
         out[place.task] = (sp, docs)
         notes.append(f"{place.task}: samples file '{sp.name}' (not lm-eval's name for it) read as the task's "
