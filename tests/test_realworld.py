@@ -119,7 +119,7 @@ def test_scores_flips_and_scored_answers_equal_the_truth(case, compared):
         for metric, want in per.items():
             # inspect's truth names a scorer ("choice") where compare names its metric ("accuracy"); docs by the
             # harness's own sample id where it has one
-            m = metric if metric in named or len(named) != 1 else next(iter(named))
+            m = metric if metric in named or named & set(per) or len(named) != 1 else next(iter(named))
             got = {d: sorted(str(f.key) if f.key is not None else f.doc_id for f in c.flips
                              if f.task == task and f.metric == m and f.direction == d)
                    for d in ("right_to_wrong", "wrong_to_right")}

@@ -63,7 +63,9 @@ HELM run folders
   ``max_eval_instances`` (data.limit). ``model_deployment``, ``num_outputs``, the prompt affixes are not vocabulary.
 * task = the run name without its ``model=`` entry; scores = the ``mean`` of every unperturbed stat of stats.json,
   named ``name.name`` (``@<split>`` appended unless the split is ``test``); per-doc = per_instance_stats' instance ids
-  (trial 0); flips = 0/1 per-instance stats whose name contains ``exact_match`` or ``accuracy``.
+  (trial 0); flips = per-instance stats (trial 0, unperturbed) whose values are all 0/1 on the shared instances,
+  except HELM's statistics of the request itself (token counts, runtimes, batch size, finish reasons, truncation:
+  ``HELM_REQUEST_STATS``) — a judge's 0/1 score flips like an exact match.
 
 Every Eval Ever 0.1.x / 0.2.x
 -----------------------------
@@ -547,7 +549,10 @@ def series(case_dir, files: list[str], steps: list[int], step_key: str, harness:
 
 
 # ---------------------------------------------------------------------------------------------------- HELM
-HELM_FLIP = re.compile(r"(exact_match|accuracy)")
+#: HELM's statistics of a request rather than of the model's answer (helm/benchmark/metrics/basic_metrics.py): no flips
+HELM_REQUEST_STATS = re.compile(r"num_(references|train_trials|train_instances|prompt_tokens|completion_tokens|"
+                                r"output_tokens|perplexity_tokens|bytes|instances)|inference_[a-z_]*runtime|"
+                                r"batch_size|training_(co2_cost|energy_cost)|finish_reason_[a-z_]+|prompt_truncated")
 
 
 def helm_run(folder: Path) -> dict:
@@ -631,7 +636,7 @@ def helm_pair(case_dir, a: str, b: str, notes=None) -> dict:
     ids_b = {row["instance_id"] for row in rb["per_instance_stats"]}
     flips = {}
     for m in sorted(set(pa) & set(pb)):
-        if HELM_FLIP.search(m):
+        if not HELM_REQUEST_STATS.fullmatch(m.split("@")[0]):
             f = flips_of(pa[m], pb[m])
             if f is not None:
                 flips[m] = f
