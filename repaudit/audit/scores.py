@@ -228,7 +228,9 @@ def _score_row(task, metric, ta, tb, shared, reason, tie_eps, n_boot, alpha, fli
     else:
         why = "unpaired (no per-doc values in " + ("both runs" if not ta.docs and not tb.docs else
                                                    "A" if not ta.docs else "B") + "): wider than a paired interval"
-    return _unpaired(task, metric, kind, ra, rb, sa, sb, ka.scale, kb.scale, alpha, why, extra)
+    read = [f"{side}: {how}" for side, t in (("A", ta), ("B", tb)) if (how := t.stderr_notes.get(metric))]
+    return _unpaired(task, metric, kind, ra, rb, sa, sb, ka.scale, kb.scale, alpha, "; ".join([why, *read]) if why
+                     else "; ".join(read), extra)
 
 
 def _renamed(t: TaskOutcome, metric: str) -> str | None:
