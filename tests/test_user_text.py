@@ -55,7 +55,8 @@ def test_an_eee_run_without_its_library_says_so():
 def test_a_doc_whose_sample_id_is_its_id_is_named_once():
     from repaudit.report.compare_text import doc_name
 
-    assert doc_name(85, "85") == "85" and doc_name(32, "Mercury_7013073") == "Mercury_7013073 (#32)"
+    assert doc_name(85, "85") == "85" and doc_name(32, "Mercury_7013073") == "Mercury_7013073"
+    assert doc_name(7, None) == "7"
     assert doc_name(7, None) == "7"
 
 

@@ -78,7 +78,10 @@ _SGLANG = "lm_eval/models/sglang_causallms.py"
 #: lm-eval's registry name of a backend (``config.model``) → the model class that ran it; a backend not listed (an
 #: API model, ``gguf``, ``mamba_ssm``, a fork's own) has no class defaults here: what its file leaves unsaid is not
 #: recorded
-BACKEND_CLASSES = {"hf": "HFLM", "hf-auto": "HFLM", "huggingface": "HFLM", "vllm": "VLLM", "sglang": "SGLangLM"}
+BACKEND_CLASSES = {"hf": "HFLM", "hf-auto": "HFLM", "huggingface": "HFLM", "vllm": "VLLM", "sglang": "SGLangLM",
+                   # lm-eval 0.3's names of its transformers class (0.3 files record no version: its defaults are
+                   # then shown as lm-eval's, never as values)
+                   "gpt2": "HFLM", "hf-causal": "HFLM", "hf-causal-experimental": "HFLM"}
 #: each model class's own defaults for what a run's ``model_args`` and generation kwargs leave unsaid, with the place
 #: in its code (the class a run used decides them: a vLLM run's revision is not HFLM's 'main')
 CLASS_DEFAULTS: dict[str, dict[str, HarnessDefault]] = {
