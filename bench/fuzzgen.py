@@ -26,7 +26,11 @@ INJECTIONS = [
     "<img src=x onerror=alert(1)>", "</script><script>alert(2)</script>", "<!--", "a\u2028b",
 ]
 CATEGORIES = ["truncate", "byte_flip", "non_utf8", "wrong_type", "delete_key", "extra_key", "non_finite",
-              "huge_int", "deep_nesting", "duplicate_doc", "garbled_line", "injection"]
+              "huge_int", "deep_nesting", "duplicate_doc", "garbled_line", "injection", "one_cluster",
+              "renamed_samples"]
+#: names a renamed samples file gets (the last: lm-eval's own pattern, of another task and time)
+RENAMES = ["rows.jsonl", "per_doc.jsonl", "samples.jsonl", "x y (copy).jsonl",
+           "samples_othertask_2024-01-01T00-00-00.000000.jsonl"]
 
 
 @dataclass
@@ -140,7 +144,9 @@ class Generator:
 
     def case(self, i: int, category: str) -> Case:
         rng = self.rng
-        kind, doc, path, sp, lines = rng.choice(self.loaded)
+        fits = {"one_cluster": [x for x in self.loaded if x[0] == "repaudit"],
+                "renamed_samples": [x for x in self.loaded if x[4] is not None]}.get(category) or self.loaded
+        kind, doc, path, sp, lines = rng.choice(fits)
         folder = self.workdir / f"case{i:05d}"
         folder.mkdir(parents=True, exist_ok=True)
         a_dir, b_dir = folder / "a", folder / "b"
@@ -184,6 +190,27 @@ class Generator:
                     new[j] = rng.choice(["{not json", "[1,2]", '{"doc_id": -4}', '{"doc_id": "seven"}', "\x00\x01",
                                          new[j][: len(new[j]) // 2], '{"doc_id": 1e400}'])
                 samples_b = "\n".join(new) + "\n"
+        elif category == "one_cluster" and kind == "repaudit":
+            # every doc in one cluster, in both runs: a cluster-robust interval has nothing to resample
+            label = rng.choice(["all", "", "x" * 300, "<b>c</b>"])
+            for d, text in ((a_dir, path.read_text()), (None, text_b)):
+                obj = json.loads(text)
+                for doc_ in obj.get("docs") or []:
+                    if isinstance(doc_, dict):
+                        doc_["cluster"] = label
+                if d is None:
+                    text_b = _dump(obj)
+                else:
+                    (d / path.name).write_text(_dump(obj))
+        elif category == "renamed_samples" and sp and lines is not None:
+            # B's samples under another name (as researchers rename them), sometimes cut or from another run
+            new = list(lines)
+            if rng.random() < 0.3:
+                new = new[: max(1, len(new) // 2)]
+            if rng.random() < 0.2:
+                new = [ln.replace('"doc_id": ', '"doc_id": 9', 1) for ln in new]
+            (b_dir / rng.choice(RENAMES)).write_text("\n".join(new) + "\n", encoding="utf-8")
+            samples_b = None
         elif category == "injection" and kind == "lmeval" and rng.random() < 0.5:
             injected, displayed = rng.choice(INJECTIONS), True
             res, _ = _rename_task(json.loads(text_b), lines or [], injected + "task")

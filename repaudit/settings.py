@@ -66,12 +66,13 @@ Seed = int
 
 
 #: the harnesses whose files the readers map through the fields' declarations (:func:`harness_map`)
-HARNESSES = ("lmeval", "lighteval", "inspect", "eee", "helm")
+HARNESSES = ("lmeval", "lighteval", "inspect", "eee", "helm", "nemo")
 
 
 def engine(**names: Any) -> dict[str, Any]:
     """``json_schema_extra`` of a field (see the module docstring): its name in each engine (``hf=``, ``vllm=``),
-    where each harness records it (``lmeval=``, ``lighteval=``, ``inspect=``, ``eee=``, ``helm=``), its conditions
+    where each harness records it (``lmeval=``, ``lighteval=``, ``inspect=``, ``eee=``, ``helm=``, ``nemo=``), its
+    conditions
     (``fewshot_only=``, ``sampling=``, ``lettered=``, ``generative=``) and ``later=``."""
     return dict(names)
 
@@ -225,7 +226,7 @@ class PromptSettings(Settings):
     """With the chat template, each few-shot example as a user/assistant turn pair (lm-eval's flag)."""
     system_prompt: str | None = Field(None, max_length=1_000_000, json_schema_extra=engine(
         lmeval="top.system_instruction", lighteval="model_config.system_prompt",
-        inspect="generate_config.system_message"))
+        inspect="generate_config.system_message", nemo="interceptors.system_message"))
     """System message (with or without a chat template); None = none."""
 
 
@@ -257,7 +258,8 @@ class GenerationSettings(Settings):
         hf="max_new_tokens", vllm="max_tokens", openai="max_tokens",
         lmeval="gen_kwargs.max_gen_toks|gen_kwargs.max_new_tokens|gen_kwargs.max_tokens",
         lighteval="generation_parameters.max_new_tokens|task.generation_size", inspect="generate_config.max_tokens",
-        eee="generation_args.max_tokens", helm="adapter_spec.max_tokens"))
+        eee="generation_args.max_tokens", helm="adapter_spec.max_tokens",
+        nemo="params.max_new_tokens|command.max_tokens"))
     """Token budget of a generation (tokens); None = the task's."""
     do_sample: bool = Field(False, json_schema_extra=engine(
         hf="do_sample", lmeval="gen_kwargs.do_sample", inspect="model_args.do_sample",
@@ -266,12 +268,13 @@ class GenerationSettings(Settings):
     temperature: float = Field(0.0, ge=0, le=100, json_schema_extra=engine(
         sampling=True, hf="temperature", vllm="temperature", openai="temperature", lmeval="gen_kwargs.temperature",
         lighteval="generation_parameters.temperature",
-        inspect="generate_config.temperature", eee="generation_args.temperature", helm="adapter_spec.temperature"))
+        inspect="generate_config.temperature", eee="generation_args.temperature", helm="adapter_spec.temperature",
+        nemo="params.temperature|command.temperature"))
     """Sampling temperature (0 = greedy)."""
     top_p: float = Field(1.0, gt=0, le=1, json_schema_extra=engine(
         sampling=True, hf="top_p", vllm="top_p", openai="top_p", lmeval="gen_kwargs.top_p",
         lighteval="generation_parameters.top_p",
-        inspect="generate_config.top_p", eee="generation_args.top_p"))
+        inspect="generate_config.top_p", eee="generation_args.top_p", nemo="params.top_p|command.top_p"))
     """Nucleus sampling mass."""
     top_k: int = Field(0, ge=0, le=10**7, json_schema_extra=engine(
         sampling=True, hf="top_k", vllm="top_k", openai="top_k", lmeval="gen_kwargs.top_k",
@@ -319,7 +322,7 @@ class DataSettings(Settings):
     """Evaluation split; None = the task's."""
     limit: int | None = Field(None, ge=1, le=10**9, json_schema_extra=engine(
         lmeval="config.limit", lighteval="config_general.max_samples", inspect="eval_config.limit",
-        helm="adapter_spec.max_eval_instances"))
+        helm="adapter_spec.max_eval_instances", nemo="params.limit_samples|command.first_n"))
     """Evaluate only the first N docs (docs); None = all."""
 
 

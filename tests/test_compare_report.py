@@ -296,8 +296,14 @@ def test_inspect_docs_are_named_by_their_sample_id():
     c = compare(a, b, n_boot=200)
     assert c.flips and all(f.key for f in c.flips)
     key = c.flips[0].key
-    assert f"{key} (#{c.flips[0].doc_id})" in _rich(c, lambda x, con: render_rich(x, con))
-    assert key in render_markdown(c)
+    text = _rich(c, lambda x, con: render_rich(x, con))
+    assert key in text and f"(#{c.flips[0].doc_id})" not in text
+    from repaudit.report.compare import render_json, render_latex
+    from repaudit.report.frames import flips_frame, paired_docs_frame
+
+    assert key in render_markdown(c) and key.replace("_", r"\_") in render_latex(c).replace("\\allowbreak{}", "")
+    assert f'"doc": "{key}"' in render_json(c)  # the HTML names it in its doc browser (below)
+    assert key in set(flips_frame(c)["doc"]) and key in set(paired_docs_frame(a, b)["doc"])
     assert any(d.get("s") == key for d in browser_data(c, a, b)["docs"])
     diag = next(r for r in c.diagnostics if r.a_ids)
     from repaudit.report.diagnostics import diagnostic_cells

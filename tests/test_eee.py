@@ -591,3 +591,72 @@ def test_a_legacy_record_and_a_helm_run_export_as_0_3_0_and_come_back_the_same(r
         assert obj["schema_version"] == "0.3.0" and not list(v["aggregate"].iter_errors(obj)), f
     a, b = detect.load_run(run), detect.load_run(tmp_path)
     assert (a.source, a.factors, a.tasks, a.notes) == (b.source, b.factors, b.tasks, b.notes)
+
+
+def _legacy_pair(tmp_path: Path, ids_a: list[str], ids_b: list[str], row_name: str, uncertainty: dict | None = None):
+    """Two EEE 0.2.0 records with JSONL sidecars whose rows name their samples by string ids (and their evaluation by
+    the benchmark's name, as EEE's Inspect conversion does, while the result is named by its scorer)."""
+    import random
+
+    out = []
+    for side, ids, seed in (("a", ids_a, 1), ("b", ids_b, 2)):
+        r = random.Random(seed)
+        folder = tmp_path / side
+        folder.mkdir()
+        rows = [{"schema_version": "0.2.0", "evaluation_id": f"ev-{side}", "evaluation_name": row_name,
+                 "sample_id": i, "interaction_type": "single_turn",
+                 "input": {"raw": f"question {i}", "reference": "A", "choices": ["A", "B"]}, "output": {"raw": "A"},
+                 "evaluation": {"score": float(r.random() < 0.6)}} for i in ids]
+        data = "".join(json.dumps(x) + "\n" for x in rows)
+        (folder / f"{side}_samples.jsonl").write_text(data)
+        score = sum(x["evaluation"]["score"] for x in rows) / len(rows)
+        details = {"score": score, **({"uncertainty": uncertainty} if uncertainty else {})}
+        agg = {"schema_version": "0.2.0", "evaluation_id": f"ev-{side}", "model_info": {"id": f"org/model-{side}"},
+               "evaluation_results": [{"evaluation_name": "choice", "metric_config": {
+                   "evaluation_description": "accuracy", "lower_is_better": False, "min_score": 0, "max_score": 1},
+                   "score_details": details}],
+               "detailed_evaluation_results": {"format": "jsonl", "file_path": f"{side}_samples.jsonl",
+                                               "hash_algorithm": "sha256", "total_rows": len(rows),
+                                               "checksum": hashlib.sha256(data.encode()).hexdigest()}}
+        (folder / f"1111111{'1' if side == 'a' else '2'}-1111-1111-1111-111111111111.json").write_text(json.dumps(agg))
+        out.append(folder)
+    return out
+
+
+def test_sidecar_rows_on_different_doc_sets_pair_on_their_shared_sample_ids(tmp_path):
+    """Two records whose rows cover overlapping sample sets (q1–q30 and q11–q40) and name their evaluation by the
+    benchmark: the 20 shared samples are paired by id and their flips listed (named by sample id); the others are
+    counted apart — never "the doc sets cannot be told"."""
+    a, b = _legacy_pair(tmp_path, [f"q{i}" for i in range(1, 31)], [f"q{i}" for i in range(11, 41)], "ai2_arc")
+    c = api.compare(a, b, n_boot=200)
+    row = c.scores[0]
+    assert row.method == "paired_score" and row.n_paired == 20 and row.subset, row
+    (ag,) = c.docs
+    assert (ag.n_a, ag.n_b, ag.n_shared, ag.prompt_hash_equal) == (30, 30, 20, 20)
+    flipped = {f.key for f in c.flips}
+    assert flipped and flipped <= {f"q{i}" for i in range(11, 31)}
+    assert row.right_to_wrong + row.wrong_to_right == len(flipped)
+
+
+def test_an_eee_records_uncertainty_gives_the_unpaired_interval_and_names_how(tmp_path):
+    """A record without per-doc values but with its uncertainty: a standard error is used as it is; a confidence
+    interval (bounds, or a ± half-width around 0 as EEE's Global MMLU Lite scrape writes it) gives half-width / z at
+    its level — 95 % where the record states none, which the row says; a recorded num_samples is the doc count."""
+    from repaudit.importers.eee.uncertainty import Stated, stderr_of
+
+    se, how = stderr_of(Stated(score=0.88, lower=-0.0318, upper=0.0318, ci_method="unknown"), "x")
+    assert se == pytest.approx(0.0318 / 1.959964, rel=1e-6) and "±0.0318" in how and "95 % assumed" in how
+    se, how = stderr_of(Stated(score=0.3333, lower=0.0, upper=0.9867, level=0.9), "x")
+    assert se == pytest.approx((0.9867 - 0.3333) / 1.644854, rel=1e-5) and "assumed" not in how and "90 %" in how
+    assert stderr_of(Stated(score=0.5, standard_error=0.05), "x") == (0.05, "")
+    assert stderr_of(Stated(score=0.5, standard_deviation=0.5, num_samples=100), "x")[0] == pytest.approx(0.05)
+    assert stderr_of(Stated(score=0.5, lower=0.6, upper=0.7), "x") == (None, "")  # the score outside its bounds
+    unc = {"confidence_interval": {"lower": -0.0877, "upper": 0.0877}, "num_samples": 120}
+    a, b = _legacy_pair(tmp_path, [f"q{i}" for i in range(1, 31)], [f"q{i}" for i in range(1, 31)], "choice", unc)
+    for side in (a, b):
+        for p in side.glob("*_samples.jsonl"):
+            p.unlink()  # aggregates only
+    c = api.compare(a, b, n_boot=200)
+    row = c.scores[0]
+    assert row.method in ("unpaired_stderr", "unpaired_newcombe") and row.n_a == row.n_b == 120, row
+    assert "confidence interval" in row.note and "95 % assumed" in row.note

@@ -36,7 +36,8 @@ def bases(tiny_model, shared_data, lmeval_runs, tmp_path_factory):
     from repaudit.run.runner import RunConfig, run
 
     work = tmp_path_factory.mktemp("fuzz-bases")
-    rec = run(RunConfig(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=8, batch_size=4,
+    # 24 docs: above the floor of a verdict, so that one cluster on every doc reaches the clustered interval
+    rec = run(RunConfig(task="arc_easy", model=str(tiny_model), data_dir=shared_data, limit=24, batch_size=4,
                         cache_dir=work / "cache"))
     write_record(rec, work / "run.json")
     s1 = next((lmeval_runs / "s1").rglob("results_*.json"))
@@ -65,6 +66,7 @@ def test_compare_survives_mutated_inputs(bases, tmp_path):
     n = CASES_PER_CATEGORY * len(CATEGORIES)
     statuses: dict[str, int] = {}
     pages = []
+    one_cluster = 0
     for i in range(n):
         category = CATEGORIES[i % len(CATEGORIES)]
         fmt = FORMATS[(i // len(CATEGORIES)) % len(FORMATS)]
@@ -73,6 +75,8 @@ def test_compare_survives_mutated_inputs(bases, tmp_path):
         out_dir.mkdir(parents=True)
         outcome = run_case(case, fmt, out_dir)
         statuses[outcome.status] = statuses.get(outcome.status, 0) + 1
+        if category == "one_cluster" and outcome.status == "ok":  # the clustered interval's one-cluster path ran
+            one_cluster += any("one cluster" in f.read_text(errors="replace") for f in out_dir.glob("report.*"))
         if outcome.status not in ("ok", "refused"):
             failures.append((i, category, fmt, outcome.status, outcome.detail[:400]))
         elif fmt == "html" and outcome.status == "ok":
@@ -89,6 +93,7 @@ def test_compare_survives_mutated_inputs(bases, tmp_path):
     assert not failures, failures[:5]
     assert pages  # HTML reports were written and judged
     assert statuses.get("ok", 0) > 20 and statuses.get("refused", 0) > 20, statuses  # both paths exercised
+    assert one_cluster, "no one-cluster case reached a clustered interval"
 
 
 def test_compare_survives_mutated_eval_logs(tmp_path):
@@ -216,3 +221,75 @@ def test_every_command_that_takes_a_path_refuses_loops_fifos_and_unreadable_file
     failures = [f for n, (args, code) in enumerate(PATH_COMMANDS) for kind, path in bad.items()
                 if (f := _bad_path_case(args, code, kind, path, tmp_path / f"out{n}{kind}")) is not None]
     assert not failures, "\n".join(map(repr, failures))
+
+
+#: each command's cheapest valid call (inputs the repository ships, or a bad model or data path that is refused once
+#: the options pass): an option's value is judged by the command's own checks before any of this is read
+_GSM = str(FIXTURES / "lm-evaluation-harness__llama-7B_gsm8k_8-shot.json")
+_BASES = {
+    "run": ["--task", "arc_easy", "--model", "/nonexistent/model", "-o", "OUT.json"],
+    "compare": [_GSM, _GSM],
+    "gate": [_GSM, _GSM, "--max-drop", "20"],
+    "sweep": ["--base", str(OBQA), "--factor", "batch_size", "--values", "1,2", "--dry-run"],
+    "attribute": [str(OBQA), str(OBQA.with_name("openbookqa_3shot")), "--dry-run"],
+    "reproduce": ["--base", str(OBQA), "--task", "openbookqa", "--target", "40", "--dry-run"],
+    "variance": ["--base", str(OBQA), "--dry-run"],
+    "export": [_GSM, "--evaluator-relationship", "third_party", "--model-id", "org/m", "--organization", "me",
+               "-o", "OUT"],
+    "determinism": ["--model", "/nonexistent/model"],
+    "appendix": [_GSM, _GSM],
+}
+#: the values every numeric option is tried at
+EXTREMES = ("0", "-1", "1e12", "1e308", "inf", "nan")
+
+
+def _numeric_options() -> list[tuple[str, str, type]]:
+    """(command, option, int or float) of every numeric option of every command, from the commands themselves."""
+    import typing
+
+    import typer
+
+    from repaudit.cli import app
+
+    out = []
+    for name, cmd in typer.main.get_command(app).commands.items():
+        for p in cmd.params:
+            td = getattr(p, "type_descriptor", None)
+            if td is None or getattr(p, "is_flag", False):
+                continue
+            kinds = [a for a in typing.get_args(td.annotation) if a is not type(None)] or [td.annotation]
+            if kinds[0] in (int, float):
+                out.append((name, p.opts[0], kinds[0]))
+    return out
+
+
+def test_every_numeric_option_of_every_command_at_extreme_values(tmp_path):
+    """0, −1, 1e12, 1e308, inf and nan in every numeric option of every command (read from the commands, so a new
+    option is fuzzed too): a usage error or a refusal in one ``error:`` line, or a report — never a traceback."""
+    from typer.testing import CliRunner
+
+    from repaudit.cli import app
+
+    options = _numeric_options()
+    assert {c for c, _, _ in options} >= {"run", "compare", "gate", "sweep", "attribute", "reproduce", "variance",
+                                          "export", "determinism", "appendix"}, options
+    assert ("gate", "--margin", float) in options and ("compare", "--tie-eps", float) in options
+    runner = CliRunner()
+    failures = []
+    for n, (command, option, kind) in enumerate(options):
+        base = _BASES[command]
+        for value in EXTREMES:
+            if kind is int and value in ("1e12", "1e308", "inf", "nan"):
+                value = {"1e12": str(10 ** 12)}.get(value, value)  # an int of 1e12; the others are no int at all
+            out = tmp_path / f"o{n}{EXTREMES.index(value) if value in EXTREMES else 2}"
+            argv = [command, *(str(out) + a[3:] if a.startswith("OUT") else a for a in base), option, value]
+            if command == "gate" and option in ("--max-drop", "--margin"):
+                argv = [command, _GSM, _GSM, option, value]
+            res = runner.invoke(app, argv)
+            errors = [x for x in res.stderr.splitlines() if x.startswith("error:")]
+            decision = command == "gate" and res.exit_code in (0, 1, 2) and not errors  # GO, NO-GO, INCONCLUSIVE
+            bad = (res.exception is not None and not isinstance(res.exception, SystemExit)) or \
+                "Traceback" in res.output or (res.exit_code != 0 and not decision and len(errors) != 1)
+            if bad:
+                failures.append((command, option, value, res.exit_code, repr(res.exception), res.stderr[-300:]))
+    assert not failures, "\n".join(map(repr, failures[:10]))

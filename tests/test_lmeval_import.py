@@ -129,6 +129,56 @@ def test_latex_caption_names_the_method_of_unpaired_rows(lmeval_runs):
 def test_every_public_results_file_validates_with_at_most_notes():
     if not PUBLIC.is_dir():
         pytest.skip(f"public lm-eval corpus not found at {PUBLIC}")
+    unread, read = set(), {}
     for p in sorted(PUBLIC.glob("*.json")):
         run = load_run(p)
-        assert run.tasks and all("treated as not recorded" in n for n in run.notes), p
+        # a note of a value dropped as not recorded, or of a samples file beside it under another name than
+        # lm-eval's (this folder holds many runs' files): read as a task's by content, or not read and said so
+        assert run.tasks and all("treated as not recorded" in n or "lm-eval samples of no task" in n
+                                 or "(not lm-eval's name for it) read as the task's" in n for n in run.notes), p
+        unread |= {(p.name, n.split("'")[1]) for n in run.notes if "lm-eval samples of no task" in n}
+        assert not any(str(PUBLIC) in n for n in run.notes if "samples" in n)  # files named, not paths
+        read.update((p.name, n.split("'")[1]) for n in run.notes if "read as the task's" in n)
+    # the two renamed winogrande files of this folder: one is output/w.json's (its 2 docs' mean and stderr are the
+    # reported ones), and Qwen2.5's winogrande (1,267 docs) is told that neither is known to be its own
+    assert read == {"lm-evaluation-harness__output__w.json": "lm-evaluation-harness__output___winogrande.jsonl"}
+    assert {Path(f).name for run, f in unread if "Qwen2.5" in run} == {
+        "lm-evaluation-harness__output___winogrande.jsonl",
+        "lm-evaluation-harness__output__pretrained=EleutherAI__pythia-2.8b_winogrande.jsonl"}, unread
+
+
+REALWORLD = Path(__file__).resolve().parent / "realworld" / "cases"
+
+
+def test_defaults_come_from_the_backend_class_the_run_used():
+    """A vLLM run's unrecorded settings are VLLM's defaults (revision None, its own dtype 'auto', no padding side),
+    cited from lm_eval/models/vllm_causallms.py — never HFLM's; an HF run keeps HFLM's."""
+    vllm = load_run(REALWORLD / "lmeval_vllm_nl2foam_sft_vs_qwen3" / "a")
+    rec = next(iter(vllm.factors.values()))
+    assert rec.value("serving.backend") == "vllm"
+    for path in ("model.revision", "model.trust_remote_code", "serving.dtype", "generation.do_sample"):
+        v = rec[path]
+        assert v.source == "default" and "vllm_causallms.py VLLM" in v.key and "HFLM" not in v.key, (path, v)
+    assert rec["model.revision"].value is None and rec["serving.padding_side"].source != "default"
+    hf = load_run(REALWORLD / "lmeval_negotiationtom_rerun_h100_l40s" / "a")
+    rec = next(iter(hf.factors.values()))
+    assert rec.value("serving.backend") == "hf" and "HFLM.__init__(trust_remote_code=False)" in \
+        rec["model.trust_remote_code"].key
+
+
+def test_tokenizer_special_token_ids_are_recorded_and_compared(tmp_path):
+    """tokenizer_*_token's ids and eot_token_id are facts of the run: an id written as a string in one file and an
+    int in the other is one value (the Qwen pair), and ids that differ are a difference compare shows."""
+    qa = load_run(REALWORLD / "lmeval_qwen25_7b_dir043_vs_dir048" / "a")
+    qb = load_run(REALWORLD / "lmeval_qwen25_7b_dir043_vs_dir048" / "b")
+    ra, rb = next(iter(qa.factors.values())), next(iter(qb.factors.values()))
+    assert ra.value("tokenizer.eos_token_id") == rb.value("tokenizer.eos_token_id") == 151643
+    assert ra["tokenizer.eot_token_id"].key == "eot_token_id" and ra.value("tokenizer.bos_token_id") is None
+    src = next((REALWORLD / "lmeval_vllm_nl2foam_sft_vs_qwen3" / "a").glob("*.json"))
+    obj = json.loads(src.read_text())
+    obj.update(tokenizer_eos_token=["<|endoftext|>", "151643"], eot_token_id=151643)
+    other = tmp_path / "results_b.json"
+    other.write_text(json.dumps(obj))
+    c = compare(load_run(src), load_run(other), n_boot=100)
+    differ = {f.path for f in c.differing()}
+    assert {"tokenizer.eos_token_id", "tokenizer.eot_token_id", "tokenizer.eos_token"} <= differ, differ

@@ -118,3 +118,31 @@ def test_a_move_the_split_cannot_detect_says_so_and_what_would():
     assert text.endswith("no 1-point move is detectable on the 570 docs these runs scored: average repeated runs of "
                          "each configuration per doc (sampling or few-shot seeds; repaudit variance measures how much "
                          "of the noise repeats remove) or evaluate more docs (the rest of the split, or a larger one)")
+
+
+def test_one_cluster_on_every_doc_is_no_division_by_zero():
+    """Every doc in one cluster (a --cluster that labels them all alike): the cluster-robust SE is 0 by construction,
+    so the row resamples docs one by one and says why; the MDE has a design effect of 1, never n / 0."""
+    import random
+
+    from repaudit.audit.compare import compare
+    from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome
+    from repaudit.vocabulary import Recorded
+
+    def run(seed: int, binary: bool) -> ComparableRun:
+        r = random.Random(seed)
+        docs = {i: DocOutcome(doc_id=i, doc_hash=str(i), prompt_hash=None, target="0", cluster="all",
+                              metrics={"acc": float(r.random() < 0.6) if binary else r.random()}, prediction=None)
+                for i in range(40)}
+        mean = sum(d.metrics["acc"] for d in docs.values()) / 40
+        return ComparableRun(path=f"r{seed}", source="repaudit 0.1.0", factors={"t": Recorded()},
+                             tasks={"t": TaskOutcome(task="t", reported={"acc": (mean, None)}, docs=docs, n_docs=40)})
+
+    for binary in (True, False):
+        row = compare(run(1, binary), run(2, binary), n_boot=200).scores[0]
+        assert row.method in ("paired_score", "paired_bootstrap") and row.n_clusters is None
+        assert "every doc is in one cluster ('all')" in row.note
+        assert row.power is not None and row.power.design_effect == 1.0
+    from repaudit.audit.mde import z_power
+
+    assert z_power(0.0, 0.3, 40, 0.05, "pts", 40).n_effective == 40  # no spread: no design effect

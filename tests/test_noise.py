@@ -74,7 +74,7 @@ def test_variance_across_seed_splits_real_repeats_as_computed_directly(tmp_path)
 
 def test_the_split_reaches_every_text_report(tmp_path):
     for suffix, needle in ((".md", "Prediction vs data noise"), (".tex", "Prediction vs data noise"),
-                           (".txt", "prediction noise is"), (".html", "prediction noise is")):
+                           (".txt", "prediction noise sd"), (".html", "prediction noise sd")):
         out = tmp_path / f"seeds{suffix}"
         res = CliRunner().invoke(app, ["variance", *map(str, SEEDS), "--across", "seed", "-o", str(out)])
         assert res.exit_code == 0, res.output

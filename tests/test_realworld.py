@@ -16,6 +16,8 @@ from repaudit.audit.compare import compare, load_run
 CASES = Path(__file__).resolve().parent / "realworld" / "cases"
 PAIRS = sorted(p.name for p in CASES.iterdir() if (p / "truth.json").is_file()
                and json.loads((p / "truth.json").read_text())["kind"] == "pair") if CASES.is_dir() else []
+REFUSED = sorted(p.name for p in CASES.iterdir() if (p / "truth.json").is_file()
+                 and json.loads((p / "truth.json").read_text())["kind"] == "refusal") if CASES.is_dir() else []
 
 
 def _truth(case: str) -> dict:
@@ -60,6 +62,7 @@ def _settings(t: dict) -> list[tuple[str | None, str, dict]]:
 def test_settings_are_shown_as_recorded_exactly_where_the_file_holds_them(case, compared):
     """Every setting a file holds is read with its value; a setting it does not hold is never shown as recorded."""
     t, a, b, c = _compare(case, compared)
+    checked = 0
     for task, path, e in _settings(t):
         for k, run in (("a", a), ("b", b)):
             tasks = [task] if task is not None else list(run.factors)
@@ -69,11 +72,14 @@ def test_settings_are_shown_as_recorded_exactly_where_the_file_holds_them(case, 
                     continue
                 v = rec.get(path)
                 held = e[f"{k}_recorded"] and e[k] is not None
+                checked += 1
                 if held:  # read, with its value (or kept beside its reason where it does not apply)
                     assert v is not None and v.source in ("recorded", "not_applicable"), (case, k, name, path, v)
                     assert _same(v.value, e[k]), (case, k, name, path, v.value, e[k])
                 elif v is not None:
                     assert v.source != "recorded" or v.value is None, (case, k, name, path, v)
+    # a truth that states settings must be checked against the runs' records, never skipped over as "missing"
+    assert checked or not _settings(t), (case, "no setting of the truth was found in either run")
 
 
 @pytest.mark.parametrize("case", PAIRS)
@@ -108,18 +114,27 @@ def test_no_difference_is_invented_and_none_is_missed(case, compared):
 @pytest.mark.parametrize("case", PAIRS)
 def test_scores_flips_and_scored_answers_equal_the_truth(case, compared):
     t, a, b, c = _compare(case, compared)
+    checked = 0
     for task, metrics in t.get("scores", {}).items():
         for metric, v in metrics.items():
             for k, run in (("a", a), ("b", b)):
-                if v.get(k) is None or task not in run.tasks or metric not in run.tasks[task].reported:
+                name = t.get("task_map", {}).get(task, {}).get(k, task)  # a cross-format pair names it twice
+                got = run.tasks.get(name)
+                key = next((m for m in _metric_names(metric) if got is not None and m in got.reported), None)
+                if v.get(k) is None or key is None:
                     continue
-                assert _same(run.tasks[task].reported[metric][0], v[k]), (case, task, metric, k)
+                checked += 1
+                assert _same(got.reported[key][0], v[k]), (case, task, metric, k)
+    # a truth that states scores must find them in the runs (a reader that names every task or metric otherwise
+    # would pass by checking nothing)
+    assert checked or not any(v.get(k) is not None for m in t.get("scores", {}).values() for v in m.values()
+                              for k in "ab"), (case, "no score of the truth was found in either run")
     for task, per in t.get("flips", {}).items():
         named = {f.metric for f in c.flips if f.task == task}
         for metric, want in per.items():
             # inspect's truth names a scorer ("choice") where compare names its metric ("accuracy"); docs by the
             # harness's own sample id where it has one
-            m = metric if metric in named or len(named) != 1 else next(iter(named))
+            m = metric if metric in named or named & set(per) or len(named) != 1 else next(iter(named))
             got = {d: sorted(str(f.key) if f.key is not None else f.doc_id for f in c.flips
                              if f.task == task and f.metric == m and f.direction == d)
                    for d in ("right_to_wrong", "wrong_to_right")}
@@ -133,6 +148,19 @@ def test_scores_flips_and_scored_answers_equal_the_truth(case, compared):
         got = {"n_shared": s.n_shared, "changed": s.changed, "empty_a": s.empty_a, "empty_b": s.empty_b,
                "raw_empty_a": s.raw_empty_a, "raw_empty_b": s.raw_empty_b}
         assert got == {k: want[k] for k in got}, (case, key)
+
+
+def _metric_names(metric: str) -> list[str]:
+    """The keys a truth's metric name may have in compare: as written; a HELM statistic of a one-split run without
+    ``@<split>``; inspect's ``<scorer>/<metric>`` as ``<metric>`` (one scorer) or ``<metric>,<scorer>`` (several) —
+    its ``stderr`` is the score's standard error, no score."""
+    out = [metric]
+    if "@" in metric:
+        out.append(metric.rsplit("@", 1)[0])
+    if "/" in metric:
+        scorer, _, name = metric.partition("/")
+        out += [] if name == "stderr" else [name, f"{name},{scorer}"]
+    return out
 
 
 @pytest.mark.parametrize("case", PAIRS)
@@ -164,3 +192,48 @@ def test_every_format_shows_a_value_that_is_not_recorded_with_where_it_came_from
                 assert any("(derived)" in x.a + x.b for x in lines), (case, f.path)
                 for fmt, text in texts.items():
                     assert "(derived)" in text, (case, fmt, f.path)
+
+
+@pytest.mark.parametrize("case", PAIRS)
+def test_per_doc_facts_a_file_records_are_never_reported_as_not_recorded(case, compared):
+    """Prompts, doc counts and a score's recorded uncertainty: where the truth finds them in both files, compare has
+    them — the prompt texts compared doc by doc, each side's doc count on the row, each side's stderr read."""
+    t, a, b, c = _compare(case, compared)
+    for task, pd in t.get("per_doc", {}).items():
+        if pd.get("prompts_a") and pd.get("prompts_b"):
+            ag = next((d for d in c.docs if d.task == task or task.startswith(d.task)), None)
+            assert ag is not None and ag.prompt_hash_equal is not None, (case, task, "prompts not compared")
+    for task, sides in t.get("n_docs", {}).items():
+        for k, run in (("a", a), ("b", b)):
+            if sides.get(k) is not None and task in run.tasks:
+                assert run.tasks[task].n_docs == sides[k], (case, task, k)
+    for task, metrics in t.get("stderr", {}).items():
+        for metric, sides in metrics.items():
+            for k, run in (("a", a), ("b", b)):
+                if sides.get(k) is not None and task in run.tasks and metric in run.tasks[task].reported:
+                    assert _same(run.tasks[task].reported[metric][1], sides[k]), (case, task, metric, k)
+
+
+@pytest.mark.parametrize("case", PAIRS)
+def test_flips_are_listed_wherever_both_files_carry_per_doc_rows(case, compared):
+    """Every pair whose files carry per-doc rows on both sides, on a 0/1 metric with a doc that flipped, lists its
+    flips (none is lost to an unpaired row)."""
+    t, _, _, c = _compare(case, compared)
+    want = {task for task, per in t.get("flips", {}).items() if any(f["right_to_wrong"] or f["wrong_to_right"]
+                                                                       for f in per.values())}
+    got = {f.task for f in c.flips}
+    assert all(any(g == w or w.startswith(g) or g.startswith(w) for g in got) for w in want), (case, want, got)
+
+
+@pytest.mark.parametrize("case", REFUSED)
+def test_another_tools_file_is_refused_naming_the_tool(case):
+    from typer.testing import CliRunner
+
+    from repaudit.cli import app
+
+    t = _truth(case)
+    f = CASES / case / t["file"]
+    res = CliRunner().invoke(app, ["compare", str(f), str(f)])
+    assert res.exit_code == 1 and "Traceback" not in res.output, res.output
+    (line,) = [x for x in res.stderr.splitlines() if x.startswith("error:")]
+    assert t["tool"] in line and "does not read" in line, line

@@ -346,3 +346,21 @@ def test_an_interval_prints_enough_digits_for_its_ends_to_differ():
     assert span(4.26312, 4.26341, "perplexity") == "[4.2631, 4.2634]"
     assert span(4.263, 4.263, "perplexity") == "[4.263, 4.263]"
     assert span(61.2301, 61.2349, "pts") == "[61.230, 61.235]"
+
+
+def test_a_model_series_does_not_call_what_the_model_id_decides_a_confounder():
+    """Two inspect_ai logs of one task, one per model (openai/gpt-5.4, anthropic/claude-opus-4.6): the provider and
+    the backend are read from each model id, so a series across models varies them by design — listed as such, never
+    named among the settings that differ."""
+    case = Path(__file__).resolve().parent / "realworld" / "cases" / "inspect_eval_monty_gpt54_vs_opus46"
+    files = sorted(case.glob("*/*.eval"))
+    rep = api.series(files, across="model")
+    design = {c.path for c in rep.confounders if c.by_design}
+    assert {"model.name", "model.provider"} <= design, design
+    assert not any("model.provider" in n or "serving.backend" in n for n in rep.notes), rep.notes
+    assert any("software.task_revision" in n for n in rep.notes)  # a real confounder is still named
+    from repaudit.audit.series_runs import _from_model_id
+    from repaudit.importers.detect import load_run
+
+    rec = next(iter(load_run(files[0]).factors.values()))  # the backend is the model id's prefix ("openrouter")
+    assert _from_model_id(rec, "serving.backend") and not _from_model_id(rec, "software.task_revision")

@@ -23,7 +23,7 @@ def test_the_compare_page_and_the_statistics_page_name_the_same_interval_methods
     assert methods_markdown(2) in compare and methods_markdown() in stats
     assert "*Tango 1998 score interval for paired proportions*: a 0/1 metric" in compare
     assert set(METHODS) == {"paired_score", "paired_bootstrap", "paired_cluster_bootstrap",
-                            "paired_corpus_bootstrap", "unpaired_stderr", "none"}
+                            "paired_corpus_bootstrap", "unpaired_newcombe", "unpaired_stderr", "none"}
 
 
 def test_a_written_report_says_where(tmp_path):
@@ -55,7 +55,8 @@ def test_an_eee_run_without_its_library_says_so():
 def test_a_doc_whose_sample_id_is_its_id_is_named_once():
     from repaudit.report.compare_text import doc_name
 
-    assert doc_name(85, "85") == "85" and doc_name(32, "Mercury_7013073") == "Mercury_7013073 (#32)"
+    assert doc_name(85, "85") == "85" and doc_name(32, "Mercury_7013073") == "Mercury_7013073"
+    assert doc_name(7, None) == "7"
     assert doc_name(7, None) == "7"
 
 
@@ -96,13 +97,15 @@ def test_a_bad_choice_names_its_option_in_repaudits_words():
     assert "Value error" not in res.stderr and "Invalid value" not in res.stderr
 
 
-def test_a_samples_file_not_named_as_lmeval_04_names_them_says_so(tmp_path):
+def test_a_file_given_as_samples_that_holds_none_says_so(tmp_path):
+    """lm-eval 0.3's write_out file passed as --samples-a: read by content (its name is no evidence either way), and
+    refused for what it is — one line naming the file and the line."""
     results = ROOT / "tests" / "fixtures" / "lmeval" / "lm-evaluation-harness__llama-7B_gsm8k_8-shot.json"
     odd = tmp_path / "gsm8k_write_out_info.json"
     odd.write_text("[]")
     res = runner.invoke(app, ["compare", str(results), str(results), "--samples-a", str(odd)])
     assert res.exit_code == 1, res.output
-    assert "is not named samples_<task>_<timestamp>.jsonl" in res.stderr and "'None'" not in res.stderr
+    assert res.stderr.startswith(f"error: '{odd}': line 1: is not an lm-eval sample") and "'None'" not in res.stderr
 
 
 def test_latex_score_captions_are_short_and_the_legend_is_a_table_note():

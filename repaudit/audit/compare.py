@@ -282,7 +282,7 @@ def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: i
         for metric in common:
             # every 0/1 metric lists its flipped docs (acc_norm may be the row that moved, not acc)
             row = score_row(task, metric, ta, tb, shared, reason, tie_eps, n_boot, alpha, sink, same_task)
-            if basis and row.method == "unpaired_stderr":
+            if basis and row.method.startswith("unpaired"):
                 row.note = f"{row.note}; {basis}" if row.note else basis
             scores.append(row)
         rows, mech, warn = explain(task, ta, tb, shared if shared and reason is None else None, common,

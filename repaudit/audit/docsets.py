@@ -100,7 +100,7 @@ def same_docs(a: DocSet, b: DocSet) -> tuple[bool, str]:
         return True, f"both evaluated {a.n} docs (which ones is not recorded; the same count and split)"
     fa, fb = _full(a), _full(b)
     if fa is None or fb is None:
-        side = "A" if fa is None else "B"
+        side = "A" if fa is None and (a.n is None or fb is not None) else "B"
         return False, (f"{side} records neither its doc count nor its limit: the doc sets cannot be told "
                        f"(A {a.describe()}, B {b.describe()})")
     if fa and fb:

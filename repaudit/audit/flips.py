@@ -43,6 +43,9 @@ class FlippedDoc(BaseModel):
     """A run's margin is at most ``tie_eps`` nats: the flip counts as churn."""
     key: str | None = None
     """The harness's own id of the doc where it is not the position (inspect's sample id); None otherwise."""
+    doc: str = ""
+    """The doc as its harness names it — ``key`` where there is one, else ``doc_id`` — the name every report
+    prints."""
     note: str = ""
     """Why a prediction or margin is not shown (``A: acc_norm's char_length normalisation needs the choice texts,
     …``); empty when every column is."""
@@ -81,5 +84,5 @@ def list_flips(task: str, metric: str, ta: TaskOutcome, tb: TaskOutcome, shared:
                                     target=da.target if da.target is not None else db.target,
                                     a_prediction=pa.prediction, b_prediction=pb.prediction,
                                     a_margin=pa.margin, b_margin=pb.margin, near_tie=tie, key=da.key or db.key,
-                                    note=note))
+                                    doc=da.key or db.key or str(i), note=note))
     return classes

@@ -103,13 +103,18 @@ def read_policy(path: Path) -> Policy:
     return policy
 
 
+def _margin_bound() -> float:
+    """The largest margin a policy row takes (:attr:`PolicyRow.margin`'s own bound, read from its declaration)."""
+    return next(float(m.le) for m in PolicyRow.model_fields["margin"].metadata if getattr(m, "le", None) is not None)
+
+
 def inline_policy(max_drop: float | None, margin: float | None, alpha: float = 0.05,
                   multiplicity: str = "holm") -> Policy:
     """``--max-drop PTS`` (non-inferiority) or ``--margin PTS`` (equivalence) on every row, all critical.
 
     Raises:
-        UsageError: neither or both given, a negative or non-finite value, ``alpha`` outside (0, 0.5) or an
-            unknown ``multiplicity``.
+        UsageError: neither or both given, a value that is negative, not finite or over a policy row's bound
+            (1e9), ``alpha`` outside (0, 0.5) or an unknown ``multiplicity``.
     """
     if max_drop is not None and margin is not None:
         raise UsageError("give --max-drop PTS (non-inferiority) or --margin PTS (equivalence), not both: one "
@@ -118,9 +123,10 @@ def inline_policy(max_drop: float | None, margin: float | None, alpha: float = 0
         raise UsageError("give a policy: --policy FILE, or one of --max-drop PTS (non-inferiority) and "
                          "--margin PTS (equivalence) for every task and metric")
     value = max_drop if max_drop is not None else margin
-    if not (math.isfinite(value) and value >= 0):
-        raise UsageError(f"{'--max-drop' if max_drop is not None else '--margin'} must be a non-negative "
-                         f"number of points, got {value}")
+    top = _margin_bound()
+    if not (math.isfinite(value) and 0 <= value <= top):
+        raise UsageError(f"{'--max-drop' if max_drop is not None else '--margin'} must be a number of points from 0 "
+                         f"to {top:g}, got {value:g}")
     if not 0 < alpha < 0.5:
         raise UsageError(f"--alpha must be between 0 and 0.5, got {alpha}")
     if multiplicity not in ("holm", "bh", "none"):
@@ -162,7 +168,8 @@ class GateRow(BaseModel):
     se: float | None
     """compare's standard error of Δ, in ``unit``; None: compare gives no test."""
     method: str
-    """compare's method of the row (``paired_bootstrap``, ``unpaired_stderr``, …); ``none``: no test."""
+    """compare's method of the row (``paired_bootstrap``, ``unpaired_newcombe``, ``unpaired_stderr``, …); ``none``: no
+    test."""
     test_used: str = ""
     """``score test (Tango 1998)`` for 0/1 metrics on paired docs without clusters, else ``z test``; empty: no
     test."""
@@ -323,7 +330,7 @@ def _gate_row(r: ScoreRow, rule: PolicyRow, alpha: float) -> GateRow:
     sign = -1.0 if direction == "lower" else 1.0
     z_at, d, (lo, hi), how = _statistic(r, rule.test, rule.margin, sign, alpha)
     p_pass, p_fail = _claims(rule.test, z_at)
-    note = "unpaired: a run has no per-doc values" if r.method == "unpaired_stderr" else ""
+    note = "unpaired: a run has no per-doc values" if r.method.startswith("unpaired") else ""
     return GateRow(**base, d=d, ci_low=lo, ci_high=hi, se=r.se, p_pass=p_pass, p_fail=p_fail, test_used=how,
                    decision="INCONCLUSIVE", reason=note)
 

@@ -142,8 +142,9 @@ def z_power(se: float, se_docs: float | None, n: int, alpha: float, unit: str, n
             ) -> RowPower:
     """:class:`RowPower` of a row tested by a z-test with standard error ``se`` (row's unit) on ``n`` shared docs;
     ``se_docs``: the SE of the same docs taken one by one, where ``se`` is clustered (else None)."""
-    deff = (se / se_docs) ** 2 if se_docs and se_docs > 0 and math.isfinite(se_docs) else 1.0
     ok = math.isfinite(se) and se > 0
+    # a clustered SE of 0 (no spread between clusters) has no design effect to speak of: 1, never n / 0
+    deff = (se / se_docs) ** 2 if ok and se_docs and se_docs > 0 and math.isfinite(se_docs) else 1.0
     mde = (sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(POWER)) * se if ok else None
     docs = {f"{m:g}": (math.ceil(n * (mde / m) ** 2) if unit == "pts" and mde is not None else None) for m in MOVES}
     return _with_note(RowPower(test="z test", alpha=alpha, mde=None if mde is None else float(mde), n_docs=n,

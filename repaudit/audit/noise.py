@@ -80,10 +80,13 @@ def split_noise(x: np.ndarray) -> NoiseSplit:
 
 
 def split_sentence(s: NoiseSplit, unit: str = "pts") -> str:
-    """What the split says, in one sentence: the prediction share and what doubling repeats or docs buys."""
+    """What the split says, in one sentence: both noises as standard deviations (``unit``), the prediction share and
+    what doubling repeats or docs buys."""
     if s.prediction_share is None:
         return f"no noise: every doc scored the same in all {s.repeats} repeats"
-    return (f"prediction noise is {100 * s.prediction_share:.0f} % of the per-doc variance ({s.repeats} repeats of "
-            f"{s.n_docs} docs); the score's standard error {s.se:.3g} {unit} would fall to {s.se_double_repeats:.3g} "
-            f"with {s.repeats} more repeats (to {s.se_data_floor:.3g} at most, with unlimited repeats) and to "
+    sd_p, sd_d = math.sqrt(s.prediction_var), math.sqrt(s.data_var)
+    return (f"prediction noise sd {sd_p:.3g} {unit}, data noise sd {sd_d:.3g} {unit}: prediction noise is "
+            f"{100 * s.prediction_share:.0f} % of the per-doc variance ({s.repeats} repeats of {s.n_docs} docs); the "
+            f"score's standard error {s.se:.3g} {unit} would fall to {s.se_double_repeats:.3g} with {s.repeats} more "
+            f"repeats (to {s.se_data_floor:.3g} at most, with unlimited repeats) and to "
             f"{s.se_double_docs:.3g} with {s.n_docs} more docs")

@@ -9,8 +9,12 @@ Which test a row gets (every number in the metric's display unit, :mod:`repaudit
   analytic SE;
 * **paired, corpus-level** — perplexity, word/byte perplexity, bits per byte from per-doc
   log-likelihoods: paired bootstrap of the corpus statistic itself; z-test with the bootstrap SE;
-* **unpaired** — a side without per-doc values but the same doc set: ``Δ ± z √(se_A² + se_B²)`` from the
-  recorded stderrs, clipped to the widest move the metric allows; conservative;
+* **unpaired** — a side without per-doc values but the same doc set: for a proportion of 0/1 docs whose doc counts
+  are known on both sides (its recorded stderr is a 0/1 mean's, :func:`unpaired_proportion`), Newcombe's hybrid
+  score interval of the two Wilson intervals (Newcombe 1998, method 10), whose coverage holds on few docs near 0 or
+  1 where the normal approximation's does not (``bench/unpaired_coverage.py``), with the p-value that inverts it;
+  otherwise ``Δ ± z √(se_A² + se_B²)`` from the recorded stderrs, clipped to the widest move the metric allows;
+  both ignore the positive correlation of two runs on the same docs, so they are wider than a paired interval;
 * **no verdict** — fewer than :data:`~repaudit.audit.docsets.MIN_DOCS` docs, a stderr of 0, no stderr at
   all, or per-doc values that do not average to the reported score.
 
@@ -33,6 +37,8 @@ from repaudit.audit.stats import (
     holm,
     level,
     mcnemar_exact,
+    newcombe_interval,
+    newcombe_pvalue,
     paired_bootstrap,
     paired_bootstrap_ratio,
     paired_score_interval,
@@ -88,7 +94,8 @@ class ScoreRow(BaseModel):
     method: str
     """How the interval was computed: ``paired_score`` (0/1 metrics on paired docs without clusters: Tango's score
     interval), ``paired_bootstrap``, ``paired_cluster_bootstrap``, ``paired_corpus_bootstrap``,
-    ``unpaired_stderr`` or ``none`` (no test)."""
+    ``unpaired_newcombe`` (a proportion of 0/1 docs of known counts without per-doc values: Newcombe's hybrid score
+    interval), ``unpaired_stderr`` or ``none`` (no test)."""
     n_paired: int
     """Docs the row pairs: the shared docs on which both runs have the metric's per-doc value (0: not paired — a
     side has no per-doc values of the metric, or its docs are not the same; the task's shared doc ids are
@@ -221,11 +228,25 @@ def _score_row(task, metric, ta, tb, shared, reason, tie_eps, n_boot, alpha, fli
     else:
         why = "unpaired (no per-doc values in " + ("both runs" if not ta.docs and not tb.docs else
                                                    "A" if not ta.docs else "B") + "): wider than a paired interval"
-    return _unpaired(task, metric, kind, ra, rb, sa, sb, ka.scale, kb.scale, alpha, why, extra)
+    read = [f"{side}: {how}" for side, t in (("A", ta), ("B", tb)) if (how := t.stderr_notes.get(metric))]
+    return _unpaired(task, metric, kind, ra, rb, sa, sb, ka.scale, kb.scale, alpha, "; ".join([why, *read]) if why
+                     else "; ".join(read), extra)
 
 
 def _renamed(t: TaskOutcome, metric: str) -> str | None:
     return f"{t.source_name} {metric}" if t.source_name and t.source_name != t.task else None
+
+
+def unpaired_proportion(value: float, stderr: float, n: int | None) -> bool:
+    """Whether a reported score (a fraction) with its recorded stderr (a fraction) is a proportion of ``n`` 0/1
+    docs: the stderr is a 0/1 mean's, sqrt(p(1 − p)/(n − 1)) as lm-eval's ``mean_stderr`` writes it or sqrt(p(1 −
+    p)/n), within 2 % — or 0 where the score is 0 or 1. Then each side's count is known and a binomial interval
+    applies (:func:`~repaudit.audit.stats.newcombe_interval`)."""
+    if n is None or n < 2 or not (math.isfinite(value) and math.isfinite(stderr)) or not 0.0 <= value <= 1.0:
+        return False
+    if value in (0.0, 1.0):
+        return stderr == 0.0
+    return any(math.isclose(stderr, math.sqrt(value * (1 - value) / m), rel_tol=0.02) for m in (n - 1, n))
 
 
 def _unpaired(task, metric, kind, ra, rb, sa, sb, scale_a, scale_b, alpha, why, extra) -> ScoreRow:
@@ -233,14 +254,24 @@ def _unpaired(task, metric, kind, ra, rb, sa, sb, scale_a, scale_b, alpha, why, 
     if not (finite(sa) and finite(sb)):
         return _row(task, metric, kind, ra, rb, "none", "no verdict", "neither per-doc values nor finite stderrs "
                     "in both runs (a corpus-level metric has none)", **extra)
-    if sa == 0 or sb == 0:
-        return _row(task, metric, kind, ra, rb, "none", "no verdict",
-                    f"a recorded stderr of 0 ({'A' if sa == 0 else 'B'}) is not an estimate of noise", **extra)
     if n is not None and n < MIN_DOCS:
         return _row(task, metric, kind, ra, rb, "none", "no verdict",
                     f"{n} docs: fewer than the floor of {MIN_DOCS} for a verdict", **extra)
-    se, lo, hi = unpaired_interval(ra, sa * scale_a, rb, sb * scale_b, alpha)
     dlo, dhi = delta_range(kind)
+    se = math.sqrt((sa * scale_a) ** 2 + (sb * scale_b) ** 2)
+    if kind.display_unit == "pts":  # a proportion (fraction ×100, or a percentage): are both 0/1 means of known docs?
+        fa, fb, na, nb = ra / 100, rb / 100, extra["n_a"], extra["n_b"]
+        if unpaired_proportion(fa, sa * scale_a / 100, na) and unpaired_proportion(fb, sb * scale_b / 100, nb):
+            lo, hi = newcombe_interval(fa, na, fb, nb, alpha)
+            note = "; ".join(x for x in (why, f"Newcombe's hybrid score interval of the two Wilson intervals ({na} "
+                                              f"and {nb} docs): the recorded stderrs are 0/1 means'") if x)
+            return _row(task, metric, kind, ra, rb, "unpaired_newcombe", "within noise", note, se=se,
+                        ci_low=max(100 * lo, dlo), ci_high=min(100 * hi, dhi),
+                        p_value=newcombe_pvalue(fa, na, fb, nb), **extra)
+    if sa == 0 or sb == 0:
+        return _row(task, metric, kind, ra, rb, "none", "no verdict",
+                    f"a recorded stderr of 0 ({'A' if sa == 0 else 'B'}) is not an estimate of noise", **extra)
+    se, lo, hi = unpaired_interval(ra, sa * scale_a, rb, sb * scale_b, alpha)
     return _row(task, metric, kind, ra, rb, "unpaired_stderr", "within noise", why, se=se,
                 ci_low=max(lo, dlo), ci_high=min(hi, dhi), p_value=z_pvalue(rb - ra, se), **extra)
 
@@ -291,6 +322,9 @@ def _paired(task, metric, ta, tb, shared, ka, kb, kind, tie_eps, n_boot, alpha, 
         return row
     cl = [ta.docs[i].cluster or tb.docs[i].cluster for i in shared]
     clusters = np.array(cl) if all(c is not None for c in cl) else None  # partial labels would mix unlike units
+    one_cluster = clusters is not None and len(set(cl)) < 2
+    if one_cluster:  # a cluster-robust SE needs two clusters at least: with one, it is 0 by construction
+        clusters = None
     res = paired_bootstrap(xa * s_a, xb * s_b, clusters, n_boot=n_boot, alpha=alpha)
     row = ScoreRow(task=task, metric=metric, kind=kind.kind, unit=kind.display_unit, direction=kind.direction,
                    a=float(xa.mean() * s_a), b=float(xb.mean() * s_b), delta=res.delta, se=res.se,
@@ -298,7 +332,9 @@ def _paired(task, metric, ta, tb, shared, ka, kb, kind, tie_eps, n_boot, alpha, 
                    method="paired_cluster_bootstrap" if clusters is not None else "paired_bootstrap",
                    n_paired=len(shared), n_clusters=res.n_clusters, subset=subset, verdict="within noise",
                    p_value=z_pvalue(res.delta, res.se),
-                   note="" if clusters is not None or not any(cl) else "only some docs carry a cluster: not clustered",
+                   note=(f"every doc is in one cluster ('{cl[0]}'): a clustered interval needs two clusters at least, "
+                         "so docs were resampled one by one" if one_cluster else "" if clusters is not None
+                         or not any(cl) else "only some docs carry a cluster: not clustered"),
                    **extra)
     n_avail = max((x for x in (row.n_a, row.n_b) if x is not None), default=None)
     row.power = z_power(res.se, paired_se(xb * s_b - xa * s_a) if clusters is not None else None, len(shared),

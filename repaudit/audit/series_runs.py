@@ -16,7 +16,9 @@ settings differ between the runs (confounders).
 * **confounders** — every setting and fact of the vocabulary (:mod:`repaudit.vocabulary`, as ``compare``
   diffs them) whose value is not the same in every run of a series, with each run's value; where
   ``compare`` would judge two spellings one setting (``cuda:0`` and ``cuda:7``) it is still listed, with that
-  judgement. Fields the series varies on purpose (the revision of a checkpoint series) are marked ``by_design``.
+  judgement. Fields the series varies on purpose (the revision of a checkpoint series) are marked ``by_design``; in
+  a series of models, so is every field each run reads from its model's id (inspect's ``openai/gpt-4o``: the
+  provider, the backend), since changing the model changes it.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ BY_DESIGN: dict[str, set[tuple[str, str | None]]] = {
     "checkpoint": {("model", "revision"), ("model", "sha"), ("model", "weights_sha256"), ("model", "step")},
     "seed": {("seeds", None), ("generation", "sampling_seed")},
     "model": {("model", "name"), ("model", "revision"), ("model", "sha"), ("model", "weights_sha256"),
-              ("model", "num_parameters"), ("model", "step"), ("tokenizer", None)},
+              ("model", "num_parameters"), ("model", "step"), ("model", "provider"), ("tokenizer", None)},
 }
 NOT_RECORDED = "model not recorded"
 
@@ -291,9 +293,12 @@ def confounders(series: str, members: list[tuple[SeriesRun, ComparableRun]], tas
             judged_as[key] = diff_factors(task, Recorded({path: ref}), Recorded({path: v}))[0]
         return judged_as[key]
 
+    from_model_id: set[str] = set()  # paths every run reads from its model id (by design in a series of models)
     for task in tasks:
         runs = [(s, r.factors[task]) for s, r in members if task in r.factors]
         for path in dict.fromkeys(p for _, rec in runs for p in rec):
+            if path != "model.name" and runs and all(_from_model_id(rec, path) for _, rec in runs):
+                from_model_id.add(path)
             vals = {s.name: rec.get(path, NOT_RECORDED_VALUE) for s, rec in runs}
             texts = {k: shown(v) for k, v in vals.items()}
             if len(set(texts.values())) < 2 or all(v.source == "not_applicable" for v in vals.values()):
@@ -312,8 +317,18 @@ def confounders(series: str, members: list[tuple[SeriesRun, ComparableRun]], tas
     design = BY_DESIGN[across]
     return [Confounder(series=series, path=p, values=dict(vals), judged=judged, note=note,
                        by_design=(p.partition(".")[0], p.partition(".")[2]) in design
-                       or (p.partition(".")[0], None) in design, tasks=[] if len(ts) == len(tasks) else ts)
+                       or (p.partition(".")[0], None) in design or (across == "model" and p in from_model_id),
+                       tasks=[] if len(ts) == len(tasks) else ts)
             for (p, judged, note, vals), ts in found.items()]
+
+
+def _from_model_id(rec: Any, path: str) -> bool:
+    """Whether ``rec`` read ``path`` from the same place as its model's name (inspect's provider and backend are the
+    model id's prefix: ``eval.model (its provider)`` beside ``eval.model``)."""
+    name, v = rec.get("model.name"), rec.get(path)
+    if name is None or v is None or not name.key or not v.key or v.source not in ("recorded", "derived"):
+        return False
+    return v.key == name.key or v.key.startswith(name.key + " ")
 
 
 def by_value(values: dict[str, str], runs: list[SeriesRun], k: int = 3, most: int = 6) -> list[str]:

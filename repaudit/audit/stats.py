@@ -9,7 +9,11 @@
 * Exact McNemar test for binary outcomes (McNemar 1947): under H0 the discordant docs split
   Binomial(b + c, 1/2); two-sided p = ``binomtest(b, b + c, 0.5)``.
 * Unpaired fallback from reported stderrs: ``Δ ± z sqrt(se_A^2 + se_B^2)``, which ignores the
-  positive correlation of two runs on the same docs and is therefore conservative (wider).
+  positive correlation of two runs on the same docs and is therefore conservative (wider) — except on few docs near
+  0 or 1, where the normal approximation of each side fails (coverage 92.7–93.8 % at a nominal 95 % on 20–30 docs
+  near 5 % or 90 % accuracy). There, for a proportion of 0/1 docs whose counts are known, the hybrid score interval
+  of Newcombe (1998, "Interval estimation for the difference between independent proportions", Statistics in
+  Medicine 17:873–890, method 10; the MOVER form of Zou & Donner 2008) combines each side's Wilson (1927) interval.
 """
 
 from __future__ import annotations
@@ -149,6 +153,62 @@ def unpaired_interval(va: float, sa: float, vb: float, sb: float, alpha: float =
     se = math.sqrt(sa * sa + sb * sb)
     z = float(sps.norm.ppf(1 - alpha / 2))
     return se, (vb - va) - z * se, (vb - va) + z * se
+
+
+def wilson_interval(p, n, alpha: float = 0.05):
+    """Wilson's (1927) score interval of a proportion ``p`` observed on ``n`` docs, at level 1 − ``alpha``:
+    ``(p + z²/2n ± z·sqrt(p(1 − p)/n + z²/4n²)) / (1 + z²/n)``, inside [0, 1] by construction. ``p`` and ``n`` may be
+    numbers or numpy arrays of one shape (the bounds come back alike).
+
+    Raises:
+        ValueError: ``n`` < 1 or ``p`` outside [0, 1].
+    """
+    p, n = np.asarray(p, dtype=np.float64), np.asarray(n, dtype=np.float64)
+    if np.any(n < 1) or np.any((p < 0) | (p > 1)) or np.any(~np.isfinite(p)):
+        raise ValueError("a Wilson interval needs n >= 1 docs and a proportion in [0, 1]")
+    z = float(sps.norm.isf(alpha / 2))  # isf keeps its precision at tiny alpha, where 1 − alpha/2 rounds to 1
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    lo, hi = np.maximum(0.0, centre - half), np.minimum(1.0, centre + half)
+    return (float(lo), float(hi)) if lo.ndim == 0 else (lo, hi)
+
+
+def newcombe_interval(pa, na, pb, nb, alpha: float = 0.05):
+    """Newcombe's hybrid score interval of ``pb − pa`` for two independent proportions (Newcombe 1998, method 10):
+    with each side's Wilson interval (l, u), ``Δ − sqrt((pb − l_b)² + (u_a − pa)²)`` to ``Δ + sqrt((u_b − pb)² + (pa −
+    l_a)²)``. Fractions in, fractions out; numbers or numpy arrays (as :func:`wilson_interval`).
+
+    Raises:
+        ValueError: as :func:`wilson_interval`.
+    """
+    la, ua = wilson_interval(pa, na, alpha)
+    lb, ub = wilson_interval(pb, nb, alpha)
+    d = np.asarray(pb, dtype=np.float64) - np.asarray(pa, dtype=np.float64)
+    lo = d - np.sqrt((pb - lb) ** 2 + (ua - pa) ** 2)
+    hi = d + np.sqrt((ub - pb) ** 2 + (pa - la) ** 2)
+    return (float(lo), float(hi)) if np.ndim(lo) == 0 else (lo, hi)
+
+
+def newcombe_pvalue(pa: float, na: int, pb: float, nb: int) -> float:
+    """The two-sided p that matches :func:`newcombe_interval`: the smallest α at which its (1 − α) interval
+    excludes 0 (found by ``scipy.optimize.brentq``; the interval narrows as α grows); 1.0 when Δ = 0, 0.0 when even
+    the 1 − 10⁻¹⁶ interval excludes 0 (reports print ``<1e-16``)."""
+    from scipy.optimize import brentq
+
+    if pa == pb:
+        return 1.0
+
+    def gap(alpha: float) -> float:
+        lo, hi = newcombe_interval(pa, na, pb, nb, alpha)
+        return lo if pb > pa else -hi  # < 0 while the interval still holds 0
+
+    lo_a, hi_a = 1e-16, 1.0 - 1e-12
+    if gap(lo_a) >= 0:
+        return 0.0
+    if gap(hi_a) < 0:
+        return 1.0
+    return float(brentq(gap, lo_a, hi_a, xtol=1e-18, rtol=1e-10))
 
 
 def check_alpha(alpha: float) -> None:

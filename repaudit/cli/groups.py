@@ -197,8 +197,9 @@ class PairOptions:
     """How two runs are read and paired, and named in reports."""
 
     samples_a: Annotated[Optional[list[Path]], typer.Option(
-        help="lm-eval samples_<task>_*.jsonl or lighteval details_*.parquet of A (default: found through the "
-             "harness's output layout).", readable=False)] = None
+        help="lm-eval samples files of A, whatever their names (each placed by its content; TASK=PATH names its "
+             "task), or lighteval details_*.parquet (default: found beside the results, renamed ones by content).",
+        readable=False)] = None
     samples_b: Annotated[Optional[list[Path]], typer.Option(help="Samples or details of B.", readable=False)] = None
     pair_tasks: Annotated[Optional[list[str]], typer.Option(
         help="B_TASK=A_TASK: compare B's task under A's name (one benchmark, two harness names); '*' matches any "

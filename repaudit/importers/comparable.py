@@ -66,6 +66,9 @@ class TaskOutcome:
         declared: metric key -> ``(unit, low, high)`` as the file declares them (Every Eval Ever's
             ``metric_config.metric_unit``, ``min_score``, ``max_score``; ``None`` where a part is not declared):
             the metric's scale, unit and range for :func:`repaudit.importers.metric_kinds.metric_kind`.
+        stderr_notes: metric key -> how its stderr in ``reported`` was read where the file records no standard error
+            as such (an Every Eval Ever record's confidence interval or standard deviation): the rows that use it say
+            so.
     """
 
     task: str
@@ -79,6 +82,7 @@ class TaskOutcome:
     source_name: str | None = None
     metric_names: dict[str, str] = field(default_factory=dict)
     declared: dict[str, tuple[str | None, float | None, float | None]] = field(default_factory=dict)
+    stderr_notes: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

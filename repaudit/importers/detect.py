@@ -1,8 +1,8 @@
 """What a file is, and the one entry point that loads any run file — through the adapter of its harness.
 
 Files are recognised by their content, never by their name: every registered adapter
-(:mod:`repaudit.importers.adapter`: inspect_ai, lighteval, lm-evaluation-harness, repaudit runs, HELM, Every Eval
-Ever) is asked in turn;
+(:mod:`repaudit.importers.adapter`: inspect_ai, lighteval, lm-evaluation-harness, repaudit runs, HELM, NeMo
+Evaluator, Every Eval Ever) is asked in turn;
 an adapter that declines with a reason (an lm-eval samples line) gives the error line, and repaudit's own reports
 (compare, attribute, sweep in ``--format json``) are refused by what they are. A file is read once per process:
 :func:`load_source` keeps what it read, keyed by the file's path, size and modification time.
@@ -23,6 +23,9 @@ import repaudit.importers.runfile  # noqa: F401
 
 # isort: split
 import repaudit.importers.helm.adapter  # noqa: F401
+
+# isort: split
+import repaudit.importers.nemo.adapter  # noqa: F401
 
 # isort: split
 import repaudit.importers.eee.adapter  # noqa: F401
@@ -74,6 +77,10 @@ def refuse(obj: Any, path: Path) -> InputError:
         why = a.recognise(obj).why
         if why:
             return InputError(path, None, "is " + why)
+    from repaudit.importers.foreign import foreign_json, foreign_line
+
+    if other := foreign_json(obj) or foreign_line(obj):
+        return InputError(path, None, "is " + other)
     kind = sniff(obj)
     if kind in _REPORTS:
         return InputError(path, None, "is " + _REPORTS[kind])
@@ -124,7 +131,7 @@ def _scan(directory: Path, whys: list[tuple[Path, str]] | None = None) -> list[t
     adapter names as something of its harness that is not a run (a HELM stats.json), with the reason, and the JSON
     files that could not be read (the problem after a colon)."""
     found: list[tuple[Path, Adapter]] = []
-    files = sorted(p for p in directory.rglob("*") if p.suffix in (".json", ".eval"))
+    files = sorted(p for p in directory.rglob("*") if p.suffix in (".json", ".eval", ".yml", ".yaml"))
     for n, p in enumerate(files):
         if n >= MAX_DIR_FILES:
             raise InputError(directory, None, f"holds more than {MAX_DIR_FILES} JSON or .eval files: pass the "
@@ -139,7 +146,7 @@ def _scan(directory: Path, whys: list[tuple[Path, str]] | None = None) -> list[t
             found.append((p, by_bytes))
             continue
         if p.suffix != ".json" or p.stat().st_size > (256 << 20):
-            continue
+            continue  # a YAML file no adapter took by its bytes is no run (a config, a protocol)
         try:
             obj = read_json(p)
         except InputError as exc:
@@ -150,9 +157,15 @@ def _scan(directory: Path, whys: list[tuple[Path, str]] | None = None) -> list[t
         claimed = next((a for a, r in answers if r.ok), None)
         if claimed is not None:
             found.append((p, claimed))
-        elif whys is not None and (why := next((r.why for _, r in answers if r.why), "")):
+        elif whys is not None and (why := next((r.why for _, r in answers if r.why), "") or _foreign(obj)):
             whys.append((p, why))
     return found
+
+
+def _foreign(obj: Any) -> str:
+    from repaudit.importers.foreign import foreign_json
+
+    return foreign_json(obj)
 
 
 def load_source(path: Path, samples: list[Path] | None = None, tokenizer: Any = None) -> Loaded:
@@ -226,6 +239,7 @@ def _load(path: Path, samples: list[Path] | None, tokenizer: Any) -> Loaded:
         if why:  # a binary file an adapter names (a lighteval details parquet)
             raise InputError(path, None, "is " + why) from None
         _refuse_json_lines(path)
+        _refuse_text(path)
         raise
     for a in adapters():
         if a.recognise(obj).ok:
@@ -247,10 +261,31 @@ def _refuse_json_lines(path: Path) -> None:
         obj = json.loads(first)
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return
-    why = next((a.recognise(obj).why for a in adapters() if a.recognise(obj).why), "")
+    from repaudit.importers.foreign import foreign_line
+
+    why = next((a.recognise(obj).why for a in adapters() if a.recognise(obj).why), "") or foreign_line(obj)
     if why.startswith("one lm-eval samples record"):
         raise InputError(path, None, "is an lm-eval samples file (JSON lines, one doc each), not a results file: "
                                      "pass the results_*.json beside it or the output directory (its samples are "
                                      "found by timestamp), or give it with --samples-a/--samples-b")
+    if why.startswith("JSON lines"):
+        raise InputError(path, None, "is " + why)
     if why:
         raise InputError(path, None, f"is JSON lines whose first line is {why}")
+
+
+def _refuse_text(path: Path) -> None:
+    """A text file another tool writes (an OpenCompass summary table) is refused by what it is.
+
+    Raises:
+        InputError: the file's first kilobytes are such a file's.
+    """
+    from repaudit.importers.foreign import foreign_text
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 14).decode("utf-8-sig", errors="replace")
+    except OSError:
+        return
+    if why := foreign_text(head):
+        raise InputError(path, None, "is " + why)

@@ -206,7 +206,7 @@ def _task_info(rows: list[ScoreRow]) -> str:
     tag = " (group)" if r.is_group else ""
     if r.method.startswith("paired"):
         return f"{tag} · paired on {plural(r.n_paired, 'shared doc')}" + (" (a subset)" if r.subset else "")
-    if r.method == "unpaired_stderr":
+    if r.method.startswith("unpaired"):
         return f"{tag} · unpaired (a run has no per-doc values)"
     return tag
 
@@ -292,6 +292,7 @@ def agreement_lines(c: Comparison) -> list[str]:
 
 
 def doc_name(doc_id: int, key: str | None) -> str:
-    """A doc as the harness names it: inspect's sample id with the position (``Mercury_7013073 (#32)``), else the
-    doc id (a sample id that is the doc id itself, ``85``, once)."""
-    return f"{key} (#{doc_id})" if key and key != str(doc_id) else str(doc_id)
+    """A doc as its harness names it: its own id where the file gives one (inspect's sample id ``Mercury_7013073``,
+    HELM's instance id ``id1234``, Every Eval Ever's ``sample_id``), else its doc id (lm-eval's ``doc_id``: the
+    row). A position the reader numbered the docs by is never shown: no file names the doc so."""
+    return key if key else str(doc_id)

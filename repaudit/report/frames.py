@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from repaudit.importers.comparable import ComparableRun
 
 #: per-doc columns of :func:`docs_frame`, before one ``metric:<name>`` column per metric
-DOC_COLUMNS = ("task", "doc_id", "doc_hash", "prompt_hash", "target", "cluster", "prediction", "generation",
+DOC_COLUMNS = ("task", "doc", "doc_id", "doc_hash", "prompt_hash", "target", "cluster", "prediction", "generation",
                "finish", "generated_tokens")
 
 
@@ -41,7 +41,8 @@ def docs_frame(run: ComparableRun) -> pd.DataFrame:
     rows = []
     for task, outcome in run.tasks.items():
         for doc_id, d in sorted((outcome.docs or {}).items()):
-            row = {"task": task, "doc_id": doc_id, "doc_hash": d.doc_hash, "prompt_hash": d.prompt_hash,
+            row = {"task": task, "doc": d.key or str(doc_id), "doc_id": doc_id, "doc_hash": d.doc_hash,
+                   "prompt_hash": d.prompt_hash,
                    "target": d.target, "cluster": d.cluster, "prediction": _cell(d.prediction),
                    "generation": d.generation, "finish": d.finish, "generated_tokens": d.generated_tokens}
             row.update({f"metric:{m}": v for m, v in d.metrics.items()})
@@ -57,7 +58,8 @@ def _columns(rows: list[dict], first: tuple[str, ...]) -> list[str]:
 def paired_docs_frame(a: ComparableRun, b: ComparableRun, task_map: dict[str, str] | None = None) -> pd.DataFrame:
     """One row per (task, doc, metric) that both runs scored, tasks paired as ``compare`` pairs them.
 
-    Columns: ``task``, ``doc_id``, ``metric``, ``a``, ``b``, ``delta`` (b − a, the metric's own unit),
+    Columns: ``task``, ``doc`` (the doc as its harness names it: inspect's sample id, HELM's instance id, else the
+    doc id), ``doc_id``, ``metric``, ``a``, ``b``, ``delta`` (b − a, the metric's own unit),
     ``flipped`` (the value changed), ``same_doc`` / ``same_prompt`` (the recorded hashes agree; None where a
     run does not record them).
 
@@ -76,9 +78,10 @@ def paired_docs_frame(a: ComparableRun, b: ComparableRun, task_map: dict[str, st
             same_prompt = None if x.prompt_hash is None or y.prompt_hash is None else x.prompt_hash == y.prompt_hash
             for metric in [m for m in x.metrics if m in y.metrics]:
                 va, vb = float(x.metrics[metric]), float(y.metrics[metric])
-                rows.append({"task": task, "doc_id": doc_id, "metric": metric, "a": va, "b": vb, "delta": vb - va,
-                             "flipped": va != vb, "same_doc": same_doc, "same_prompt": same_prompt})
-    cols = ("task", "doc_id", "metric", "a", "b", "delta", "flipped", "same_doc", "same_prompt")
+                rows.append({"task": task, "doc": x.key or y.key or str(doc_id), "doc_id": doc_id, "metric": metric,
+                             "a": va, "b": vb, "delta": vb - va, "flipped": va != vb, "same_doc": same_doc,
+                             "same_prompt": same_prompt})
+    cols = ("task", "doc", "doc_id", "metric", "a", "b", "delta", "flipped", "same_doc", "same_prompt")
     return pd.DataFrame(rows, columns=list(cols))
 
 
@@ -93,7 +96,7 @@ def scores_frame(c: Comparison) -> pd.DataFrame:
 def flips_frame(c: Comparison) -> pd.DataFrame:
     """Docs whose 0/1 outcome changed, on every 0/1 metric: direction, each run's prediction and margin (nats) by
     that metric (:mod:`repaudit.audit.picks`; None where a run's file cannot tell them, ``note`` says why)."""
-    cols = ["task", "metric", "doc_id", "direction", "target", "a_prediction", "b_prediction", "a_margin",
+    cols = ["task", "metric", "doc", "doc_id", "direction", "target", "a_prediction", "b_prediction", "a_margin",
             "b_margin", "near_tie", "note"]
     return pd.DataFrame([{k: _cell(v) for k, v in f.model_dump().items()} for f in c.flips], columns=cols)
 

@@ -63,7 +63,9 @@ HELM run folders
   ``max_eval_instances`` (data.limit). ``model_deployment``, ``num_outputs``, the prompt affixes are not vocabulary.
 * task = the run name without its ``model=`` entry; scores = the ``mean`` of every unperturbed stat of stats.json,
   named ``name.name`` (``@<split>`` appended unless the split is ``test``); per-doc = per_instance_stats' instance ids
-  (trial 0); flips = 0/1 per-instance stats whose name contains ``exact_match`` or ``accuracy``.
+  (trial 0); flips = per-instance stats (trial 0, unperturbed) whose values are all 0/1 on the shared instances,
+  except HELM's statistics of the request itself (token counts, runtimes, batch size, finish reasons, truncation:
+  ``HELM_REQUEST_STATS``) — a judge's 0/1 score flips like an exact match.
 
 Every Eval Ever 0.1.x / 0.2.x
 -----------------------------
@@ -475,7 +477,8 @@ def lmeval_pair(case_dir, a="a", b="b", harness=None, notes=None) -> dict:
     for task in sorted(set(sa_) & set(sb_)):
         ids_a = set().union(*[set(r) for r in sa_[task].values()])
         ids_b = set().union(*[set(r) for r in sb_[task].values()])
-        per_doc[task] = {"n_a": len(ids_a), "n_b": len(ids_b), "n_shared": len(ids_a & ids_b)}
+        per_doc[task] = {"n_a": len(ids_a), "n_b": len(ids_b), "n_shared": len(ids_a & ids_b),
+                         "prompts_a": _lmeval_prompts(sa_[task]), "prompts_b": _lmeval_prompts(sb_[task])}
         for filt in sorted(set(sa_[task]) & set(sb_[task])):
             va, vb = _metric_values(sa_[task][filt], filt), _metric_values(sb_[task][filt], filt)
             for m in sorted(set(va) & set(vb)):
@@ -492,6 +495,24 @@ def lmeval_pair(case_dir, a="a", b="b", harness=None, notes=None) -> dict:
     if notes:
         truth["notes"] = notes
     return truth
+
+
+def _lmeval_prompts(by_filter: dict) -> int:
+    """Docs whose samples row holds its prompt: the first request's context (``arguments`` ``gen_args_0.arg_0`` in
+    0.4.x, ``[[context, continuation], …]`` before) as a string."""
+    docs = {}
+    for rows in by_filter.values():
+        for d, row in rows.items():
+            args = row.get("arguments")
+            if isinstance(args, dict) and args:
+                first = next(iter(args.values()))
+                ctx = first.get("arg_0") if isinstance(first, dict) else None
+            elif isinstance(args, list) and args and isinstance(args[0], list) and args[0]:
+                ctx = args[0][0]
+            else:
+                ctx = None
+            docs[d] = docs.get(d) or isinstance(ctx, str)
+    return sum(1 for v in docs.values() if v)
 
 
 def _filtered(ra: dict, rb: dict) -> dict:
@@ -547,7 +568,10 @@ def series(case_dir, files: list[str], steps: list[int], step_key: str, harness:
 
 
 # ---------------------------------------------------------------------------------------------------- HELM
-HELM_FLIP = re.compile(r"(exact_match|accuracy)")
+#: HELM's statistics of a request rather than of the model's answer (helm/benchmark/metrics/basic_metrics.py): no flips
+HELM_REQUEST_STATS = re.compile(r"num_(references|train_trials|train_instances|prompt_tokens|completion_tokens|"
+                                r"output_tokens|perplexity_tokens|bytes|instances)|inference_[a-z_]*runtime|"
+                                r"batch_size|training_(co2_cost|energy_cost)|finish_reason_[a-z_]+|prompt_truncated")
 
 
 def helm_run(folder: Path) -> dict:
@@ -613,6 +637,17 @@ def helm_per_instance(pis: list) -> dict:
     return out
 
 
+def helm_prompts(run: dict) -> int:
+    """Instances whose prompt scenario_state.json records (train trial 0, no perturbation, a string prompt)."""
+    seen = set()
+    for st in (run.get("scenario_state") or {}).get("request_states") or []:
+        inst = st.get("instance") or {}
+        if st.get("train_trial_index", 0) == 0 and not inst.get("perturbation") and isinstance(
+                (st.get("request") or {}).get("prompt"), str):
+            seen.add(inst.get("id"))
+    return len(seen)
+
+
 def helm_pair(case_dir, a: str, b: str, notes=None) -> dict:
     case_dir = Path(case_dir)
     ra, rb = helm_run(case_dir / a), helm_run(case_dir / b)
@@ -631,14 +666,15 @@ def helm_pair(case_dir, a: str, b: str, notes=None) -> dict:
     ids_b = {row["instance_id"] for row in rb["per_instance_stats"]}
     flips = {}
     for m in sorted(set(pa) & set(pb)):
-        if HELM_FLIP.search(m):
+        if not HELM_REQUEST_STATS.fullmatch(m.split("@")[0]):
             f = flips_of(pa[m], pb[m])
             if f is not None:
                 flips[m] = f
     truth = {"case": case_dir.name, "kind": "pair", "harness": "HELM", "a": a, "b": b,
              "settings": settings, "differs": differs, "not_applicable": na, "not_applicable_reason": why,
              "scores": pair_scores(scores_a, scores_b),
-             "per_doc": {ta: {"n_a": len(ids_a), "n_b": len(ids_b), "n_shared": len(ids_a & ids_b)}},
+             "per_doc": {ta: {"n_a": len(ids_a), "n_b": len(ids_b), "n_shared": len(ids_a & ids_b),
+                              "prompts_a": helm_prompts(ra), "prompts_b": helm_prompts(rb)}},
              "flips": {ta: flips} if flips else {}}
     if notes:
         truth["notes"] = notes
@@ -713,6 +749,50 @@ def eee_task_settings(d: dict) -> dict:
     return per
 
 
+def _norm_isf(p: float) -> float:
+    return float(_stats.norm.isf(p))
+
+
+def eee_stderr(r: dict) -> float | None:
+    """A result's standard error as its record states it: ``uncertainty.standard_error.value``; else a confidence
+    interval (``uncertainty.confidence_interval``, or early 0.2.0's ``score_details.confidence_interval``) as its
+    half-width over z at its level (0.95 where none is stated) — a ± form (lower = −upper < 0, the score outside it)
+    has half-width ``upper``, bounds the larger distance from the score; else ``standard_deviation`` / √``num_samples``."""
+    sd = r.get("score_details") or {}
+    u = sd.get("uncertainty") or {}
+    se = (u.get("standard_error") or {}).get("value")
+    if is_num(se):
+        return float(se)
+    ci = u.get("confidence_interval") or sd.get("confidence_interval")
+    score = sd.get("score")
+    if isinstance(ci, dict) and is_num(ci.get("lower")) and is_num(ci.get("upper")) and is_num(score):
+        lo, hi = float(ci["lower"]), float(ci["upper"])
+        level = ci.get("confidence_level") if is_num(ci.get("confidence_level")) else 0.95
+        z = _norm_isf((1 - level) / 2)
+        if lo < 0 and abs(lo + hi) < 1e-12 and not lo <= score <= hi:
+            return hi / z
+        if lo <= score <= hi:
+            return max(hi - score, score - lo) / z
+        return None
+    if is_num(u.get("standard_deviation")) and isinstance(u.get("num_samples"), int) and u["num_samples"] > 0:
+        return float(u["standard_deviation"]) / math.sqrt(u["num_samples"])
+    return None
+
+
+def eee_counts(d: dict) -> dict:
+    """{task: docs} a record states: ``uncertainty.num_samples`` of any of the task's results, else the length of
+    ``source_data.sample_ids``."""
+    out, ids = {}, {}
+    for task, _metric, r in eee_results(d):
+        n = ((r.get("score_details") or {}).get("uncertainty") or {}).get("num_samples")
+        if isinstance(n, int) and task not in out:
+            out[task] = n
+        sd = r.get("source_data")
+        if isinstance(sd, dict) and isinstance(sd.get("sample_ids"), list) and sd["sample_ids"]:
+            ids.setdefault(task, len(sd["sample_ids"]))
+    return {**ids, **out}
+
+
 def eee_version(d: dict) -> str:
     return f"Every Eval Ever {d.get('schema_version')}"
 
@@ -743,6 +823,20 @@ def eee_pair(case_dir, a: str, b: str, notes=None) -> dict:
     if sbt:
         truth.update(settings_by_task=sbt, differs_by_task=dbt, not_applicable_by_task=nabt)
     truth["scores"] = pair_scores(eee_scores(da), eee_scores(db))
+    unc = {}
+    for side, d in (("a", da), ("b", db)):
+        for task, metric, r in eee_results(d):
+            se = eee_stderr(r)
+            if se is not None:
+                unc.setdefault(task, {}).setdefault(metric, {"a": None, "b": None})[side] = se
+    counts = {}
+    for side, d in (("a", da), ("b", db)):
+        for task, n in eee_counts(d).items():
+            counts.setdefault(task, {"a": None, "b": None})[side] = n
+    if unc:
+        truth["stderr"] = unc
+    if counts:
+        truth["n_docs"] = counts
     truth["per_doc"], truth["flips"] = {}, {}
     if notes:
         truth["notes"] = notes
@@ -830,6 +924,12 @@ def inspect_sample_values(log: dict) -> dict:
     return out
 
 
+def inspect_prompts(log: dict) -> int:
+    """Samples (epoch 1) whose input — the conversation the model was given — the log keeps: a string, or messages."""
+    return sum(1 for smp in log.get("samples") or [] if smp.get("epoch", 1) == 1
+               and isinstance(smp.get("input"), (str, list)) and smp["input"])
+
+
 def inspect_pair(case_dir, a: str, b: str, notes=None) -> dict:
     case_dir = Path(case_dir)
     la, lb = inspect_log(case_dir / a), inspect_log(case_dir / b)
@@ -848,7 +948,8 @@ def inspect_pair(case_dir, a: str, b: str, notes=None) -> dict:
     task = la["eval"]["task"]
     ids_a = {s["id"] for s in la.get("samples") or []}
     ids_b = {s["id"] for s in lb.get("samples") or []}
-    truth["per_doc"] = {task: {"n_a": len(ids_a), "n_b": len(ids_b), "n_shared": len(ids_a & ids_b)}}
+    truth["per_doc"] = {task: {"n_a": len(ids_a), "n_b": len(ids_b), "n_shared": len(ids_a & ids_b),
+                               "prompts_a": inspect_prompts(la), "prompts_b": inspect_prompts(lb)}}
     pa, pb = inspect_sample_values(la), inspect_sample_values(lb)
     flips = {}
     for name in sorted(set(pa) & set(pb)):
@@ -856,6 +957,138 @@ def inspect_pair(case_dir, a: str, b: str, notes=None) -> dict:
         if f is not None:
             flips[name] = f
     truth["flips"] = {task: flips} if flips else {}
+    if notes:
+        truth["notes"] = notes
+    return truth
+
+
+# ---------------------------------------------------------------------------------------------- NeMo Evaluator
+def nemo_command(command: str | None) -> dict:
+    """{flag: (value, key)} of the harness's command (the part after the last ``&&``): ``--temperature 0.0`` →
+    ``temperature``; a flag followed by another flag is True."""
+    import shlex
+
+    if not command:
+        return {}
+    words = shlex.split(command.split("&&")[-1])
+    out = {}
+    for i, w in enumerate(words):
+        if w.startswith("--") and len(w) > 2:
+            nxt = words[i + 1] if i + 1 < len(words) else None
+            out[w[2:].replace("-", "_")] = (nxt if nxt is not None and not nxt.startswith("--") else True,
+                                            f"command: {w}")
+    return out
+
+
+def _num(v):
+    if isinstance(v, str):
+        try:
+            f = float(v)
+        except ValueError:
+            return v
+        return int(f) if f.is_integer() and "." not in v and "e" not in v.lower() else f
+    return v
+
+
+def nemo_settings(d: dict) -> dict:
+    """NeMo Evaluator's results.yml settings: ``config.params`` where not null (``limit_samples`` null is no limit),
+    else the command's flag; the model id; the system_message interceptor's text, or none where the interceptors are
+    listed without one."""
+    params = (d.get("config") or {}).get("params") or {}
+    cmd = nemo_command(d.get("command"))
+    s = {}
+    for path, pkey, ckey in (("generation.max_gen_toks", "max_new_tokens", "max_tokens"),
+                             ("generation.temperature", "temperature", "temperature"),
+                             ("generation.top_p", "top_p", "top_p"), ("data.limit", "limit_samples", "first_n")):
+        if pkey in params and (params[pkey] is not None or pkey == "limit_samples"):
+            v = params[pkey]
+            s[path] = rec(float(v) if path in ("generation.temperature", "generation.top_p") and v is not None
+                          else v, f"config.params.{pkey}")
+        elif ckey in cmd:
+            v, key = cmd[ckey]
+            v = _num(v)
+            s[path] = rec(float(v) if path in ("generation.temperature", "generation.top_p") else v, key)
+    ep = ((d.get("target") or {}).get("api_endpoint")) or {}
+    if ep.get("model_id"):
+        s["model.name"] = rec(ep["model_id"], "target.api_endpoint.model_id")
+    for i, ic in enumerate(((ep.get("adapter_config") or {}).get("interceptors")) or []):
+        if ic.get("name") == "system_message" and ic.get("enabled") is not False and "system_message" in (
+                ic.get("config") or {}):
+            s["prompt.system_prompt"] = rec(ic["config"]["system_message"], f"target.api_endpoint.adapter_config."
+                                                                            f"interceptors[{i}].config.system_message")
+    return s
+
+
+def nemo_scores(d: dict) -> tuple[dict, dict]:
+    """({task: {metric_score: value}}, {task: {metric_score: stderr}}) of results.tasks (and of groups that are not
+    tasks); a score named as its metric is the metric alone."""
+    res = d.get("results") or {}
+    tasks = res.get("tasks") or {}
+    both = {**tasks, **{g: r for g, r in (res.get("groups") or {}).items() if g not in tasks}}
+    scores, errs = {}, {}
+    for task, r in both.items():
+        for metric, m in (r.get("metrics") or {}).items():
+            for name, sc in (m.get("scores") or {}).items():
+                key = metric if name == metric else f"{metric}_{name}"
+                scores.setdefault(task, {})[key] = sc.get("value")
+                se = (sc.get("stats") or {}).get("stderr")
+                if is_num(se):
+                    errs.setdefault(task, {})[key] = se
+    return scores, errs
+
+
+def nemo_results_pair(case_dir, a: str, b: str, notes=None) -> dict:
+    import yaml
+
+    case_dir = Path(case_dir)
+    da, db = (yaml.safe_load((case_dir / x).read_text(encoding="utf-8")) for x in (a, b))
+    sa, sb = nemo_settings(da), nemo_settings(db)
+    settings, differs, na, why = combine(sa, sb, greedy_na(sa), greedy_na(sb))
+    (ga, ea), (gb, eb) = nemo_scores(da), nemo_scores(db)
+    stderr = {t: {m: {"a": ea.get(t, {}).get(m), "b": eb.get(t, {}).get(m)} for m in set(ea.get(t, {})) |
+                  set(eb.get(t, {}))} for t in set(ea) | set(eb)}
+    truth = {"case": case_dir.name, "kind": "pair", "harness": "NeMo Evaluator", "a": a, "b": b,
+             "settings": settings, "differs": differs, "not_applicable": na, "not_applicable_reason": why,
+             "scores": pair_scores(ga, gb), "stderr": stderr, "per_doc": {}, "flips": {}}
+    if notes:
+        truth["notes"] = notes
+    return truth
+
+
+def nemo_processed(d: dict) -> tuple[str, dict]:
+    """(the model, {benchmark: {score name without the benchmark's prefix, a doubled name once: value}}) of a
+    processed_results.json of one model and one invocation per benchmark."""
+    models = {m for b in d["benchmarks"].values() for m in b["models"]}
+    assert len(models) == 1, models
+    (model,) = models
+    out = {}
+    for bench, b in d["benchmarks"].items():
+        (entry,) = b["models"][model]
+        for k, v in entry["scores"].items():
+            key = k[len(bench) + 1:] if k.startswith(bench + "_") else k
+            half = (len(key) - 1) // 2
+            if len(key) % 2 == 1 and key[half] == "_" and key[:half] == key[half + 1:]:
+                key = key[:half]
+            out.setdefault(bench, {})[key] = v
+    return model, out
+
+
+def nemo_processed_pair(case_dir, a: str, b: str, notes=None) -> dict:
+    case_dir = Path(case_dir)
+    (ma, sa), (mb, sb) = (nemo_processed(load_json(case_dir / x)) for x in (a, b))
+    settings, differs, na, why = combine({"model.name": rec(ma, "benchmarks.*.models")},
+                                         {"model.name": rec(mb, "benchmarks.*.models")}, {}, {})
+    truth = {"case": case_dir.name, "kind": "pair", "harness": "NeMo Evaluator (launcher export)", "a": a, "b": b,
+             "settings": settings, "differs": differs, "not_applicable": na, "not_applicable_reason": why,
+             "scores": pair_scores(sa, sb), "per_doc": {}, "flips": {}}
+    if notes:
+        truth["notes"] = notes
+    return truth
+
+
+def refusal(case_dir, file: str, tool: str, notes=None) -> dict:
+    """A file of another tool that compare must refuse, naming the tool."""
+    truth = {"case": Path(case_dir).name, "kind": "refusal", "harness": tool, "file": file, "tool": tool}
     if notes:
         truth["notes"] = notes
     return truth

@@ -18,8 +18,10 @@ declared direction, unit and range, and per-doc outcomes from the sidecar's or t
 * **Docs**: one per ``sample_id`` of the task. Integer sample ids are the doc ids, so are HELM's instance ids ``id<N>``
   (its scenario's instance N, as a HELM run folder names them); any other ids number the docs in file order, and
   such docs carry their content (question, choices, reference) for pairing with another harness's. Every doc keeps
-  its ``sample_id`` as its key. A row's ``evaluation.score`` is its metric's per-doc value (its result by
-  ``evaluation_result_id``, else the task's one metric); 0.1.x inline rows carry no score. Where the per-doc values'
+  its ``sample_id`` as its key (reports name the doc by it). A row whose ``evaluation_name`` names no result of a
+  record of one task (EEE's Inspect conversion names rows by the benchmark, results by the scorer) is that task's.
+  A row's ``evaluation.score`` is its metric's per-doc value (its result by ``evaluation_result_id``, else the
+  task's one metric); 0.1.x inline rows carry no score. Where the per-doc values'
   mean is not the reported score the run gets a warning (:func:`~repaudit.importers.comparable.per_doc_warnings`).
 """
 
@@ -30,7 +32,7 @@ import math
 import re
 from typing import Any
 
-from repaudit.hashing import sha256_json
+from repaudit.hashing import sha256_json, sha256_text
 from repaudit.importers.comparable import DocOutcome, TaskOutcome, per_doc_warnings
 from repaudit.importers.eee.legacy import LegacyRecord
 from repaudit.importers.eee.legacy_schema import Aggregate, Result, Row, Sample
@@ -72,10 +74,10 @@ def tasks(rec: LegacyRecord) -> tuple[dict[str, Recorded], dict[str, TaskOutcome
     factors, outcomes, warnings = {}, {}, []
     for task, metrics in by_task.items():
         i, first = next(iter(metrics.values()))
-        reported = {m: (r.score_details.score, _stderr(r)) for m, (_, r) in metrics.items()}
+        errs = {m: _stderr(r, j) for m, (j, r) in metrics.items()}
+        reported = {m: (r.score_details.score, errs[m][0]) for m, (_, r) in metrics.items()}
         task_docs = docs.get(task)
-        unc = first.score_details.uncertainty
-        n = len(task_docs) if task_docs else (unc.num_samples if unc is not None else None)
+        n = len(task_docs) if task_docs else _count([r for _, r in metrics.values()])
         said = {m: d for m, (_, r) in metrics.items() if (d := declared(r)) is not None}
         if task_docs:
             warnings += per_doc_warnings(rec.sidecar or rec.path, task, reported, task_docs,
@@ -84,13 +86,51 @@ def tasks(rec: LegacyRecord) -> tuple[dict[str, Recorded], dict[str, TaskOutcome
         outcomes[task] = TaskOutcome(
             task=task, reported=reported, docs=task_docs, n_docs=n, declared=said,
             higher_is_better={m: not r.metric_config.lower_is_better for m, (_, r) in metrics.items()
-                              if r.metric_config.lower_is_better is not None})
+                              if r.metric_config.lower_is_better is not None},
+            n_original=_split_size([r for _, r in metrics.values()]),
+            stderr_notes={m: how for m, (_, how) in errs.items() if how})
     return factors, outcomes, warnings
 
 
-def _stderr(r: Result) -> float | None:
-    unc = r.score_details.uncertainty
-    return unc.standard_error.value if unc is not None and unc.standard_error is not None else None
+def _stderr(r: Result, index: int) -> tuple[float | None, str]:
+    """The result's standard error and how it was read (:func:`repaudit.importers.eee.uncertainty.stderr_of`)."""
+    from repaudit.importers.eee.uncertainty import Stated, stderr_of
+
+    sd = r.score_details
+    unc = sd.uncertainty
+    ci = (unc.confidence_interval if unc is not None else None) or sd.confidence_interval
+    where = f"evaluation_results[{index}].score_details." + (
+        "uncertainty.confidence_interval" if unc is not None and unc.confidence_interval is not None
+        else "confidence_interval")
+    return stderr_of(Stated(score=sd.score, standard_error=unc.standard_error.value if unc is not None and
+                            unc.standard_error is not None else None,
+                            lower=ci.lower if ci else None, upper=ci.upper if ci else None,
+                            level=ci.confidence_level if ci else None, ci_method=ci.method if ci else None,
+                            standard_deviation=unc.standard_deviation if unc is not None else None,
+                            num_samples=unc.num_samples if unc is not None else None), where)
+
+
+def _count(results: list[Result]) -> int | None:
+    """A task's doc count as its results state it: ``uncertainty.num_samples`` of any of them, else the length of
+    ``source_data.sample_ids`` (the docs evaluated, listed)."""
+    for r in results:
+        unc = r.score_details.uncertainty
+        if unc is not None and unc.num_samples is not None:
+            return unc.num_samples
+    for r in results:
+        ids = r.source_data.get("sample_ids") if isinstance(r.source_data, dict) else None
+        if isinstance(ids, list) and ids:
+            return len(ids)
+    return None
+
+
+def _split_size(results: list[Result]) -> int | None:
+    """``source_data.samples_number``: the docs in the dataset the task drew from, where a result states it."""
+    for r in results:
+        k = r.source_data.get("samples_number") if isinstance(r.source_data, dict) else None
+        if isinstance(k, int) and not isinstance(k, bool) and k > 0:
+            return k
+    return None
 
 
 def _bound(x: float | str | None) -> float | None:
@@ -136,7 +176,8 @@ def record(agg: Aggregate, result: Result, index: int, n_docs: int | None) -> Re
     read_declared("eee", sources(agg, result, index), rec)
     rec.put("data.task", result.evaluation_name, f"evaluation_results[{index}].evaluation_name")
     if n_docs is not None:
-        rec["data.n_docs"] = derived(n_docs, "the per-sample rows, else uncertainty.num_samples")
+        rec["data.n_docs"] = derived(n_docs, "the per-sample rows, else uncertainty.num_samples, else "
+                                             "source_data.sample_ids")
     greedy_at_zero(rec, "temperature 0: greedy decoding")
     return apply_conditions(rec.fill(setting_paths())).sorted()
 
@@ -179,8 +220,11 @@ def _docs(rec: LegacyRecord, by_task: dict[str, dict[str, tuple[int, Result]]]) 
     if rec.rows is not None:
         ids = {r.evaluation_result_id: (task, m) for task, ms in by_task.items() for m, (_, r) in ms.items()
                if r.evaluation_result_id}
+        only = next(iter(by_task)) if len(by_task) == 1 else None
         for _, row in rec.rows:
             task, metric = ids.get(row.evaluation_result_id or "", (row.evaluation_name, None))
+            if task not in by_task and only is not None:  # a row named by its benchmark, the record's one task
+                task = only
             if metric is None and len(by_task.get(task, {})) == 1:
                 metric = next(iter(by_task[task]))
             grouped.setdefault(task, {}).setdefault(str(row.sample_id), []).append((metric, row))
@@ -229,7 +273,8 @@ def _doc(doc_id: int, key: str, rows: list[tuple[str | None, Row | Sample]], wit
     target = ref if isinstance(ref, str) else (ref[0] if len(ref) == 1 else json.dumps(ref, ensure_ascii=False)) \
         if ref else None
     prediction = answer.strip() if isinstance(answer, str) else None
-    return DocOutcome(doc_id=doc_id, doc_hash=None, prompt_hash=None, target=target, cluster=None, metrics=metrics,
+    return DocOutcome(doc_id=doc_id, doc_hash=None, prompt_hash=sha256_text(prompt) if prompt else None,
+                      target=target, cluster=None, metrics=metrics,
                       prediction=prediction, choices_hash=sha256_json(choices) if choices else None,
                       generation=generation if not choices else None, prompt=prompt, choices=choices, key=key,
                       content=(prompt or "", choices, target or "") if with_content else None)

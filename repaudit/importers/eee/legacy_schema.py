@@ -85,10 +85,21 @@ class StandardError(_Legacy):
     value: float
 
 
+class Interval(_Legacy):
+    """A recorded confidence interval: its bounds (or a ± half-width around 0), its level and method where stated."""
+
+    lower: float
+    upper: float
+    confidence_level: Annotated[float | None, Lenient] = None
+    method: OptStr = None
+
+
 class Uncertainty(_Legacy):
     """``score_details.uncertainty`` (0.2.x)."""
 
     standard_error: Annotated[StandardError | None, Lenient] = None
+    confidence_interval: Annotated[Interval | None, Lenient] = None
+    standard_deviation: Annotated[float | None, Lenient] = None
     num_samples: Annotated[int | None, Field(ge=0), Lenient] = None
 
 
@@ -98,6 +109,8 @@ class ScoreDetails(_Legacy):
     score: float
     details: Annotated[dict[str, Any] | None, Lenient] = None
     uncertainty: Annotated[Uncertainty | None, Lenient] = None
+    #: early 0.2.0 records: the interval directly in ``score_details``
+    confidence_interval: Annotated[Interval | None, Lenient] = None
 
 
 class Result(_Legacy):

@@ -25,7 +25,7 @@ import json
 from typing import Any
 
 from repaudit.boundary import InputError
-from repaudit.hashing import sha256_json
+from repaudit.hashing import sha256_json, sha256_text
 from repaudit.importers.comparable import DocOutcome, TaskOutcome, per_doc_warnings
 from repaudit.importers.eee.files import Record
 from repaudit.importers.eee.schema import (
@@ -126,10 +126,12 @@ def tasks(rec: Record) -> tuple[dict[str, Recorded], dict[str, TaskOutcome], lis
     fs, outcomes, warnings = {}, {}, []
     for task, metrics in results.items():
         first = next(iter(metrics.values()))
-        unc = first.score_details.uncertainty
         task_docs = docs.get(task) if rec.rows is not None else None
-        n = len(task_docs) if task_docs else (unc.num_samples if unc is not None else None)
-        reported = {k: (r.score_details.score, _stderr(r)) for k, r in metrics.items()}
+        counts = [r.score_details.uncertainty.num_samples for r in metrics.values()
+                  if r.score_details.uncertainty is not None and r.score_details.uncertainty.num_samples is not None]
+        n = len(task_docs) if task_docs else (counts[0] if counts else None)
+        errs = {k: _stderr(r, index[id(r)]) for k, r in metrics.items()}
+        reported = {k: (r.score_details.score, errs[k][0]) for k, r in metrics.items()}
         direction = {k: not r.metric_config.lower_is_better for k, r in metrics.items()
                      if (r.metric_config.additional_details or {}).get(K_DIRECTION) != "unknown"}
         said = {k: d for k, r in metrics.items() if (d := _declared(r)) is not None}
@@ -137,7 +139,8 @@ def tasks(rec: Record) -> tuple[dict[str, Recorded], dict[str, TaskOutcome], lis
             warnings += per_doc_warnings(rec.sidecar, task, reported, task_docs, "sidecar's rows", said)
         fs[task] = record(rec.agg, first, n, f"evaluation_results[{index[id(first)]}]")
         outcomes[task] = TaskOutcome(task=task, reported=reported, docs=task_docs, n_docs=n,
-                                     higher_is_better=direction, declared=said)
+                                     higher_is_better=direction, declared=said,
+                                     stderr_notes={k: how for k, (_, how) in errs.items() if how})
     return fs, outcomes, warnings
 
 
@@ -152,9 +155,20 @@ def _declared(r: EvaluationResult) -> tuple[str | None, float | None, float | No
     return None if out == (None, None, None) else out
 
 
-def _stderr(r: EvaluationResult) -> float | None:
+def _stderr(r: EvaluationResult, index: int) -> tuple[float | None, str]:
+    """The result's standard error and how it was read (:func:`repaudit.importers.eee.uncertainty.stderr_of`)."""
+    from repaudit.importers.eee.uncertainty import Stated, stderr_of
+
     unc = r.score_details.uncertainty
-    return unc.standard_error.value if unc is not None and unc.standard_error is not None else None
+    if unc is None:
+        return None, ""
+    ci = unc.confidence_interval
+    return stderr_of(Stated(score=r.score_details.score,
+                            standard_error=unc.standard_error.value if unc.standard_error is not None else None,
+                            lower=ci.lower if ci else None, upper=ci.upper if ci else None,
+                            level=ci.confidence_level if ci else None, ci_method=ci.method if ci else None,
+                            standard_deviation=unc.standard_deviation, num_samples=unc.num_samples),
+                     f"evaluation_results[{index}].score_details.uncertainty.confidence_interval")
 
 
 def _docs(rec: Record, metrics: dict[str, set[str]]) -> dict[str, dict[int, DocOutcome]]:
@@ -168,6 +182,8 @@ def _docs(rec: Record, metrics: dict[str, set[str]]) -> dict[str, dict[int, DocO
         res = by_id.get(row.evaluation_result_id) if row.evaluation_result_id else None
         key = metric_key(res) if res is not None else None
         task = task_name(res.evaluation_name if res is not None else row.evaluation_name, key or "")
+        if task not in metrics and len(metrics) == 1:  # a row named by its benchmark: the record's one task
+            task = next(iter(metrics))
         grouped.setdefault(task, {}).setdefault(row.sample_id, []).append((n, row))
     out = {}
     for task, samples in grouped.items():
@@ -210,7 +226,8 @@ def _doc(rec: Record, doc_id: int, sample_id: str, rows: list[tuple[int, Row]], 
     if not choices:
         extracted = {(metric_of(r.evaluation_result_id).partition(",")[2] or "none"): a
                      for _, r in rows if r.evaluation_result_id and (a := _answer(r)) is not None} or None
-    return DocOutcome(doc_id=doc_id, doc_hash=meta.get("doc_hash") or None, prompt_hash=meta.get("prompt_hash") or None,
+    prompt_hash = meta.get("prompt_hash") or (sha256_text(first.input.raw) if first.input.raw else None)
+    return DocOutcome(doc_id=doc_id, doc_hash=meta.get("doc_hash") or None, prompt_hash=prompt_hash,
                       target=target, cluster=None, metrics=metrics, prediction=prediction,
                       loglikelihoods=_numbers(meta, M_LOGLIKELIHOODS, where, n0, float),
                       fewshot_ids=_numbers(meta, M_FEWSHOT_IDS, where, n0, int),

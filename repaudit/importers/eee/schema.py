@@ -240,10 +240,21 @@ class StandardError(_Eee):
     value: float
 
 
+class ConfidenceInterval(_Eee):
+    """``score_details.uncertainty.confidence_interval``: its bounds, level and method."""
+
+    lower: float
+    upper: float
+    confidence_level: float | None = None
+    method: str | None = None
+
+
 class Uncertainty(_Eee):
     """``score_details.uncertainty``."""
 
     standard_error: StandardError | None = None
+    confidence_interval: ConfidenceInterval | None = None
+    standard_deviation: float | None = None
     num_samples: int | None = None
 
 

@@ -10,11 +10,14 @@ references and completion.
   leaderboards and Every Eval Ever's HELM conversions do), and ``#<sub_split>`` where one is given.
 * **Docs**: one per instance id of train trial 0 without a perturbation. A HELM instance id ``id<N>`` is the
   instance's index in its scenario: the doc id is N (stable across runs and across HELM's own conversions); other
-  ids number the instances in file order. Each doc keeps its id as its key. Per-doc metric values are the 0/1
-  correctness statistics of ``per_instance_stats.json`` (:data:`CORRECTNESS`: the exact-match family and accuracy);
-  the others (token counts, runtimes, finish reasons, judges' scores on 0/0.5/1) are no per-doc outcome.
-  ``scenario_state.json`` gives the prompt, the references (the choices of a multiple-choice method; the correct
-  one's letter or text is the target) and the completion (the prediction, stripped).
+  ids number the instances in file order. Each doc keeps its id as its key (reports name it so). Per-doc metric
+  values are every statistic of ``per_instance_stats.json`` that measures the model's output — 0/1 correctness
+  (the exact-match family, accuracy), a judge's score, a continuous statistic (F1, ROUGE, log-probabilities) —
+  so that compare pairs each one doc by doc; HELM's statistics of the request itself (:data:`REQUEST_STATS`: token
+  counts, runtimes, batch sizes, finish reasons, truncation) are no outcome and stay reported scores only.
+  ``scenario_state.json`` gives the prompt (and its sha256, the doc's prompt hash), the references (the choices of
+  a multiple-choice method; the correct one's letter or text is the target) and the completion (the prediction,
+  stripped).
 * **Checks**: the boundary's limits on every file, the typed models (:mod:`.schema`), then the per-instance means
   against the aggregates: a disagreement is a warning of the run, not a refusal.
 """
@@ -27,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from repaudit.boundary import InputError, read_json, validate
-from repaudit.hashing import sha256_json
+from repaudit.hashing import sha256_json, sha256_text
 from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome, per_doc_warnings
 from repaudit.importers.helm.record import task_name, task_record
 from repaudit.importers.helm.schema import InstanceStats, RequestState, RunSpec, Stat
@@ -35,6 +38,11 @@ from repaudit.importers.helm.schema import InstanceStats, RequestState, RunSpec,
 #: per-instance statistics that are 0/1 correctness: HELM's exact-match family (``exact_match``,
 #: ``quasi_prefix_exact_match@5``, …) and accuracy (``bbq_accuracy``)
 CORRECTNESS = re.compile(r"exact_match|accuracy")
+#: HELM's statistics of a request rather than of the model's answer (``helm/benchmark/metrics/basic_metrics.py``
+#: general information, efficiency and finish reasons): read as reported scores, never as per-doc outcomes
+REQUEST_STATS = re.compile(r"num_(references|train_trials|train_instances|prompt_tokens|completion_tokens|"
+                           r"output_tokens|perplexity_tokens|bytes|instances)|inference_[a-z_]*runtime|batch_size|"
+                           r"training_(co2_cost|energy_cost)|finish_reason_[a-z_]+|prompt_truncated")
 #: a HELM instance id: the instance's index in its scenario
 INSTANCE_ID = re.compile(r"id(\d{1,12})")
 #: the run folder's files
@@ -127,7 +135,7 @@ def _docs(folder: Path, one_split: bool) -> tuple[dict[int, DocOutcome], list[st
                 continue
             values = metrics.setdefault(str(row.instance_id), {})
             for s in row.stats:
-                if not s.name.perturbation and s.mean is not None and CORRECTNESS.search(s.name.name):
+                if not s.name.perturbation and s.mean is not None and not REQUEST_STATS.fullmatch(s.name.name):
                     values.setdefault(_key(s.name, one_split), s.mean)
     texts: dict[str, dict[str, Any]] = {}
     if (folder / "scenario_state.json").is_file():
@@ -138,7 +146,9 @@ def _docs(folder: Path, one_split: bool) -> tuple[dict[int, DocOutcome], list[st
     docs = {}
     for k in keys:
         t = texts.get(k, {})
-        docs[ids[k]] = DocOutcome(doc_id=ids[k], doc_hash=None, prompt_hash=None, target=t.get("target"), cluster=None,
+        prompt = t.get("prompt")
+        docs[ids[k]] = DocOutcome(doc_id=ids[k], doc_hash=None, target=t.get("target"), cluster=None,
+                                  prompt_hash=sha256_text(prompt) if isinstance(prompt, str) else None,
                                   metrics=metrics.get(k, {}), prediction=t.get("prediction"),
                                   choices_hash=sha256_json(t["choices"]) if t.get("choices") else None,
                                   generation=t.get("generation"), prompt=t.get("prompt"), choices=t.get("choices"),

@@ -6,7 +6,10 @@ The settings fields declare their lm-eval keys (:func:`repaudit.settings.harness
 sources they name (:data:`SOURCES`) and executes that map (:func:`repaudit.importers.declared.read_declared`); what
 no single key holds — n-shot across versions, the backend, the chat template, the few-shot pool, decoding without a
 ``do_sample`` — is read here by hand, each value with its key or how it was derived. lm-eval's defaults are in
-:data:`DEFAULTS`, each with the place in lm-eval's code.
+:data:`DEFAULTS` (the harness's own, whatever the backend) and :data:`CLASS_DEFAULTS` (those of the model class the
+run used: ``HFLM``, ``VLLM``, ``SGLangLM``, told from ``config.model``), each with the place in lm-eval's code; a
+backend whose class is not among them leaves what its file does not say not recorded. The tokenizer's special
+tokens are recorded with their ids (``tokenizer_eos_token``'s second element, ``eot_token_id``).
 """
 
 from __future__ import annotations
@@ -43,33 +46,9 @@ def _loglikelihood(rec: Recorded) -> bool:
     return rec.value("data.output_type") in ("multiple_choice", "loglikelihood", "loglikelihood_rolling")
 
 
-def _local(rec: Recorded) -> bool:
-    """A model lm-eval loaded itself (not behind an API)."""
-    return rec.value("serving.backend") is not None and not is_api(rec.value("serving.backend"))
-
-
-#: lm-eval's own defaults for settings its files may leave unsaid (0.4.x: the versions whose files record their
-#: version; a 0.3 file's version is not recorded, so its defaults are shown as not recorded)
+#: lm-eval's own defaults for settings its files may leave unsaid, whatever the backend (0.4.x: the versions whose
+#: files record their version; a 0.3 file's version is not recorded, so its defaults are shown as not recorded)
 DEFAULTS: dict[str, HarnessDefault] = {
-    "generation.max_gen_toks": HarnessDefault(256, f"{_NORM}(default_max_gen_toks=256); HFLM.max_gen_toks",
-                                              ("0.4",), applies=generative),
-    "generation.do_sample": HarnessDefault(False, f"{_NORM}: do_sample unset and temperature unset (0.0): greedy",
-                                           ("0.4",), applies=generative),
-    "generation.stop_at_eos": HarnessDefault(True, f"{_HF} HFLM.generate_until: the EOS string joins until",
-                                             ("0.4",), applies=lambda r: generative(r) and _local(r)),
-    "serving.device": HarnessDefault(None, f"{_HF} HFLM.__init__", ("0.4",), note="cuda if available, else cpu",
-                                     applies=_local),
-    "serving.dtype": HarnessDefault("auto", f"{_HF} HFLM.__init__(dtype='auto'): the checkpoint's torch_dtype",
-                                    ("0.4",), applies=_local),
-    "serving.padding_side": HarnessDefault("right", f"{_HF} HFLM._loglikelihood_tokens: "
-                                           "pad_and_concat(padding_side='right')", ("0.4",),
-                                           applies=lambda r: _loglikelihood(r) and _local(r)),
-    "serving.scoring_strategy": HarnessDefault("full_sequence", f"{_HF} HFLM._loglikelihood_tokens: every "
-                                               "continuation scored with its whole context", ("0.4",),
-                                               applies=lambda r: _loglikelihood(r) and _local(r)),
-    "model.revision": HarnessDefault("main", f"{_HF} HFLM.__init__(revision='main')", ("0.4",), applies=_local),
-    "model.trust_remote_code": HarnessDefault(False, f"{_HF} HFLM.__init__(trust_remote_code=False)", ("0.4",),
-                                              applies=_local),
     "seeds.seed": HarnessDefault(0, "lm_eval/_cli/run.py --seed default 0,1234,1234,1234", ("0.4",)),
     "seeds.numpy_seed": HarnessDefault(1234, "lm_eval/_cli/run.py --seed default 0,1234,1234,1234", ("0.4",)),
     "seeds.torch_seed": HarnessDefault(1234, "lm_eval/_cli/run.py --seed default 0,1234,1234,1234", ("0.4",)),
@@ -89,6 +68,81 @@ DEFAULTS: dict[str, HarnessDefault] = {
     "scoring.score_normalisation": HarnessDefault("raw", "lm_eval reports raw scores"),
 }
 
+def _not_gemma(rec: Recorded) -> bool:
+    """vLLM and SGLang add a BOS token to a model whose name holds ``gemma`` whatever ``add_bos_token`` says."""
+    return "gemma" not in str(rec.value("model.name") or "").lower()
+
+
+_VLLM = "lm_eval/models/vllm_causallms.py"
+_SGLANG = "lm_eval/models/sglang_causallms.py"
+#: lm-eval's registry name of a backend (``config.model``) → the model class that ran it; a backend not listed (an
+#: API model, ``gguf``, ``mamba_ssm``, a fork's own) has no class defaults here: what its file leaves unsaid is not
+#: recorded
+BACKEND_CLASSES = {"hf": "HFLM", "hf-auto": "HFLM", "huggingface": "HFLM", "vllm": "VLLM", "sglang": "SGLangLM",
+                   # lm-eval 0.3's names of its transformers class (0.3 files record no version: its defaults are
+                   # then shown as lm-eval's, never as values)
+                   "gpt2": "HFLM", "hf-causal": "HFLM", "hf-causal-experimental": "HFLM"}
+#: each model class's own defaults for what a run's ``model_args`` and generation kwargs leave unsaid, with the place
+#: in its code (the class a run used decides them: a vLLM run's revision is not HFLM's 'main')
+CLASS_DEFAULTS: dict[str, dict[str, HarnessDefault]] = {
+    "HFLM": {
+        "generation.max_gen_toks": HarnessDefault(256, f"{_NORM}(default_max_gen_toks=256); HFLM.max_gen_toks",
+                                                  ("0.4",), applies=generative),
+        "generation.do_sample": HarnessDefault(False, f"{_NORM}: do_sample unset and temperature unset (0.0): greedy",
+                                               ("0.4",), applies=generative),
+        "generation.stop_at_eos": HarnessDefault(True, f"{_HF} HFLM.generate_until: the EOS string joins until",
+                                                 ("0.4",), applies=generative),
+        "serving.device": HarnessDefault(None, f"{_HF} HFLM.__init__", ("0.4",), note="cuda if available, else cpu"),
+        "serving.dtype": HarnessDefault("auto", f"{_HF} HFLM.__init__(dtype='auto'): the checkpoint's torch_dtype",
+                                        ("0.4",)),
+        "serving.padding_side": HarnessDefault("right", f"{_HF} HFLM._loglikelihood_tokens: "
+                                               "pad_and_concat(padding_side='right')", ("0.4",),
+                                               applies=_loglikelihood),
+        "serving.scoring_strategy": HarnessDefault("full_sequence", f"{_HF} HFLM._loglikelihood_tokens: every "
+                                                   "continuation scored with its whole context", ("0.4",),
+                                                   applies=_loglikelihood),
+        "model.revision": HarnessDefault("main", f"{_HF} HFLM.__init__(revision='main')", ("0.4",)),
+        "model.trust_remote_code": HarnessDefault(False, f"{_HF} HFLM.__init__(trust_remote_code=False)", ("0.4",)),
+    },
+    "VLLM": {
+        "generation.max_gen_toks": HarnessDefault(256, f"{_VLLM} VLLM.__init__(max_gen_toks=256)", ("0.4",),
+                                                  applies=generative),
+        "generation.do_sample": HarnessDefault(False, f"{_VLLM} VLLM.modify_gen_kwargs: temperature unset → 0.0 "
+                                               "(greedy)", ("0.4",), applies=generative),
+        "generation.stop_at_eos": HarnessDefault(True, f"{_VLLM} VLLM.generate_until: handle_stop_sequences adds the "
+                                                 "EOS string to until", ("0.4",), applies=generative),
+        "serving.device": HarnessDefault(None, f"{_VLLM} VLLM.__init__ drops device", ("0.4",),
+                                         note="vLLM places the model on its own devices"),
+        "serving.dtype": HarnessDefault("auto", f"{_VLLM} VLLM.__init__(dtype='auto'): vLLM's own 'auto' (the "
+                                        "checkpoint's dtype; float16 for a float32 checkpoint)", ("0.4",)),
+        "serving.add_bos_token": HarnessDefault(False, f"{_VLLM} VLLM.__init__(add_bos_token=False)", ("0.4",),
+                                                applies=_not_gemma),
+        "model.revision": HarnessDefault(None, f"{_VLLM} VLLM.__init__(revision=None)", ("0.4",),
+                                         note="the model repository's default branch"),
+        "model.trust_remote_code": HarnessDefault(False, f"{_VLLM} VLLM.__init__(trust_remote_code=False)", ("0.4",)),
+    },
+    "SGLangLM": {
+        "generation.max_gen_toks": HarnessDefault(256, f"{_SGLANG} SGLangLM.__init__(max_gen_toks=256)", ("0.4",),
+                                                  applies=generative),
+        "generation.do_sample": HarnessDefault(False, f"{_SGLANG} SGLangLM.modify_gen_kwargs: temperature unset → "
+                                               "0.0 (greedy)", ("0.4",), applies=generative),
+        "generation.stop_at_eos": HarnessDefault(True, f"{_SGLANG} SGLangLM.generate_until: handle_stop_sequences "
+                                                 "adds the EOS string to until", ("0.4",), applies=generative),
+        "serving.device": HarnessDefault("cuda", f"{_SGLANG} SGLangLM.__init__(device='cuda')", ("0.4",)),
+        "serving.dtype": HarnessDefault("auto", f"{_SGLANG} SGLangLM.__init__(dtype='auto')", ("0.4",)),
+        "serving.add_bos_token": HarnessDefault(False, f"{_SGLANG} SGLangLM.__init__(add_bos_token=False)", ("0.4",),
+                                                applies=_not_gemma),
+        "model.trust_remote_code": HarnessDefault(True, f"{_SGLANG} SGLangLM.__init__(trust_remote_code=True)",
+                                                  ("0.4",)),
+    },
+}
+
+
+def backend_class(backend: object) -> str | None:
+    """The lm-eval model class of a recorded backend (``config.model``), or ``None`` where it is not one whose
+    defaults repaudit knows (:data:`BACKEND_CLASSES`)."""
+    return BACKEND_CLASSES.get(backend) if isinstance(backend, str) else None
+
 
 def task_record(res: LmevalResults, task: str) -> Recorded:
     """The record of one task of an lm-eval results file (see the module docstring)."""
@@ -105,6 +159,9 @@ def task_record(res: LmevalResults, task: str) -> Recorded:
     _scoring(rec, task, cfg)
     _model(rec, res)
     apply_defaults(rec, HARNESS, version, DEFAULTS)
+    cls = backend_class(rec.value("serving.backend"))
+    if cls is not None:  # the defaults of the class the run used (a backend not known: left not recorded)
+        apply_defaults(rec, HARNESS, version, CLASS_DEFAULTS[cls])
     return apply_conditions(rec.fill(setting_paths())).sorted()
 
 
@@ -158,7 +215,7 @@ def _backend(rec: Recorded, res: LmevalResults) -> None:
     if res.config and res.config.batch_sizes:
         rec.put("engine.batch_sizes_used", {str(s): None for s in res.config.batch_sizes}, "config.batch_sizes",
                 note="the sizes lm-eval chose (auto), not how many batches of each")
-    if not rec.known("serving.device") and not is_api(backend):
+    if not rec.known("serving.device") and backend_class(backend) == "HFLM":
         gpus = rec.value("hardware.gpus")
         if isinstance(gpus, list):  # --device unset: HFLM takes cuda when available; the environment tells
             rec["serving.device"] = derived("cuda" if gpus else "cpu", "--device not set: lm-eval takes cuda when it "
@@ -273,8 +330,22 @@ def _model(rec: Recorded, res: LmevalResults) -> None:
         tok = getattr(res, f"tokenizer_{k}_token")
         if tok:
             rec.put(f"tokenizer.{k}_token", tok[0], f"tokenizer_{k}_token[0]")
+        if tok and len(tok) > 1:  # the id: a string ("151643", "None") in most files, an int in 0.4.3–0.4.4
+            rec.put(f"tokenizer.{k}_token_id", _token_id(tok[1]), f"tokenizer_{k}_token[1]")
+    if res.eot_token_id is not None:
+        rec.put("tokenizer.eot_token_id", res.eot_token_id, "eot_token_id")
     if margs and isinstance(margs.get("gguf_file"), str) and margs["gguf_file"]:
         _gguf_weights(rec, margs["gguf_file"])
+
+
+def _token_id(v: object) -> object:
+    """A token id as lm-eval writes it, as an int (``"151643"`` → 151643; ``"None"``/null → None: the tokenizer has
+    no such token); anything else as written."""
+    if isinstance(v, str) and v.strip().lower() in ("none", "null", ""):
+        return None
+    with contextlib.suppress(TypeError, ValueError):
+        return int(v)  # type: ignore[call-overload]
+    return v
 
 
 #: a quantisation named in a GGUF file's name (``model.Q4_1.gguf``, ``model-q4_k_m.gguf``)

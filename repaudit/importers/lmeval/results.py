@@ -178,24 +178,86 @@ def glob_escape(text: str) -> str:
     return re.sub(r"([*?\[])", r"[\1]", text)
 
 
-def _explicit_samples(results_path: Path, res: LmevalResults, samples: list[Path]) -> dict[str, Path]:
-    out: dict[str, Path] = {}
-    for sp in samples:
-        m = re.search(r"samples_(.+?)_(\d{4}-\d{2}-\d{2}T[\d\-.]+)\.jsonl$", sp.name)
-        task = m.group(1) if m else None
-        if task is None:
-            raise RepauditError(f"samples file '{sp}' is not named samples_<task>_<timestamp>.jsonl, as lm-eval "
-                                "0.4 names the per-doc samples of --log_samples (lm-eval before 0.4 writes none: "
-                                "compare its results file alone)")
-        if task not in res.results:
-            raise RepauditError(f"samples file '{sp}' does not belong to '{results_path}': its task "
-                                f"'{task}' is not among the results' tasks")
-        ts = _TS.search(results_path.name)
-        if ts and m and ts.group(1) != m.group(2):
-            raise RepauditError(f"samples file '{sp}' does not belong to '{results_path}': timestamps "
-                                f"{m.group(2)} and {ts.group(1)} differ")
-        out[task] = sp
+def _candidates(res: LmevalResults, tasks: list[str]) -> dict[str, tuple[dict, int | None, dict | None]]:
+    """Per task: its reported scores, its recorded doc count and its recorded configuration (the evidence of
+    :func:`repaudit.importers.lmeval.samplefiles.content_match`)."""
+    from repaudit.importers.lmeval.fields import clean
+
+    out = {}
+    for task in tasks:
+        counts = (res.n_samples or {}).get(task)
+        cfg = (res.configs or {}).get(task)
+        out[task] = (reported(res.results[task]), getattr(counts, "effective", None),
+                     clean(cfg.model_dump(exclude_none=True)) if cfg is not None else None)
     return out
+
+
+def _explicit_samples(results_path: Path, res: LmevalResults, samples: list[Path]
+                      ) -> tuple[dict[str, tuple[Path, dict[int, DocOutcome]]], list[str]]:
+    """Each samples file given on the command line, placed by ``TASK=PATH``, its lm-eval name or its content
+    (:mod:`repaudit.importers.lmeval.samplefiles`), read; and a note per file placed otherwise than by its name.
+
+    Raises:
+        RepauditError: a file whose task is not among the results' tasks, or that no evidence places, or two files
+            of one task.
+        InputError: a file that is not lm-eval samples (its line and JSON path named).
+    """
+    from repaudit.importers.lmeval.samplefiles import content_match, first_doc_keys, named_task, split_given
+
+    out: dict[str, tuple[Path, dict[int, DocOutcome]]] = {}
+    notes: list[str] = []
+    tasks = [t for t in res.results if not _is_group(res, t)] or list(res.results)
+    for given in samples:
+        task, sp = split_given(given)
+        docs = read_samples(sp, task or "")
+        how = "given as TASK=PATH" if task else ""
+        if task is None and (named := named_task(sp)) in res.results:
+            task = named
+        if task is None:
+            place = content_match(docs, _candidates(res, [t for t in tasks if t not in out]), first_doc_keys(sp))
+            if place.task is None:
+                raise RepauditError(f"samples file '{sp}': its task cannot be told ({place.why}; its name is not "
+                                    f"lm-eval's samples_<task>_<timestamp>.jsonl): give it as TASK={sp}")
+            task, how = place.task, place.how
+        if task not in res.results:
+            raise RepauditError(f"samples file '{sp}' does not belong to '{results_path}': its task '{task}' is not "
+                                "among the results' tasks")
+        if task in out:
+            raise RepauditError(f"samples files '{out[task][0]}' and '{sp}' are both of task '{task}': give one")
+        out[task] = (sp, docs)
+        if how:
+            notes.append(f"{task}: samples file '{sp.name}' read as the task's ({how})")
+    return out, notes
+
+
+def _renamed_samples(results_path: Path, res: LmevalResults, have: set[str]
+                     ) -> tuple[dict[str, tuple[Path, dict[int, DocOutcome]]], list[str]]:
+    """The samples files beside the results file under other names than lm-eval's, matched by content to the tasks
+    that have no samples yet; a note for each file matched, and for each that no task takes (not read)."""
+    from repaudit.importers.lmeval.samplefiles import content_match, first_doc_keys, other_results, renamed_in
+
+    out: dict[str, tuple[Path, dict[int, DocOutcome]]] = {}
+    notes: list[str] = []
+    tasks = [t for t in res.results if not _is_group(res, t) and t not in have]
+    files = renamed_in(results_path.parent)
+    shared = bool(files) and other_results(results_path.parent, results_path)  # other runs' files beside it
+    for sp in files:
+        docs = read_samples(sp, "")
+        left = [t for t in tasks if t not in out]
+        place = content_match(docs, _candidates(res, left), first_doc_keys(sp), data_only=shared) if left else None
+        if place is None or place.task is None:
+            if shared and (place is None or not place.possible):
+                continue  # another run's file (the folder holds several runs' results): none of this run's tasks
+            why = place.why if place is not None else "every task of the results file has its samples already"
+            could = f" (it could be {', '.join(place.possible[:3])}'s)" if place is not None and place.possible else ""
+            notes.append(f"'{sp.name}' (beside '{results_path.name}'): lm-eval samples of no task that can be told "
+                         f"({why}){could}: not read — if it is this run's, pass it as --samples-a/--samples-b "
+                         "TASK=PATH")
+            continue
+        out[place.task] = (sp, docs)
+        notes.append(f"{place.task}: samples file '{sp.name}' (not lm-eval's name for it) read as the task's "
+                     f"({place.how})")
+    return out, notes
 
 
 def unix_seconds(date: Any) -> str | None:
@@ -230,17 +292,25 @@ def load_lmeval(results_path: Path, samples: list[Path] | None = None, raw: Any 
     version = res.lm_eval_version or ("0.4.x" if res.configs is not None else "0.3")
     run = ComparableRun(path=str(results_path), source=f"lm-eval {version}", factors={},
                         notes=[f"'{results_path}': {n}" for n in notes], timestamp=unix_seconds(obj.get("date")))
-    explicit = _explicit_samples(results_path, res, samples or [])
+    explicit, placed = _explicit_samples(results_path, res, samples or [])
+    run.notes += placed
     shots = res.config.num_fewshot if res.config else None
     if isinstance(shots, list) and len(set(shots)) > 1 and fewshot_list_order(res) is None:
         run.notes.append(f"'{results_path.name}': config.num_fewshot is a per-task list {shots}, but the file does "
                          "not establish which task each entry belongs to (the fork indexes it in command-line order, "
                          "which 'versions' records only when it has one entry per list item and the file's keys were "
                          "not sorted on writing): n-shot is not recorded")
+    named = {t: p for t in res.results if (p := find_samples(results_path, t)) is not None} if samples is None else {}
+    renamed: dict[str, tuple[Path, dict[int, DocOutcome]]] = {}
+    if samples is None:  # a folder's samples under other names, matched by content to the tasks left
+        renamed, found = _renamed_samples(results_path, res, set(named))
+        run.notes += found
     for task, task_res in res.results.items():
         scores = reported(task_res)
-        sp = explicit.get(task) or (find_samples(results_path, task) if samples is None else None)
-        docs = read_samples(sp, task) if sp else None
+        sp, docs = explicit.get(task) or renamed.get(task) or (None, None)
+        if sp is None and task in named:
+            sp = named[task]
+            docs = read_samples(sp, task)
         counts = (res.n_samples or {}).get(task)
         effective = getattr(counts, "effective", None)
         if docs and isinstance(effective, int) and len(docs) < effective:  # a trimmed or partial samples file

@@ -157,6 +157,8 @@ class LmevalResults(_Model):
     tokenizer_pad_token: Annotated[list[str | int | None] | None, Lenient] = None
     tokenizer_eos_token: Annotated[list[str | int | None] | None, Lenient] = None
     tokenizer_bos_token: Annotated[list[str | int | None] | None, Lenient] = None
+    #: the token id generation stops at (the backend's ``eot_token_id``: the tokenizer's EOS id)
+    eot_token_id: Annotated[int | None, Lenient] = None
     max_length: OptCount = None
     model_name: OptStr = None
     model_source: OptStr = None

@@ -24,6 +24,8 @@ HELM = "stanford-crfm/helm"
 PYTHIA = "EleutherAI/pythia"
 JFIN = "pfnet-research/japanese-lm-fin-harness"
 MONTY = "reinthal/monty-hall-eval"
+NEMO = "NVIDIA-NeMo/Evaluator"
+BODHI = "sebasmos/humbleai-bodhi"
 
 # licences as read from each repository's LICENSE file at the commit used (see SOURCES.md)
 LICENCES = {
@@ -34,6 +36,9 @@ LICENCES = {
     PYTHIA: "Apache-2.0 (LICENSE)",
     JFIN: "MIT (LICENSE, Copyright (c) 2023 Masanori HIRANO)",
     MONTY: "unknown (no LICENSE file in the repository)",
+    NEMO: "Apache-2.0 (LICENSE)",
+    BODHI: "CC BY-NC-SA 4.0 (LICENSE, Copyright (c) 2026 Sebastián Andrés Cajas Ordóñez and contributors; added to the "
+           "repository three days after the commit used)",
 }
 
 CASES: dict[str, list[tuple]] = {}
@@ -297,6 +302,30 @@ add("inspect_eval_monty_gpt54_vs_opus46", [
      "logs/2026-05-10T20-58-36-00-00_standard-monty_W4Ra3jVavj7SFWbgZcwg8V.eval", _MH),
     ("b/2026-05-10T20-58-37-00-00_standard-monty_VVvHt7fHStAE3EdQXXnT9Z.eval", MONTY,
      "logs/2026-05-10T20-58-37-00-00_standard-monty_VVvHt7fHStAE3EdQXXnT9Z.eval", _MH),
+])
+# issue 61: a HELM pair whose per-instance judge scores are not 0/1; EEE records with recorded uncertainty; NeMo
+# Evaluator's own documented outputs; another tool's file to be refused by name
+_helm("helm_harm_bench_v3_llama3_8b_vs_mixtral", "benchmark_output_TRUE_latest/runs/v3", [
+    "harm_bench:model=meta_llama-3-8b", "harm_bench:model=mistralai_mixtral-8x22b"])
+_GM = "f36d4352586f30206580a25e71dd5f4265a002fc"
+add("eee020_globalmmlulite_qwen3_vs_claude37", [
+    ("a/c8ab4e94-d8e8-417f-be18-fececf3c815c.json", EEE,
+     "data/global-mmlu-lite/alibaba/qwen3-235b-a22b-instruct-2507/c8ab4e94-d8e8-417f-be18-fececf3c815c.json", _GM),
+    ("b/acd2082a-ce0c-418f-9383-f3c9f11735a2.json", EEE,
+     "data/global-mmlu-lite/anthropic/claude-3-7-sonnet-20250219/acd2082a-ce0c-418f-9383-f3c9f11735a2.json", _GM),
+])
+_NE_A, _NE_B = "5ff5d42ca833b572db4611f2f354fdce03498c41", "019eb94d1855dbac40a932643e1e1690c9df345d"
+add("nemo_results_yaml_llama31_8b_vs_llama32_3b", [
+    ("a/results.yaml", NEMO, "docs/about/concepts/_snippets/results.yaml", _NE_A),
+    ("b/results.yaml", NEMO, "docs/about/concepts/_snippets/results.yaml", _NE_B),
+])
+add("nemo_processed_export_2508_vs_2510", [
+    ("a/processed_results.json", NEMO, "docs/about/concepts/_snippets/processed_results.json", _NE_A),
+    ("b/processed_results.json", NEMO, "docs/about/concepts/_snippets/processed_results.json", _NE_B),
+])
+add("refused_simple_evals_healthbench_metrics", [
+    ("healthbench_consensus_gpt-4o-mini_20260113_121108.json", BODHI,
+     "Results/healthbench_consensus_gpt-4o-mini_20260113_121108.json", "7e1ac0b43f4ce5c8104ccc784c443f83f9f798a9"),
 ])
 
 if __name__ == "__main__":

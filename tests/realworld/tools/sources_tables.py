@@ -21,6 +21,8 @@ def main():
         h = t.get("harness") or f"A: {t.get('harness_a')}; B: {t.get('harness_b')}"
         if t["kind"] == "series":
             what = f"series over {t['step_key']}: steps {t['steps']}"
+        elif t["kind"] == "refusal":
+            what = f"refused in one line naming {t['tool']}"
         else:
             d = list(t.get("differs", []))
             per = {}
