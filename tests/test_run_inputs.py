@@ -68,7 +68,8 @@ def test_utf8_bom_in_a_data_file_is_accepted(tiny_model, tmp_path):
     (["--batch-size", "0"], "--batch-size must be between 1", 2),
     (["--batch-size", "zero"], "--batch-size: cannot read 'zero' (expected a whole number or 'auto')", 2),
     (["--top-p", "0"], "--top-p must be between", 2),
-    (["--fewshot-ids", "1,-2"], "has a negative doc id", 1),
+    (["--fewshot-ids", "1,-2"], "has a negative doc id", 2),
+    (["--doc-ids", "0,abc"], "--doc-ids '0,abc' is not a comma-separated list of doc ids", 2),
 ])
 def test_options_are_range_checked_before_any_work(tiny_model, shared_data, tmp_path, args, needle, code):
     out = tmp_path / "r.json"
@@ -78,17 +79,17 @@ def test_options_are_range_checked_before_any_work(tiny_model, shared_data, tmp_
     assert not out.exists()
 
 
-@pytest.mark.parametrize("where,needle", [
-    (lambda t: "/proc/repaudit-run.json", "cannot be written in '/proc'"),
-    (lambda t: str(t), "is a directory: give a file name"),
-    (lambda t: str(t / "file.txt" / "r.json"), "is a file, not a folder"),
-    (lambda t: str(t / ("x" * 300)), "has a file name over 255 bytes"),
+@pytest.mark.parametrize("where,needle,code", [
+    (lambda t: "/proc/repaudit-run.json", "cannot be written in '/proc'", 1),
+    (lambda t: str(t), "is a directory: give a file name", 2),  # not a regular file: a bad value of -o (usage)
+    (lambda t: str(t / "file.txt" / "r.json"), "is a file, not a folder", 1),
+    (lambda t: str(t / ("x" * 300)), "has a file name over 255 bytes", 1),
 ])
-def test_output_path_is_checked_before_the_evaluation(tiny_model, shared_data, tmp_path, where, needle):
+def test_output_path_is_checked_before_the_evaluation(tiny_model, shared_data, tmp_path, where, needle, code):
     (tmp_path / "file.txt").write_text("x")
     res = runner.invoke(app, ["run", "--model", str(tiny_model), "--data-dir", str(shared_data), "--limit", "2",
                               "-o", where(tmp_path)])
-    msg = _one_error_line(res)
+    msg = _one_error_line(res, code)
     assert needle in msg
     assert "docs" not in res.stderr  # nothing was evaluated: the check came first
 

@@ -38,7 +38,7 @@ from repaudit.audit.series_stats import (
     seed_row,
 )
 from repaudit.audit.stats import bootstrap_mean, level
-from repaudit.errors import RepauditError
+from repaudit.errors import RepauditError, UsageError
 from repaudit.importers.comparable import ComparableRun
 from repaudit.importers.metric_kinds import MetricKind, metric_kind
 
@@ -130,15 +130,15 @@ def series(runs: list[ComparableRun], across: Across, last: int = 5, step_from: 
 
 def _check(runs: list[ComparableRun], across: str, last: int, n_boot: int) -> None:
     if across not in ("checkpoint", "seed", "model"):
-        raise RepauditError(f"--across must be checkpoint, seed or model, got '{across}'")
+        raise UsageError(f"--across must be checkpoint, seed or model, got '{across}'")
     if len(runs) < 2:
         got = f" ('{runs[0].path}')" if runs else ""
-        raise RepauditError(f"--across {across} needs two or more run files, got {len(runs)}{got}")
+        raise UsageError(f"--across {across} needs two or more run files, got {len(runs)}{got}")
     if not 2 <= last <= 10_000:
-        raise RepauditError(f"--last must be between 2 and 10000 checkpoints (a standard deviation needs two), "
+        raise UsageError(f"--last must be between 2 and 10000 checkpoints (a standard deviation needs two), "
                             f"got {last}")
     if not 100 <= n_boot <= 1_000_000:
-        raise RepauditError(f"--n-boot must be between 100 and 1000000, got {n_boot}")
+        raise UsageError(f"--n-boot must be between 100 and 1000000, got {n_boot}")
 
 
 def _need_steps(members: list[Member]) -> None:

@@ -122,18 +122,18 @@ def check_outputs(output: Optional[Path], plot: Optional[Path] = None, fmt: Opti
     agrees with ``--format``; checked before any work.
 
     Raises:
-        RepauditError: a path that cannot be written (see :func:`repaudit.run.records.check_writable`), an
+        RepauditError: a path that cannot be written (see :func:`repaudit.outputs.check_target`), an
             unknown suffix, a suffix and ``--format`` that disagree, or a format the command does not write
             (``csv``, ``html``, ``latex``: whether it writes them).
     """
-    from repaudit.run.records import check_writable
+    from repaudit.outputs import check_target
 
     report_format(fmt or Format.rich, output, as_json, csv, html, latex)
     if output is not None:
-        check_writable(output, "output", mkdir)
+        check_target(output, "output", mkdir)
     if plot is not None:
         for suffix in (".png", ".pdf"):
-            check_writable(Path(plot).with_suffix(suffix), "plot", mkdir)
+            check_target(Path(plot).with_suffix(suffix), "plot", mkdir)
 
 
 #: report file suffix -> the format written into it (.txt: the terminal view as plain text)
@@ -152,9 +152,9 @@ def report_format(fmt: Format, output: Optional[Path], as_json: bool, csv: bool 
             ``--format``/``--json`` (``--format latex -o x.md``), or a format the command does not write (the
             refusal lists the ones it does).
     """
-    chosen = _chosen_format(fmt, output, as_json)
     written = ["rich", "markdown", *(["latex"] if latex else []), "json", *(["csv"] if csv else []),
                *(["html"] if html else [])]
+    chosen = _chosen_format(fmt, output, as_json, written)
     if chosen.value not in written:
         where = {"csv": "CSV is written by compare (its score table), attribute (its Shapley values) and variance "
                         "--across (its rows)",
@@ -164,14 +164,15 @@ def report_format(fmt: Format, output: Optional[Path], as_json: bool, csv: bool 
     return chosen
 
 
-def _chosen_format(fmt: Format, output: Optional[Path], as_json: bool) -> Format:
+def _chosen_format(fmt: Format, output: Optional[Path], as_json: bool, written: list[str]) -> Format:
     asked = Format.json if as_json else fmt
     if output is None or not output.suffix:
         return asked
     by_suffix = SUFFIXES.get(output.suffix.lower())
-    if by_suffix is None:
+    if by_suffix is None:  # the suffixes listed are those of the formats this command writes, and only those
         raise UsageError(f"-o '{output}': cannot write a report as '{output.suffix}' (suffixes: "
-                            f"{', '.join(SUFFIXES)}; plots are written with --plot)")
+                         f"{', '.join(s for s, f in SUFFIXES.items() if f in written)}; plots are written with "
+                         "--plot)")
     if asked is not Format.rich and asked.value != by_suffix:
         raise UsageError(f"--format {asked.value} does not match -o '{output}' ('{output.suffix}' is "
                             f"{by_suffix}): change one of them")
@@ -183,8 +184,6 @@ def emit_report(fmt: Format, output: Optional[Path], rich_view, markdown, latex,
     """Print or write a report in ``fmt``: ``rich_view(console)`` for the terminal (plain text into
     ``output``), or the zero-argument ``markdown``/``latex``/``json_text``/``csv``/``html`` renderers. A written
     report says so on stderr (``wrote x.md``), as ``run`` and ``export`` do."""
-    from repaudit.run.records import write_atomic
-
     if fmt is Format.rich and output is None:
         rich_view(out)
         return
@@ -198,8 +197,20 @@ def emit_report(fmt: Format, output: Optional[Path], rich_view, markdown, latex,
     if output is None:
         typer.echo(text, nl=False)
         return
-    write_atomic(output, text)
-    err.print(rich_text(f"wrote {output}"), highlight=False, soft_wrap=True)
+    write_report(output, text)
+
+
+def write_report(path: Path, text: str | bytes, what: str = "output") -> None:
+    """Write a report file through :func:`repaudit.outputs.write_file` (atomic, a failed write detected), then say
+    ``wrote PATH`` on stderr — only once it is written.
+
+    Raises:
+        UsageError: ``path`` is not a regular file; OutputError: the write failed (nothing was written).
+    """
+    from repaudit.outputs import write_file
+
+    write_file(path, text, what)
+    err.print(rich_text(f"wrote {path}"), highlight=False, soft_wrap=True)
 
 
 AlphaOption = Annotated[float, typer.Option(

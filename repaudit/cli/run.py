@@ -109,7 +109,8 @@ def run_command(ctx: typer.Context, what: TaskOptions, weights: ModelOptions, do
 
     Example: repaudit run --protocol open_llm_leaderboard_v1 --task arc_challenge -o leaderboard.json
     """
-    from repaudit.run.records import check_writable, write_record
+    from repaudit.outputs import check_target
+    from repaudit.run.records import write_record
     from repaudit.run.runner import run
 
     with user_errors():
@@ -118,7 +119,7 @@ def run_command(ctx: typer.Context, what: TaskOptions, weights: ModelOptions, do
             settings.update(_protocol_settings(ctx, what.protocol, settings))
         cfg = _config(settings, what.task_config is None)
         if dest.output is not None:
-            check_writable(dest.output, "output", dest.mkdir)
+            check_target(dest.output, "output", dest.mkdir)
         record = run(cfg, err)
         if dest.output is not None:
             write_record(record, dest.output)

@@ -93,6 +93,9 @@ def series_mode(files: list[Path], across: Optional[Across], tasks: Optional[str
     if across is None:
         raise UsageError(f"{len(files)} run file(s) given without --across: say what varies between them "
                             "(--across checkpoint, seed or model); without files, variance runs the model")
+    if len(files) < 2:  # before any file is read: a count of arguments is usage
+        raise UsageError(f"--across {across.value} needs two or more run files, got {len(files)}"
+                         + (f" ('{files[0]}')" if files else ""))
     check_outputs(output, plot, fmt, as_json, csv=True, html=True, mkdir=mkdir)
     if plot is not None and across is Across.seed:
         raise UsageError("--plot draws score over training step: it needs --across checkpoint or model")

@@ -161,7 +161,7 @@ def write_junit(g: GateResult, path: Path) -> None:
     from junitparser import Failure, JUnitXml, Properties, Property, Skipped, TestCase, TestSuite
 
     from repaudit.errors import RepauditError
-    from repaudit.run.records import write_atomic
+    from repaudit.outputs import write_file
 
     suite = TestSuite("repaudit gate")
     for name, value in (("decision", g.decision), ("alpha", g.policy.alpha), ("multiplicity", g.policy.multiplicity),
@@ -194,4 +194,4 @@ def write_junit(g: GateResult, path: Path) -> None:
     if (len(cases), failures, skipped) != (len(g.rows), sum(r.decision == "FAIL" for r in g.rows),
                                            sum(r.decision == "INCONCLUSIVE" for r in g.rows)):
         raise RepauditError(f"'{path}': the JUnit XML does not read back as the gate's rows; nothing written")
-    write_atomic(Path(path), text)
+    write_file(Path(path), text, "JUnit")

@@ -29,14 +29,14 @@ def _pyplot():
 def _save(fig, path: Path) -> list[Path]:
     import io
 
-    from repaudit.run.records import write_atomic
+    from repaudit.outputs import write_file
 
     out = []
     for suffix in (".png", ".pdf"):
         buf = io.BytesIO()
         fig.savefig(buf, format=suffix[1:], dpi=200, bbox_inches="tight")
         target = Path(path).with_suffix(suffix)
-        write_atomic(target, buf.getvalue())
+        write_file(target, buf.getvalue(), "plot")
         out.append(target)
     return out
 
