@@ -173,7 +173,7 @@ def test_the_appendix_compiles_with_no_warning(tmp_path):
     (["-o", "x.pdf"], "written as .tex (LaTeX) or .md"),
     (["--compare", "1,9", "-o", "x.md"], "--compare '9' names no run"),
     (["--compare", "1", "-o", "x.md"], "--compare takes two runs"),
-    (["--names", "a", "-o", "x.md"], "--names gives 1 distinct name(s) for 2 run(s)"),
+    (["--names", "a", "-o", "x.md"], "--names gives 1 name(s) for 2 run(s)"),
     (["--variance", "missing.json", "-o", "x.md"], "missing.json"),
 ])
 def test_bad_input_is_one_error_line_and_no_file(tmp_path, args, needle):

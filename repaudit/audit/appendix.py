@@ -134,9 +134,13 @@ def run_names(runs: list[ComparableRun], given: list[str] | None) -> list[str]:
         UsageError: ``given`` names a different number of runs, or twice the same name.
     """
     if given:
-        if len(given) != len(runs) or len(set(given)) != len(given):
-            raise UsageError(f"--names gives {len(given)} distinct name(s) for {len(runs)} run(s): give one "
-                             "different name per run, comma-separated")
+        if len(given) != len(runs):
+            raise UsageError(f"--names gives {len(given)} name(s) for {len(runs)} run(s): give one different name per "
+                             "run, comma-separated")
+        twice = sorted({n for n in given if given.count(n) > 1})
+        if twice:
+            raise UsageError(f"--names gives {', '.join(repr(n) for n in twice)} to more than one run "
+                             f"({len(set(given))} distinct of {len(given)}): give one different name per run")
         return list(given)
     from repaudit.audit.labels import _STAMP
 

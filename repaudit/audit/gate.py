@@ -303,8 +303,9 @@ def _undecided(r: GateRow) -> str:
     have = max((r.power.docs_available or 0) if r.power else 0, r.n_docs)
     if n <= have:
         return f"about {n:,} docs would decide it ({way}, at the observed difference and spread)"
-    return (f"the {have:,} docs these runs scored cannot decide it (at the observed difference and spread about "
-            f"{n:,} would: {way}); {WHAT_WOULD}")
+    scored = (f"even all {have:,} docs the larger run scored could not decide it (this row is paired on {r.n_docs:,})"
+              if have > r.n_docs else f"the {r.n_docs:,} docs this row is paired on cannot decide it")
+    return f"{scored} (at the observed difference and spread about {n:,} would: {way}); {WHAT_WOULD}"
 
 
 def _gate_row(r: ScoreRow, rule: PolicyRow, alpha: float) -> GateRow:

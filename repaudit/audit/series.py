@@ -60,7 +60,7 @@ class SeriesReport(BaseModel):
     runs: list[SeriesRun]
     """Every file, as the series reads it."""
     checkpoint: list[CheckpointRow] = []
-    """``--across checkpoint``: rows ranked by ``kendall_tau`` (most monotone first)."""
+    """``--across checkpoint``: rows ranked by ``|kendall_tau|`` (most monotone first, either way)."""
     seed: list[SeedRow] = []
     """``--across seed``: rows by task and metric."""
     model: list[ModelRow] = []
@@ -290,8 +290,10 @@ def _duplicates(groups: dict[str, list[Member]]) -> list[str]:
 
 
 def _rank(report: SeriesReport) -> None:
-    """Checkpoint rows by oriented tau (most monotone first), model rows by SNR (highest first); missing last."""
-    report.checkpoint.sort(key=lambda r: (r.kendall_tau is None, -(r.kendall_tau or 0.0), r.series, r.task))
+    """Checkpoint rows most monotone first — the largest |tau| either way, improving before worsening at a tie —,
+    model rows by SNR (highest first); missing last."""
+    report.checkpoint.sort(key=lambda r: (r.kendall_tau is None, -abs(r.kendall_tau or 0.0), -(r.kendall_tau or 0.0),
+                                          r.series, r.task))
     report.model.sort(key=lambda r: (r.snr is None, -(r.snr or 0.0), r.task, r.metric))
 
 
