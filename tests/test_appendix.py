@@ -182,3 +182,22 @@ def test_bad_input_is_one_error_line_and_no_file(tmp_path, args, needle):
     assert res.exit_code in (1, 2), res.output
     assert needle in res.stderr and res.stderr.count("error:") == 1
     assert not (Path.cwd() / "x.md").exists() and not (tmp_path / "x.md").exists()
+
+
+def test_the_setup_table_shows_the_compute_the_files_record(tmp_path):
+    """NeurIPS Q8: wall time, CPU cores and torch threads as the run files record them (a repaudit run's timings and
+    fingerprint, lm-eval's total_evaluation_time_seconds), read here from the raw files; what a file does not record
+    is marked so."""
+    run = FIX / "repaudit_runs" / "arc_easy_3docs.json"
+    raw = json.loads(run.read_text())
+    lm = next(LMEVAL[0].glob("results_*.json"))
+    lm_wall = float(json.loads(lm.read_text())["total_evaluation_time_seconds"])
+    rows = {r.setting: r.cells for r in setup_rows([load_run(run), load_run(LMEVAL[0])])}
+    t, hw = raw["timings"], raw["fingerprint"]["hardware"]
+    assert rows["wall time"][0].text == (f"{t['total_s']:.1f} s (model load {t['model_load_s']:.1f} s, scoring "
+                                         f"{t['eval_s']:.1f} s)")
+    assert rows["wall time"][1].text == f"{lm_wall:.1f} s" and rows["wall time"][1].provenance == "recorded"
+    assert rows["CPU cores"][0].text == str(hw["cpu_count"])
+    threads = rows["torch threads"]
+    assert threads[0].text == (str(hw["torch_threads"]) if hw.get("torch_threads") is not None else "not recorded")
+    assert threads[1].text == "not recorded"  # lm-eval does not record its thread count
