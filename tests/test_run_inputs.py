@@ -153,3 +153,27 @@ def test_progress_lines_without_a_terminal(tiny_model, shared_data, tmp_path, mo
     assert res.exit_code == 0, res.output
     lines = [line for line in res.stderr.splitlines() if line.startswith("arc_easy: ")]
     assert len(lines) >= 3 and lines[-1].startswith("arc_easy: 8/8 docs (100 %)"), res.stderr
+
+
+def test_few_shot_examples_from_the_evaluated_split_are_said_and_recorded(tiny_model, shared_data, tmp_path):
+    """HellaSwag's few-shot split (train) is not in the shared data: the examples come from the validation split
+    being scored. The run says so before any work and in its summary (with the docs among their own examples), and
+    the fingerprint records why; a 0-shot run records nothing (issue 63: it was silent)."""
+    out, zero = tmp_path / "r.json", tmp_path / "z.json"
+    args = ["run", "--task", "hellaswag", "--model", str(tiny_model), "--data-dir", str(shared_data), "--limit", "6",
+            "--cache-dir", str(tmp_path / "c")]
+    res = runner.invoke(app, [*args, "--num-fewshot", "2", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    err = " ".join(res.stderr.split())
+    assert ("note: hellaswag's few-shot split 'train' is not in --data-dir" in err
+            and "few-shot examples are drawn from the evaluated split 'validation'" in err)
+    rec = json.loads(out.read_text())
+    leaked = rec["diagnostics"]["fewshot_leaked"]
+    assert (f"note: few-shot examples drawn from the evaluated split 'validation': {len(leaked)} of 6 docs among "
+            "their own examples") in err
+    assert rec["fingerprint"]["fewshot"]["pool_fallback"].startswith("hellaswag's few-shot split 'train' is not in")
+    assert rec["diagnostics"]["fewshot_from_eval_split"] is True
+    res = runner.invoke(app, [*args, "-o", str(zero)])
+    assert res.exit_code == 0 and "few-shot" not in res.stderr
+    assert "pool_fallback" not in json.loads(zero.read_text())["fingerprint"]["fewshot"] or \
+        json.loads(zero.read_text())["fingerprint"]["fewshot"]["pool_fallback"] is None

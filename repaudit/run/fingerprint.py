@@ -186,6 +186,12 @@ class FewshotFacts(_Record):
     replayed (another run's ids) or none (0-shot)."""
     ids_sha256: str
     """sha256 of every doc's few-shot ids, in order (the ids are in the run's per-doc results)."""
+    pool_fallback: str | None = None
+    """Why the examples were drawn from the evaluated split itself — the task's few-shot split is not in the data
+    (``arc_easy's few-shot split 'train' is not in …``), or the task names none — so that a doc's neighbours, or the
+    doc itself where the task's rule does not exclude it, are among its examples (``diagnostics.fewshot_leaked``
+    counts the latter). None: drawn from the split the task names, or 0-shot, or a file written before it was
+    recorded (left out of the digest while None)."""
 
 
 class GenerationFacts(_Record):
@@ -260,6 +266,8 @@ class Fingerprint(_Record):
             d["model"].pop("weights_format", None)
         elif d["model"]["weights_format"].get("quantisation") is None:  # added later still: files keep their digest
             d["model"]["weights_format"].pop("quantisation", None)
+        if isinstance(d.get("fewshot"), dict) and d["fewshot"].get("pool_fallback") is None:  # added later still
+            d["fewshot"].pop("pool_fallback", None)
         for stage, part in d["settings"].items():
             if not isinstance(part, dict):
                 continue
