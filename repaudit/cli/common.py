@@ -51,10 +51,13 @@ def user_errors(code: int = 1, io_code: int = 1, usage_code: int = 2):
 
 @contextmanager
 def grid_progress(label: str):
-    """Progress over the configurations of a grid; yields ``tick(done=None, total=None)``."""
-    from repaudit.run.progress import progress
+    """Progress over the configurations of a grid, moving inside a configuration, with the time left from the tokens
+    still to compute and the tokens per second measured (:class:`repaudit.run.progress.WorkMeter`); yields
+    ``tick(done=None, total=None)``."""
+    from repaudit.run.progress import grid_meter, progress
 
-    with progress(err, label, None, unit="configurations", transient=True) as bar:
+    with grid_meter() as meter, progress(err, label, None, unit="configurations", transient=True,
+                                         detail=meter.text) as bar:
         def tick(done: int | None = None, total: int | None = None) -> None:
             if done is None:
                 bar.advance(1)
