@@ -158,13 +158,37 @@ def _compile(tex: Path) -> str:
     return (tex.parent / (tex.stem + ".log")).read_text(errors="replace")
 
 
+def _q4_run(tmp_path: Path) -> Path:
+    """The 3-doc run of the default model, its fingerprint carrying the Q4_1 GGUF's weights format and quantisation
+    (the fixture predates them), digest recomputed."""
+    from repaudit.backends.weights_format import StoredWeights
+    from repaudit.run.fingerprint import Fingerprint, weights_format
+    from repaudit.run.records import RUN_SCHEMA_VERSION, read_record, write_record
+
+    rec = read_record(FIX / "repaudit_runs" / "arc_easy_3docs.json")
+    fp = rec.fingerprint
+    wf = weights_format(StoredWeights(format="gguf", file_type="Q4_1", tensor_types={"Q4_1": 210, "F32": 61,
+                                                                                    "Q8_0": 1}), "float32")
+    f = Fingerprint.model_validate({**fp.model_dump(), "model": {**fp.model.model_dump(),
+                                                                 "weights_format": wf.model_dump()}})
+    write_record(rec.model_copy(update={"schema_version": RUN_SCHEMA_VERSION, "fingerprint": f,
+                                        "fingerprint_digest": f.digest()}), tmp_path / "q4.json")
+    return tmp_path / "q4.json"
+
+
 def test_the_appendix_compiles_with_no_warning(tmp_path):
+    """With every row of the setup table a run records: the weights' quantisation beside the dtype and the compute
+    (wall time, cores, threads) among them."""
     extra = _reports(tmp_path)
     out = tmp_path / "paper.tex"
-    res = CliRunner().invoke(app, ["appendix", *map(str, SEEDS[:2]), str(LMEVAL[0]), str(LIGHTEVAL), "--compare",
-                                   "1,2", *extra, "--document", "--title", "Appendix: 100 % & {braces}", "-o",
-                                   str(out)])
+    res = CliRunner().invoke(app, ["appendix", *map(str, SEEDS[:2]), str(LMEVAL[0]), str(LIGHTEVAL),
+                                   str(_q4_run(tmp_path)), "--compare", "1,2", *extra, "--document", "--title",
+                                   "Appendix: 100 % & {braces}", "-o", str(out)])
     assert res.exit_code == 0, res.output
+    tex = out.read_text()
+    for row in ("weights quantisation", "serving quantisation", "wall time", "CPU cores",
+                "de-\\allowbreak{}quantised to float32: float32 compute on values that carry Q4"):
+        assert row in tex, row
     log = _compile(out)
     assert re.findall(r"Warning|Overfull|Underfull|Missing character", log) == []
 

@@ -24,6 +24,7 @@ from scipy import stats as sps
 
 from repaudit.audit.attribution import AttributionReport
 from repaudit.audit.compare import Comparison
+from repaudit.audit.labels import given_twice
 from repaudit.audit.series import SeriesReport
 from repaudit.audit.stats import bootstrap_mean
 from repaudit.audit.sweep import SweepResult
@@ -231,6 +232,10 @@ def build_appendix(req: Requested) -> Appendix:
                          f"{req.n_boot}")
     if not req.paths:
         raise UsageError("give at least one run file")
+    twice = given_twice(req.paths)
+    if twice is not None:
+        raise UsageError(f"runs {twice[0] + 1} and {twice[1] + 1} are the same file ('{req.paths[twice[1]]}'): give "
+                         "each run once")
     runs = [load_run(p) for p in req.paths]
     names = run_names(runs, req.names)
     pairs = list(dict.fromkeys((pick(a, names), pick(b, names)) for a, b in req.pairs))

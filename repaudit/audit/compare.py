@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from repaudit.audit.docsets import doc_set, same_docs, shared_doc_ids
 from repaudit.audit.factordiff import FactorRow, diff_factors
 from repaudit.audit.flips import FlipList, FlippedDoc
-from repaudit.audit.labels import run_label, run_labels
+from repaudit.audit.labels import given_twice, run_label, run_labels
 from repaudit.audit.mechanisms import DiagnosticRow, Mechanism, explain
 from repaudit.audit.pairing import TaskSets, pair_tasks
 from repaudit.audit.picks import scoring_of
@@ -266,6 +266,9 @@ def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: i
                             "common (the same benchmark under two names: --pair-tasks B_TASK=A_TASK, '*' allowed)")
     factors, agreements, scores, flips, scored = [], [], [], [], []
     diagnostics, mechanisms, warnings = [], [], [*a.warnings, *b.warnings]  # a reader's own doubts first
+    if given_twice([a.path, b.path]) is not None:  # allowed (a check of compare itself), never silent
+        warnings.insert(0, f"A and B are the same file ('{a.path}'): every Δ is 0 and every doc agrees by "
+                           "construction; this compares nothing")
     notes = list(a.notes) + list(b.notes) + sets.notes
     one_harness = a.source.split(" ")[0] == b.source.split(" ")[0]
     for task in shared_tasks:

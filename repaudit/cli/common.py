@@ -49,6 +49,27 @@ def user_errors(code: int = 1, io_code: int = 1, usage_code: int = 2):
         raise typer.Exit(code=130) from None
 
 
+def print_table(console: Console, title: str, head: list[str], rows: list[list[str]], right: set[str]) -> None:
+    """A table of plain-text cells (each already escaped for rich), or — where it does not fit the console — one
+    block per row: its first cell, then every other cell after its column's name, so that no number and no name is
+    ever cut to '…' or folded mid-number (at 80 columns a task name read ``wino_…`` and a score ``42.…``)."""
+    from rich.cells import cell_len
+    from rich.table import Table
+
+    widths = [max([cell_len(h), *(cell_len(r[i]) for r in rows)]) for i, h in enumerate(head)]
+    if sum(widths) + 3 * len(head) + 1 <= console.width:
+        table = Table(title=title)
+        for h in head:
+            table.add_column(h, justify="right" if h in right else "left", no_wrap=True)
+        for r in rows:
+            table.add_row(*r)
+        console.print(table)
+        return
+    console.print(title, style="italic", soft_wrap=True)
+    for r in rows:
+        console.print(r[0] + ": " + " · ".join(f"{h} {c}" for h, c in zip(head[1:], r[1:]) if c), soft_wrap=True)
+
+
 @contextmanager
 def grid_progress(label: str):
     """Progress over the configurations of a grid, moving inside a configuration, with the time left from the tokens

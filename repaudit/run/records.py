@@ -181,7 +181,7 @@ def parse_record(raw: Any, path: Path) -> RunRecord:
 
     Raises:
         InputError: not a repaudit run, another schema version, a value of the wrong type or range
-            (named by its JSON path), duplicate doc ids, or per-choice lists of different lengths.
+            (named by its JSON path), no docs, duplicate doc ids, or per-choice lists of different lengths.
     """
     if not isinstance(raw, dict) or raw.get("kind") != "repaudit.run":
         raise InputError(path, None, 'is not a repaudit run (no "kind": "repaudit.run")')
@@ -197,6 +197,10 @@ def parse_record(raw: Any, path: Path) -> RunRecord:
                           schema="fingerprint schema 2")
         raw = {**raw, "fingerprint": upgrade(old)}
     record, _ = validate(RunRecord, raw, path, schema=f"run schema v{version if version in (2, 3) else 3}")
+    if not record.docs:  # every run evaluates at least one doc: an empty list is a damaged or hand-made file
+        claimed = max((m.n for m in record.metrics), default=0)
+        raise InputError(path, "$.docs", "is empty: a run file holds one result per evaluated doc"
+                         + (f" (its metrics count {claimed})" if claimed else ""))
     seen: dict[int, int] = {}
     for i, d in enumerate(record.docs):
         if d.doc_id in seen:
