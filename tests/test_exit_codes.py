@@ -52,3 +52,15 @@ def test_a_gate_refusal_lists_no_suffix_gate_refuses():
     for suffix in listed:  # every suffix the refusal offers is one gate accepts (it is refused for another reason)
         again = CliRunner().invoke(app, ["gate", A, B, "--max-drop", "20", "-o", f"/nonexistent-dir/gate{suffix}"])
         assert again.exit_code != EX_USAGE and "cannot be written" in again.stderr, (suffix, again.stderr)
+
+
+def test_the_same_file_twice_is_said_or_refused(tmp_path):
+    """Issue 63: the same file given twice was accepted silently. compare and gate say so (a check of compare
+    itself is allowed); appendix and variance --across refuse it (one run would count as two)."""
+    res = CliRunner().invoke(app, ["compare", A, str(Path(A) / ".." / Path(A).name)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0 and "WARNING: A and B are the same file" in res.stdout
+    gate = CliRunner().invoke(app, ["gate", A, A, "--max-drop", "1", "--json"])
+    assert "A and B are the same file" in gate.stdout
+    for args in (["appendix", A, A], ["variance", A, A, "--across", "seed"]):
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == EXIT_USAGE and "are the same" in res.stderr and res.stderr.count("error:") == 1
