@@ -194,8 +194,9 @@ def test_attribute_compare_and_gate_share_one_rule_for_the_docs(tiny_model, shar
 
     for x, y, nx, ny in ((a, b, 570, 40), (b, a, 40, 570)):
         row = next(r for r in cli("compare", str(x), str(y), "--n-boot", "200")["scores"] if r["metric"] == "acc")
-        gate = next(r for r in cli("gate", str(x), str(y), "--max-drop", "5", "--n-boot", "200")["rows"]
-                    if r["metric"] == "acc")
+        gated = cli("gate", str(x), str(y), "--max-drop", "5", "--n-boot", "200")
+        gate = next(r for r in gated["rows"] if r["metric"] == "acc")
+        assert f"arc_easy: the rows are on the 40 docs both runs scored (A's file has {nx}, B's {ny})" in gated["notes"]
         att = cli("attribute", str(x), str(y), "--metric", "acc", *src)
         assert row["n_paired"] == gate["n_docs"] == att["n_docs"] == att["n_shared"] == 40
         assert (att["n_docs_a"], att["n_docs_b"]) == (nx, ny)

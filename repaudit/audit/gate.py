@@ -353,8 +353,15 @@ def gate(comparison: Comparison, policy: Policy) -> GateResult:
         if row.decision != "PASS":
             explain(row, comparison)
     decision = _overall(rows)
-    return GateResult(decision=decision, summary=_summary(decision, rows, policy), policy=policy, rows=rows,
-                      not_gated=not_gated, comparison=comparison)
+    result = GateResult(decision=decision, summary=_summary(decision, rows, policy), policy=policy, rows=rows,
+                        not_gated=not_gated, comparison=comparison)
+    # the docs a row rests on, where they are a subset of what the runs scored: compare's rule, said in every format
+    gated = {(r.task, r.metric) for r in rows}
+    for task in dict.fromkeys(r.task for r in comparison.scores if r.subset and (r.task, r.metric) in gated):
+        r = next(x for x in comparison.scores if x.task == task and x.subset)
+        result.notes.append(f"{task}: the rows are on the {r.n_paired} docs both runs scored (A's file has {r.n_a}, "
+                            f"B's {r.n_b})")
+    return result
 
 
 def _decide(rows: list[GateRow], alpha: float, multiplicity: str) -> None:

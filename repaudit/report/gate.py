@@ -173,7 +173,8 @@ def write_junit(g: GateResult, path: Path) -> None:
         props = Properties()
         for name, value in (("test", r.test), ("margin", r.margin), ("unit", r.unit), ("d", r.d),
                             ("ci_low", r.ci_low), ("ci_high", r.ci_high), ("p", r.p_raw), ("p_adjusted", r.p_adjusted),
-                            ("mde", None if r.power is None else r.power.mde), ("decision", r.decision)):
+                            ("mde", None if r.power is None else r.power.mde), ("n_docs", r.n_docs),
+                            ("decision", r.decision)):
             props.add_property(Property(name, _x("" if value is None else value)))
         case.append(props)
         message = _x(" | ".join(why_lines(r))) if r.decision != "PASS" else ""
