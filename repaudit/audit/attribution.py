@@ -397,8 +397,7 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
         precision_seed, round_docs: the permutation seed and round size of the doc-adaptive audit.
         alpha: the intervals are (1 − alpha), two-sided.
 
-    Configurations are ordered by (backend, dtype) so that a pooled backend loads the model once
-    per backend and dtype.
+    Configurations are ordered by (backend, dtype): a pooled backend loads the model once per pair.
 
     Raises:
         RepauditError: no replayable factor differs, the runs are of different tasks, or the
@@ -432,9 +431,8 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
         interactions=inter, recorded_a=ra, recorded_b=rb, reexecuted_a=va, reexecuted_b=vb,
         recorded_delta=rb - ra, reexecuted_delta=vb - va, reexecuted_delta_ci=delta_ci, alpha=alpha,
         residual=(rb - ra) - (vb - va), fidelity_a=_agreement(src_a.docs, first),
-        fidelity_b=_agreement(src_b.docs, records[full]), n_docs=len(doc_ids),
-        n_shared=len(shared_doc_ids(src_a.docs, src_b.docs)), n_docs_a=len(src_a.docs),
-        n_docs_b=len(src_b.docs), configurations=len(g.subs),
+        fidelity_b=_agreement(src_b.docs, records[full]), n_docs=len(doc_ids), n_shared=len(shared_doc_ids(
+            src_a.docs, src_b.docs)), n_docs_a=len(src_a.docs), n_docs_b=len(src_b.docs), configurations=len(g.subs),
         forward_configurations=len(spent["forward"]), computed_batches=spent["computed"],
         cached_batches=spent["cached"], wall_s=round(time.perf_counter() - t0, 2),
         minimal_flip_sets=_minimal_flips(g, outcomes, doc_ids), sequential=seq)
