@@ -123,3 +123,17 @@ def test_write_file_and_write_folder_refuse_links_and_devices(tmp_path):
         write_file(tmp_path / "t.json", 12345)  # not text or bytes: nothing is left behind
     assert not (tmp_path / "t.json").exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
     assert issubclass(OutputError, Exception)
+
+
+def test_every_written_report_says_wrote(tmp_path):
+    """Issue 63: appendix -o printed no 'wrote' line (factors, --docs-csv and --junit neither)."""
+    cases = [(["appendix", A, "-o", str(tmp_path / "a.md")], [tmp_path / "a.md"]),
+             (["factors", "-o", str(tmp_path / "f.md")], [tmp_path / "f.md"]),
+             (["compare", A, B, "--docs-csv", str(tmp_path / "d.csv")], [tmp_path / "d.csv"]),
+             (["gate", A, B, "--max-drop", "20", "--junit", str(tmp_path / "g.xml"), "-o", str(tmp_path / "g.md")],
+              [tmp_path / "g.xml", tmp_path / "g.md"])]
+    for args, paths in cases:
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 0, res.output
+        for p in paths:
+            assert p.is_file() and f"wrote {p}" in res.stderr, (args, res.stderr)
