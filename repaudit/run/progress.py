@@ -53,7 +53,7 @@ class WorkMeter:
         any is ``None``, the meter counts docs instead (and forgets the tokens' prior rate)."""
         if any(w is None for w in work) or self.unit == "docs":
             if self.unit == "tokens":
-                self.unit, self.planned, self.done, self.prior = "docs", 0.0, 0.0, None
+                self.unit, self.planned, self.done, self.prior, self._queue = "docs", 0.0, 0.0, None, []
             work = [float(d) for d in docs]
         elif prior_rate:
             self.prior = prior_rate
