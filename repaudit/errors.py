@@ -11,12 +11,13 @@ class RepauditError(Exception):
 
 class UsageError(RepauditError):
     """An option value or combination that is wrong whatever the input files (``--n-boot 0``, ``--max-drop``
-    with ``--margin``): checked before any file is read; the CLI exits with its usage code (2; ``gate`` 64)."""
+    with ``--margin``, ``--doc-ids 0,abc``, ``-o`` naming a directory, a symbolic link, a device or a FIFO): checked
+    before any file is read; the CLI exits with its usage code (2; ``gate`` and ``determinism`` 64)."""
 
 
 class OutputError(RepauditError):
     """A report, plot or run file that cannot be written where it was asked for (a missing folder without
-    ``--mkdir``, a directory at the path, no permission); the CLI exits 1 (``gate`` 74)."""
+    ``--mkdir``, no permission, a write that fails: a full disk); nothing is written; the CLI exits 1 (``gate`` 74)."""
 
 
 class EndpointError(RepauditError):
@@ -45,16 +46,21 @@ EXIT_INTERRUPTED = 130
 EXIT_CODES: tuple[tuple[int, str, str], ...] = (
     (EXIT_OK, "success", "GO"),
     (EXIT_INPUT, "bad input (one `error:` line naming the file and the JSON path), or an output that cannot be "
-                 "written", "NO-GO"),
+                 "written (a missing folder without `--mkdir`, no permission, a failed write: a full disk; nothing "
+                 "is written)", "NO-GO"),
     (EXIT_USAGE, "usage error: an unknown option, a bad value or combination (`--n-boot 0`, `--adjust foo`, "
-                 "`run --limit 0`, `run --task nosuch`), checked before any file is read",
+                 "`run --limit 0`, `run --task nosuch`, `run --doc-ids 0,abc`, `sweep --factor nosuch`, "
+                 "`variance --across checkpoint` without two files, `-o` naming a directory, a symbolic link, a "
+                 "device or a FIFO), checked before any file is read",
      "INCONCLUSIVE (`--strict`: 1)"),
-    (EX_USAGE, "—", "usage error (no policy, `--max-drop` with `--margin`, `--format latex`)"),
+    (EX_USAGE, "—", "usage error (no policy, `--max-drop` with `--margin`, `--format latex`, `-o gate.tex`, `-o` "
+                    "naming a directory, a symbolic link, a device or a FIFO)"),
     (EX_DATAERR, "—", "bad input (a run or the policy file)"),
     (EX_UNAVAILABLE, "a served model's endpoint that cannot answer (unreachable, 401, an unknown model, 429 or 5xx "
                      "after the retries, a timeout, a body that is not JSON, no prompt log-probabilities); the "
                      "requests already answered are kept, so the same command resumes", "the same"),
-    (EX_IOERR, "—", "an output that cannot be written (a missing folder without `--mkdir`, no permission)"),
+    (EX_IOERR, "—", "an output that cannot be written (a missing folder without `--mkdir`, no permission, a failed "
+                    "write: a full disk; nothing is written)"),
     (EXIT_INTERRUPTED, "interrupted (finished work is kept)", "interrupted"),
 )
 

@@ -49,6 +49,8 @@ FACTS: dict[str, str] = {
     "model.sha": "the commit of the weights' repository the harness resolved",
     "model.weights_sha256": "sha256 over the weight files loaded",
     "model.weights_format": "the weights as stored and as run (a GGUF's quantisation de-quantised to a dtype)",
+    "model.weights_quantisation": "the weights' quantisation as stored (Q4_1, or none), whatever dtype they are run "
+                                  "in: de-quantised weights carry its rounding",
     "model.num_parameters": "parameters of the loaded model",
     "model.step": "the training step of a checkpoint (a series of checkpoints)",
     "model.provider": "the API provider or inference provider the model was called through",

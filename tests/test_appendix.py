@@ -158,13 +158,37 @@ def _compile(tex: Path) -> str:
     return (tex.parent / (tex.stem + ".log")).read_text(errors="replace")
 
 
+def _q4_run(tmp_path: Path) -> Path:
+    """The 3-doc run of the default model, its fingerprint carrying the Q4_1 GGUF's weights format and quantisation
+    (the fixture predates them), digest recomputed."""
+    from repaudit.backends.weights_format import StoredWeights
+    from repaudit.run.fingerprint import Fingerprint, weights_format
+    from repaudit.run.records import RUN_SCHEMA_VERSION, read_record, write_record
+
+    rec = read_record(FIX / "repaudit_runs" / "arc_easy_3docs.json")
+    fp = rec.fingerprint
+    wf = weights_format(StoredWeights(format="gguf", file_type="Q4_1", tensor_types={"Q4_1": 210, "F32": 61,
+                                                                                    "Q8_0": 1}), "float32")
+    f = Fingerprint.model_validate({**fp.model_dump(), "model": {**fp.model.model_dump(),
+                                                                 "weights_format": wf.model_dump()}})
+    write_record(rec.model_copy(update={"schema_version": RUN_SCHEMA_VERSION, "fingerprint": f,
+                                        "fingerprint_digest": f.digest()}), tmp_path / "q4.json")
+    return tmp_path / "q4.json"
+
+
 def test_the_appendix_compiles_with_no_warning(tmp_path):
+    """With every row of the setup table a run records: the weights' quantisation beside the dtype and the compute
+    (wall time, cores, threads) among them."""
     extra = _reports(tmp_path)
     out = tmp_path / "paper.tex"
-    res = CliRunner().invoke(app, ["appendix", *map(str, SEEDS[:2]), str(LMEVAL[0]), str(LIGHTEVAL), "--compare",
-                                   "1,2", *extra, "--document", "--title", "Appendix: 100 % & {braces}", "-o",
-                                   str(out)])
+    res = CliRunner().invoke(app, ["appendix", *map(str, SEEDS[:2]), str(LMEVAL[0]), str(LIGHTEVAL),
+                                   str(_q4_run(tmp_path)), "--compare", "1,2", *extra, "--document", "--title",
+                                   "Appendix: 100 % & {braces}", "-o", str(out)])
     assert res.exit_code == 0, res.output
+    tex = out.read_text()
+    for row in ("weights quantisation", "serving quantisation", "wall time", "CPU cores",
+                "de-\\allowbreak{}quantised to float32: float32 compute on values that carry Q4"):
+        assert row in tex, row
     log = _compile(out)
     assert re.findall(r"Warning|Overfull|Underfull|Missing character", log) == []
 
@@ -173,7 +197,7 @@ def test_the_appendix_compiles_with_no_warning(tmp_path):
     (["-o", "x.pdf"], "written as .tex (LaTeX) or .md"),
     (["--compare", "1,9", "-o", "x.md"], "--compare '9' names no run"),
     (["--compare", "1", "-o", "x.md"], "--compare takes two runs"),
-    (["--names", "a", "-o", "x.md"], "--names gives 1 distinct name(s) for 2 run(s)"),
+    (["--names", "a", "-o", "x.md"], "--names gives 1 name(s) for 2 run(s)"),
     (["--variance", "missing.json", "-o", "x.md"], "missing.json"),
 ])
 def test_bad_input_is_one_error_line_and_no_file(tmp_path, args, needle):
@@ -182,3 +206,22 @@ def test_bad_input_is_one_error_line_and_no_file(tmp_path, args, needle):
     assert res.exit_code in (1, 2), res.output
     assert needle in res.stderr and res.stderr.count("error:") == 1
     assert not (Path.cwd() / "x.md").exists() and not (tmp_path / "x.md").exists()
+
+
+def test_the_setup_table_shows_the_compute_the_files_record(tmp_path):
+    """NeurIPS Q8: wall time, CPU cores and torch threads as the run files record them (a repaudit run's timings and
+    fingerprint, lm-eval's total_evaluation_time_seconds), read here from the raw files; what a file does not record
+    is marked so."""
+    run = FIX / "repaudit_runs" / "arc_easy_3docs.json"
+    raw = json.loads(run.read_text())
+    lm = next(LMEVAL[0].glob("results_*.json"))
+    lm_wall = float(json.loads(lm.read_text())["total_evaluation_time_seconds"])
+    rows = {r.setting: r.cells for r in setup_rows([load_run(run), load_run(LMEVAL[0])])}
+    t, hw = raw["timings"], raw["fingerprint"]["hardware"]
+    assert rows["wall time"][0].text == (f"{t['total_s']:.1f} s (model load {t['model_load_s']:.1f} s, scoring "
+                                         f"{t['eval_s']:.1f} s)")
+    assert rows["wall time"][1].text == f"{lm_wall:.1f} s" and rows["wall time"][1].provenance == "recorded"
+    assert rows["CPU cores"][0].text == str(hw["cpu_count"])
+    threads = rows["torch threads"]
+    assert threads[0].text == (str(hw["torch_threads"]) if hw.get("torch_threads") is not None else "not recorded")
+    assert threads[1].text == "not recorded"  # lm-eval does not record its thread count

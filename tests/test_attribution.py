@@ -166,3 +166,46 @@ def test_gate_attribute_explains_a_failing_row(lmeval_runs, shared_data, tiny_mo
     data = json.loads(res.stdout)
     assert data["attribution"]["factors"] == ["batch_size"] and data["attribution"]["metric"] == "acc"
     assert any("attributed" in n for n in data["notes"])
+
+
+def test_attribute_compare_and_gate_share_one_rule_for_the_docs(tiny_model, shared_data, tmp_path):
+    """A on all 570 ARC-Easy docs, B (another prompt format) on the first 40: compare, gate and attribute report the
+    same 40 shared docs and the same Δ, in either order; attribute's recorded Δ and residual are on those docs, and
+    every format says so (issue 63: A's 570-doc score against B's 40-doc score gave a 0.66-point 'data' residual)."""
+    import html
+
+    from typer.testing import CliRunner
+
+    from repaudit.cli import app
+    from repaudit.run.records import write_record
+    from repaudit.run.runner import RunConfig, run
+
+    common = dict(task="arc_easy", model=str(tiny_model), data_dir=shared_data, cache_dir=tmp_path / "c")
+    a, b = tmp_path / "a570.json", tmp_path / "b40.json"
+    write_record(run(RunConfig(**common)), a)
+    write_record(run(RunConfig(**common, limit=40, prompt_format="lettered")), b)
+    src = ["--data-dir", str(shared_data), "--model", str(tiny_model), "--cache-dir", str(tmp_path / "c"),
+           "--n-boot", "200"]
+
+    def cli(*args: str) -> dict:
+        res = CliRunner().invoke(app, [*args, "--json"])
+        assert res.exit_code in (0, 2), res.output
+        return json.loads(res.stdout)
+
+    for x, y, nx, ny in ((a, b, 570, 40), (b, a, 40, 570)):
+        row = next(r for r in cli("compare", str(x), str(y), "--n-boot", "200")["scores"] if r["metric"] == "acc")
+        gated = cli("gate", str(x), str(y), "--max-drop", "5", "--n-boot", "200")
+        gate = next(r for r in gated["rows"] if r["metric"] == "acc")
+        assert f"arc_easy: the rows are on the 40 docs both runs scored (A's file has {nx}, B's {ny})" in gated["notes"]
+        att = cli("attribute", str(x), str(y), "--metric", "acc", *src)
+        assert row["n_paired"] == gate["n_docs"] == att["n_docs"] == att["n_shared"] == 40
+        assert (att["n_docs_a"], att["n_docs_b"]) == (nx, ny)
+        assert gate["delta"] == pytest.approx(row["delta"]) == pytest.approx(100 * att["recorded_delta"], abs=1e-9)
+        assert 100 * att["recorded_a"] == pytest.approx(row["a"]) and 100 * att["recorded_b"] == pytest.approx(row["b"])
+        # re-executed on the same 40 docs, weights and settings: nothing is left to a residual, and the limit that
+        # differs is no longer named as something not replayable
+        assert att["residual"] == pytest.approx(0.0, abs=1e-12) and "data" not in att["not_replayable"]
+        for fmt in ("markdown", "latex", "html") if x == a else ():  # the same sentence in every format
+            res = CliRunner().invoke(app, ["attribute", str(x), str(y), "--metric", "acc", *src, "--format", fmt])
+            text = html.unescape(" ".join(res.stdout.split())).replace(r"\textquotesingle{}", "'")
+            assert f"the 40 docs both runs scored (A's file has {nx}, B's {ny})" in text, fmt

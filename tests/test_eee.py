@@ -136,23 +136,44 @@ def test_a_run_without_a_recorded_time_says_0_and_an_eee_record_keeps_its_time(t
     assert ours["evaluation_timestamp"] == ours["retrieved_timestamp"] == theirs["evaluation_timestamp"]
 
 
-def test_a_log_likelihood_rows_output_is_the_chosen_answer_as_eees_converter_writes_it(tmp_path, converted):
-    """``output.raw`` of a multiple-choice row: the choice with the highest log-likelihood (its text, else its index),
-    recomputed here from the samples file; on lm-eval's s1, the very rows EEE's own converter wrote."""
-    run = FIX / "lmeval_config" / "openbookqa_0shot"
-    assert _export([run], tmp_path / "obqa").exit_code == 0
-    lls = {}
+def test_a_log_likelihood_rows_output_is_its_own_metrics_answer(tmp_path, converted):
+    """``output.raw`` of a multiple-choice row: the answer of the row's own metric — acc's the choice with the highest
+    log-likelihood (as EEE's converter writes it), acc_norm's the highest per character of the choice (lm-eval's
+    rule) — recomputed here from the samples file, never contradicting the row's score (issue 63: acc_norm rows
+    carried acc's answer); on lm-eval's s1, acc rows are the very rows EEE's own converter wrote."""
+    run = FIX / "lmeval_hellaswag" / "hellaswag_0shot"  # its samples keep the choice texts
+    assert _export([run], tmp_path / "hs").exit_code == 0
+    picks = {}
     for line in next(run.glob("samples_*.jsonl")).read_text().splitlines():
         s = json.loads(line)
         got = [float(r[0]) for r in s["filtered_resps"]]
-        lls[str(s["doc_id"])] = str(got.index(max(got)))
-    rows = _rows(tmp_path / "obqa")
-    assert rows and all(r["output"]["raw"] == [lls[r["sample_id"]]] for r in rows)
+        texts = [a["arg_1"].removeprefix(" ") for a in s["arguments"].values()]  # the continuation less " "
+        norm = [x / len(t) for x, t in zip(got, texts)]  # lm-eval's acc_norm: per character of the choice
+        picks[str(s["doc_id"])] = {"acc": texts[got.index(max(got))].strip(),
+                                   "acc_norm": texts[norm.index(max(norm))].strip(),
+                                   "gold": texts[int(s["target"])].strip()}
+    rows = _rows(tmp_path / "hs")
+    for metric in ("acc", "acc_norm"):
+        mine = [r for r in rows if r["evaluation_result_id"].endswith(metric)]
+        assert mine and all(r["output"]["raw"] == [picks[r["sample_id"]][metric]] for r in mine), metric
+        # the answer shown and the row's score agree: right exactly where the answer is the gold choice
+        assert all((r["output"]["raw"] == [picks[r["sample_id"]]["gold"]]) == r["evaluation"]["is_correct"]
+                   for r in mine), metric
+    assert any(picks[k]["acc"] != picks[k]["acc_norm"] for k in picks)  # the two metrics' answers do differ here
     if (SHARED / "lmeval_runs" / "s1").is_dir():
         assert _export([SHARED / "lmeval_runs" / "s1"], tmp_path / "s1").exit_code == 0
         theirs = {(r["sample_id"], r["evaluation_result_id"]): r["output"]["raw"] for r in _rows(converted / "s1")}
         ours = {(r["sample_id"], r["evaluation_result_id"]): r["output"]["raw"] for r in _rows(tmp_path / "s1")}
-        assert len(ours) == 1140 and ours == theirs
+        assert len(ours) == 1140 and {k: v for k, v in ours.items() if k[1].endswith("acc")} == {
+            k: v for k, v in theirs.items() if k[1].endswith("acc")}
+        # no row's answer contradicts its score: the gold choice exactly where the row is right (the reference is
+        # the gold choice's index)
+        rows = _rows(tmp_path / "s1")
+        assert all((r["output"]["raw"] == [r["input"]["choices"][int(r["input"]["reference"][0])]])
+                   == r["evaluation"]["is_correct"] for r in rows)
+        differ = [r for r in rows if r["evaluation_result_id"].endswith("acc_norm")
+                  and r["output"]["raw"] != ours[(r["sample_id"], r["evaluation_result_id"][:-5])]]
+        assert len(differ) > 100  # acc_norm's own answer on many rows (theirs shows acc's there)
 
 
 def test_a_run_exported_with_and_without_its_data_gives_two_records_never_one_id(tmp_path, monkeypatch):

@@ -91,3 +91,46 @@ def test_cli_sweep_on_ray(tiny_model, shared_data, tmp_path, ray_executor):
                                    "--executor", "ray", "-o", str(out)])
     assert res.exit_code == 0, res.output
     assert json.loads(out.read_text())["points"][0]["flip_rate"] == 0.0
+
+
+def test_the_work_meter_counts_tokens_inside_a_configuration_and_falls_back_to_docs():
+    from repaudit.run.progress import WorkMeter
+
+    m = WorkMeter()
+    assert m.text() == ""
+    m.plan([1000.0, 0.0, 3000.0], [10, 10, 10], prior_rate=500.0)
+    assert m.text() == ("0 of 4,000 tokens computed (500 tokens/s measured by earlier runs in the batch store), "
+                        "~8 s left")
+    m.start()
+    m.share(0.5)
+    assert m.text().startswith("500 of 4,000 tokens computed (") and "tokens/s measured)" in m.text()
+    m.finish()
+    m.start()
+    m.finish()  # a configuration whose batches are all in the store adds nothing
+    assert m.done == 1000
+    generated = WorkMeter()  # a generate_until grid cannot plan tokens: its docs are counted
+    generated.plan([None, 500.0], [40, 60], prior_rate=900.0)
+    assert (generated.unit, generated.planned, generated.prior) == ("docs", 100.0, None)
+
+
+def test_a_grid_shows_progress_inside_a_configuration_with_the_time_left_from_tokens(tiny_model, shared_data,
+                                                                                      tmp_path, monkeypatch):
+    """Issue 63: '~13 min left' stayed the same for 50 min, because the grid's progress moved only when a
+    configuration ended. The plain lines (stderr not a terminal) now move inside a configuration, and their time
+    left is the tokens still to compute over the tokens per second measured."""
+    import re
+
+    import repaudit.run.progress as progress
+
+    monkeypatch.setattr(progress, "LOG_INTERVAL_S", 0.0)
+    res = CliRunner().invoke(app, ["sweep", "--factor", "batch_size", "--values", "1,2", "--task", "arc_easy",
+                                   "--model", str(tiny_model), "--data-dir", str(shared_data), "--limit", "120",
+                                   "--cache-dir", str(tmp_path / "c"), "--noise-seeds", "1"])
+    assert res.exit_code == 0, res.output
+    lines = [x for x in res.stderr.splitlines() if x.startswith("sweep: ")]
+    inside = [x for x in lines if re.match(r"sweep: \d/\d configurations \((?!0 %|25 %|50 %|75 %|100 %)\d+ %\)", x)]
+    assert inside, lines  # a share of a configuration, not a whole one
+    eta = [re.search(r"([\d,]+) of ([\d,]+) tokens computed \(([\d,]+) tokens/s measured\), ~\d+ s left", x)
+           for x in inside]
+    assert all(eta) and all(int(m.group(1).replace(",", "")) <= int(m.group(2).replace(",", "")) for m in eta)
+    assert lines[-1].startswith("sweep: ") and "done in" in lines[-1]

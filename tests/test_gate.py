@@ -31,7 +31,7 @@ def test_equivalence_within_3_points_is_go_and_within_half_a_point_inconclusive(
     assert data["decision"] == "INCONCLUSIVE" and acc["decision"] == "INCONCLUSIVE"
     # 570 docs cannot decide it: the reason says so and what would, never "N docs would decide it" for N > 570
     assert acc["docs_to_decide"] > 570 and "docs would decide it" not in acc["reason"]
-    assert (f"the 570 docs these runs scored cannot decide it (at the observed difference and spread about "
+    assert (f"the 570 docs this row is paired on cannot decide it (at the observed difference and spread about "
             f"{acc['docs_to_decide']:,} would: ") in acc["reason"]
     assert "average repeated runs" in acc["reason"] and "evaluate more docs" in acc["reason"]
     # the docs it would take follow the printed interval: d lies below −0.5, so its upper half-width must shrink (as

@@ -202,7 +202,7 @@ def test_runs_of_different_doc_lists_are_attributed_on_their_shared_docs(tmp_pat
     configs = attribution_configs(a, b, ["num_fewshot"], subs)
     assert [c.doc_ids for c in configs.values()] == [sorted(a.docs)] * 2
     assert [c.num_fewshot for c in configs.values()] == [0, 3]
-    far = dataclasses.replace(b, config=b.config.model_copy(update={"doc_ids": [10**6]}))
+    far = dataclasses.replace(b, docs={10**6: next(iter(b.docs.values()))})
     with pytest.raises(RepauditError, match="no doc in common"):
         attribution_configs(a, far, ["num_fewshot"], subs)
 

@@ -46,7 +46,7 @@ def test_the_binary_mde_is_where_the_exact_power_reaches_80_percent():
     for move, need in p.docs_for.items():
         d = float(move) / 100
         assert mcnemar_power(need, max(psi, d), d, 0.05) >= 0.8
-    assert p.docs_for["3"] > 570 and "no 3-point move is detectable on the 570 docs" in p.note
+    assert p.docs_for["3"] > 570 and "no 3-point move would be detectable on the 570 docs" in p.note
 
 
 def test_no_flip_still_bounds_the_move_a_test_can_see():
@@ -79,7 +79,7 @@ def test_compare_prints_the_mde_beside_every_paired_row(tmp_path):
     assert "| MDE |" in md and f"| {rows[0]['power']['mde']:.2f} |" in md
     assert f"a move smaller than {rows[0]['power']['mde']:.2f} pts could hide here" in md
     # the 40 docs cannot show a 3-point move: say what would, never a doc count above what the runs have
-    assert "no 3-point move is detectable on the 40 docs" in md and "evaluate more docs" in md
+    assert "no 3-point move would be detectable on the 40 docs" in md and "evaluate more docs" in md
     assert not re.search(r"docs to detect a \d-pt move: [\d,]{3,}", md)
 
 
@@ -115,7 +115,8 @@ def test_a_move_the_split_cannot_detect_says_so_and_what_would():
     assert p.docs_for["3"] <= 570 < p.docs_for["1"]
     text = power_text(p, "pts", False)
     assert f"docs to detect a 3-pt move: {p.docs_for['3']:,}" in text and "1-pt move:" not in text
-    assert text.endswith("no 1-point move is detectable on the 570 docs these runs scored: average repeated runs of "
+    assert text.endswith("no 1-point move would be detectable on the 570 docs this row is paired on: average "
+                         "repeated runs of "
                          "each configuration per doc (sampling or few-shot seeds; repaudit variance measures how much "
                          "of the noise repeats remove) or evaluate more docs (the rest of the split, or a larger one)")
 

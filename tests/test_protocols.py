@@ -22,6 +22,7 @@ from repaudit.run.runner import RunConfig, run
 from repaudit.tasks.packaged import packaged_root
 
 FINGERPRINTS = Path(__file__).resolve().parents[1] / "fingerprints"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 @pytest.fixture
@@ -164,3 +165,26 @@ def test_reproduce_finds_a_planted_configuration(packaged, tiny_model, tmp_path)
     res = reproduce(base, 0.999, runner, target_kind="raw", metric="acc", budget=3, moves=moves)
     assert not res.reproduced and res.verdict.startswith("none of the 3 searched configurations reproduces 99.90")
     assert res.computed == 0  # all three are in the store now
+
+
+def test_a_setting_that_does_not_apply_is_not_a_deviation():
+    """A 0-shot run against lm-eval's defaults (few-shot seed 1234): the seed does not apply to it, so it is neither
+    a deviation nor a conformance, in the rows, the count and every format (issue 63 counted it as a deviation)."""
+    run = FIXTURES / "repaudit_runs" / "arc_easy_3docs.json"
+    c = conformance(load_run(run), load_protocol("lmeval_0.4_defaults")[0])
+    rows = {r.factor: r for r in c.rows}
+    assert rows["num_fewshot"].run_value == 0 and rows["fewshot_seed"].status == "n/a"
+    assert rows["fewshot_seed"].run_value.startswith("n/a")
+    not_applicable = [r for r in c.rows if str(r.run_value).startswith("n/a")]
+    assert not_applicable and not [r for r in c.deviations() if r in not_applicable]
+    for fmt in ("markdown", "latex", "json", "rich"):
+        res = CliRunner().invoke(app, ["compare", str(run), str(FINGERPRINTS / "lmeval_0.4_defaults.yaml"),
+                                       "--format", fmt], env={"COLUMNS": "200"})
+        assert res.exit_code == 0, res.output
+        text = " ".join(res.stdout.split())
+        if fmt == "json":
+            assert not [r for r in json.loads(res.stdout)["rows"] if r["status"] == "deviates"
+                        and str(r["run_value"]).startswith("n/a")]
+        else:
+            assert f"{len(c.deviations())} deviation(s): " in text and "fewshot_seed" not in text.split(
+                "deviation(s): ")[1].split(";")[0], fmt

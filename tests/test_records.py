@@ -42,3 +42,19 @@ def test_write_atomic_leaves_no_partial_file(tmp_path):
     with pytest.raises(TypeError):
         write_atomic(p, 12345)  # not a str: the write fails midway
     assert not p.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_run_file_with_no_docs_is_refused(tmp_path):
+    """Issue 63: a run file whose docs list is empty was accepted silently (its metrics still claimed 3 docs)."""
+    import json
+    from pathlib import Path
+
+    from repaudit.boundary import InputError
+
+    raw = json.loads((Path(__file__).parent / "fixtures" / "repaudit_runs" / "arc_easy_3docs.json").read_text())
+    raw["docs"] = []
+    p = tmp_path / "empty.json"
+    p.write_text(json.dumps(raw))
+    with pytest.raises(InputError, match=r"\$\.docs: is empty: a run file holds one result per evaluated doc \(its "
+                                         r"metrics count 3\)"):
+        read_record(p)

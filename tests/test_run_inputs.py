@@ -68,7 +68,8 @@ def test_utf8_bom_in_a_data_file_is_accepted(tiny_model, tmp_path):
     (["--batch-size", "0"], "--batch-size must be between 1", 2),
     (["--batch-size", "zero"], "--batch-size: cannot read 'zero' (expected a whole number or 'auto')", 2),
     (["--top-p", "0"], "--top-p must be between", 2),
-    (["--fewshot-ids", "1,-2"], "has a negative doc id", 1),
+    (["--fewshot-ids", "1,-2"], "has a negative doc id", 2),
+    (["--doc-ids", "0,abc"], "--doc-ids '0,abc' is not a comma-separated list of doc ids", 2),
 ])
 def test_options_are_range_checked_before_any_work(tiny_model, shared_data, tmp_path, args, needle, code):
     out = tmp_path / "r.json"
@@ -78,17 +79,17 @@ def test_options_are_range_checked_before_any_work(tiny_model, shared_data, tmp_
     assert not out.exists()
 
 
-@pytest.mark.parametrize("where,needle", [
-    (lambda t: "/proc/repaudit-run.json", "cannot be written in '/proc'"),
-    (lambda t: str(t), "is a directory: give a file name"),
-    (lambda t: str(t / "file.txt" / "r.json"), "is a file, not a folder"),
-    (lambda t: str(t / ("x" * 300)), "has a file name over 255 bytes"),
+@pytest.mark.parametrize("where,needle,code", [
+    (lambda t: "/proc/repaudit-run.json", "cannot be written in '/proc'", 1),
+    (lambda t: str(t), "is a directory: give a file name", 2),  # not a regular file: a bad value of -o (usage)
+    (lambda t: str(t / "file.txt" / "r.json"), "is a file, not a folder", 1),
+    (lambda t: str(t / ("x" * 300)), "has a file name over 255 bytes", 1),
 ])
-def test_output_path_is_checked_before_the_evaluation(tiny_model, shared_data, tmp_path, where, needle):
+def test_output_path_is_checked_before_the_evaluation(tiny_model, shared_data, tmp_path, where, needle, code):
     (tmp_path / "file.txt").write_text("x")
     res = runner.invoke(app, ["run", "--model", str(tiny_model), "--data-dir", str(shared_data), "--limit", "2",
                               "-o", where(tmp_path)])
-    msg = _one_error_line(res)
+    msg = _one_error_line(res, code)
     assert needle in msg
     assert "docs" not in res.stderr  # nothing was evaluated: the check came first
 
@@ -152,3 +153,27 @@ def test_progress_lines_without_a_terminal(tiny_model, shared_data, tmp_path, mo
     assert res.exit_code == 0, res.output
     lines = [line for line in res.stderr.splitlines() if line.startswith("arc_easy: ")]
     assert len(lines) >= 3 and lines[-1].startswith("arc_easy: 8/8 docs (100 %)"), res.stderr
+
+
+def test_few_shot_examples_from_the_evaluated_split_are_said_and_recorded(tiny_model, shared_data, tmp_path):
+    """HellaSwag's few-shot split (train) is not in the shared data: the examples come from the validation split
+    being scored. The run says so before any work and in its summary (with the docs among their own examples), and
+    the fingerprint records why; a 0-shot run records nothing (issue 63: it was silent)."""
+    out, zero = tmp_path / "r.json", tmp_path / "z.json"
+    args = ["run", "--task", "hellaswag", "--model", str(tiny_model), "--data-dir", str(shared_data), "--limit", "6",
+            "--cache-dir", str(tmp_path / "c")]
+    res = runner.invoke(app, [*args, "--num-fewshot", "2", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    err = " ".join(res.stderr.split())
+    assert ("note: hellaswag's few-shot split 'train' is not in --data-dir" in err
+            and "few-shot examples are drawn from the evaluated split 'validation'" in err)
+    rec = json.loads(out.read_text())
+    leaked = rec["diagnostics"]["fewshot_leaked"]
+    assert (f"note: few-shot examples drawn from the evaluated split 'validation': {len(leaked)} of 6 docs among "
+            "their own examples") in err
+    assert rec["fingerprint"]["fewshot"]["pool_fallback"].startswith("hellaswag's few-shot split 'train' is not in")
+    assert rec["diagnostics"]["fewshot_from_eval_split"] is True
+    res = runner.invoke(app, [*args, "-o", str(zero)])
+    assert res.exit_code == 0 and "few-shot" not in res.stderr
+    assert "pool_fallback" not in json.loads(zero.read_text())["fingerprint"]["fewshot"] or \
+        json.loads(zero.read_text())["fingerprint"]["fewshot"]["pool_fallback"] is None

@@ -52,7 +52,7 @@ def test_cli_sweep(tiny_model, shared_data, tmp_path):
     data = json.loads(out.read_text())
     assert data["factor"] == "padding_side" and data["points"][0]["value"] == "left"
     bad = CliRunner().invoke(app, ["sweep", "--factor", "colour", "--values", "1", "--model", str(tiny_model)])
-    assert bad.exit_code == 1 and "unknown factor 'colour'" in bad.stderr
+    assert bad.exit_code == 2 and "unknown factor 'colour'" in bad.stderr  # a bad --factor: usage
 
 
 def test_fewshot_order_permutes_the_same_examples_and_is_recorded(tiny_model, shared_data, tmp_path):

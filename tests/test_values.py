@@ -95,3 +95,21 @@ def test_gpu_counts_in_compare_gate_and_junit(tmp_path):
     write_junit(g, tmp_path / "gate.xml")
     assert want_a.replace('"', "&quot;") in (tmp_path / "gate.xml").read_text() or want_a in (
         tmp_path / "gate.xml").read_text()
+
+
+def test_a_value_that_is_the_others_end_shows_its_start_not_a_bare_ellipsis():
+    """Issue 63: a model path and its folder name (the same text without the leading folders) showed as ``…``."""
+    from repaudit.report.values import text_diff
+
+    a, b = "/home/u/models/" + "m" * 50, "m" * 50
+    ta, tb = text_diff(a, b, 30)
+    assert tb == "m" * 29 + "…" and ta.startswith("/home/u/models/") and len(ta) <= 30
+    assert text_diff(b, a, 30) == (tb, ta)
+
+
+def test_a_count_one_side_lacks_is_zero_not_unset():
+    """Issue 63: ``batch_sizes_used: 8=246; 2 (not set)`` read oddly: batch size 2 ran 0 batches in A."""
+    from repaudit.report.values import value_diff
+
+    assert value_diff({"8": 246}, {"8": 71, "2": 1}) == ("8=246; 2=0", "8=71; 2=1")
+    assert value_diff({"load_in_8bit": True}, {}) == ("load_in_8bit=true", "load_in_8bit (not set)")

@@ -170,3 +170,33 @@ def test_an_eee_export_carries_the_weights_format(tmp_path):
     assert res.exit_code == 0, res.stderr
     record = next(p for p in (tmp_path / "eee").rglob("*.json"))
     assert json.loads(record.read_text())["model_info"]["additional_details"]["weights_format"] == q4
+
+
+def test_the_weights_quantisation_is_recorded_with_the_format_and_shown_beside_the_dtype(tmp_path):
+    """Q4_1 weights run in float32 are not full-precision weights: the fingerprint records the quantisation with the
+    weights' format (not as a serving setting), the vocabulary and the appendix's setup table show it beside 'serving
+    quantisation: none' (issue 63: 'quantisation: none' beside a Q4_1 GGUF), and a file written before the field
+    existed keeps its digest."""
+    from repaudit.audit.compare import load_run
+    from repaudit.backends.weights_format import StoredWeights, quantisation
+    from repaudit.report.setup import setup_rows
+
+    assert quantisation(StoredWeights(format="gguf", file_type="Q4_1", tensor_types={"Q4_1": 210, "F32": 61})) \
+        == "Q4_1"
+    assert quantisation(StoredWeights(format="safetensors", file_type="bfloat16", tensor_types={"bfloat16": 3})) \
+        == "none"
+    a, b, _, _ = _runs(tmp_path)
+    fa, fb = read_record(a).fingerprint, read_record(b).fingerprint
+    assert (fa.model.weights_format.quantisation, fb.model.weights_format.quantisation) == ("Q4_1", "none")
+    assert fa.settings.serving.quantization is None  # nothing was quantised at serving
+    rows = {r.setting: [c.text for c in r.cells] for r in setup_rows([load_run(a), load_run(b)])}
+    assert rows["weights quantisation"][0].startswith("Q4_1 weights (tensors: 210 Q4_1, 61 F32, 1 Q8_0) de-quantised "
+                                                      "to float32: float32 compute on values that carry Q4_1's")
+    assert rows["weights quantisation"][1] == "none (bfloat16 weights)"
+    assert rows["serving quantisation"] == ["none", "none"] and "quantisation" not in rows
+    # a weights format written before the quantisation was recorded: the digest it was written with still holds
+    old = fa.model.weights_format.model_copy(update={"quantisation": None})
+    f = Fingerprint.model_validate({**fa.model_dump(), "model": {**fa.model.model_dump(), "weights_format":
+                                                                 old.model_dump()}})
+    assert "quantisation" not in f.canonical()["model"]["weights_format"]
+    assert "quantisation" in fa.canonical()["model"]["weights_format"] and f.digest() != fa.digest()

@@ -89,3 +89,27 @@ def test_gate_refuses_latex_and_csv_listing_the_formats_it_writes(lmeval_runs):
         assert res.exit_code == 64, res.output
         assert res.stderr.rstrip().endswith("this command's report is rich, markdown, json or html"), res.stderr
         assert "latex" not in res.stderr.split(";")[-1]
+
+
+@pytest.mark.parametrize("width", [80, 100, 200])
+def test_a_variance_series_never_cuts_a_number_or_a_task_name(width):
+    """Issue 63: at 80 and 100 columns the table read '42.…' and 'wino_…'. Every row's task, metric and numbers
+    appear whole (the JSON's, formatted as the table formats them), as a table where it fits, else one line per row."""
+    from pathlib import Path
+
+    from repaudit.report.series import rows
+
+    files = sorted(str(p) for p in (Path(__file__).parent / "fixtures" / "pythia" / "160m").glob("*.json"))
+    args = ["variance", *files, "--across", "checkpoint", "--task", "winogrande,lambada*,piqa", "--n-boot", "200"]
+    res = runner.invoke(app, args, env={"COLUMNS": str(width)}, terminal_width=width)
+    assert res.exit_code == 0, res.output
+    from repaudit.audit.series import SeriesReport
+
+    report = SeriesReport.model_validate_json(runner.invoke(app, [*args, "--json"]).stdout)
+    text = res.stdout
+    assert "…" not in text.split("Confounders")[0]
+    for row in rows(report):
+        line = next(x for x in text.splitlines() if x.startswith(("│", row[0])) and row[1] in x
+                    and f" {row[2]} " in x)
+        for cell in row:
+            assert cell in line, (cell, line)

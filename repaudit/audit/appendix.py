@@ -24,6 +24,7 @@ from scipy import stats as sps
 
 from repaudit.audit.attribution import AttributionReport
 from repaudit.audit.compare import Comparison
+from repaudit.audit.labels import given_twice
 from repaudit.audit.series import SeriesReport
 from repaudit.audit.stats import bootstrap_mean
 from repaudit.audit.sweep import SweepResult
@@ -134,9 +135,13 @@ def run_names(runs: list[ComparableRun], given: list[str] | None) -> list[str]:
         UsageError: ``given`` names a different number of runs, or twice the same name.
     """
     if given:
-        if len(given) != len(runs) or len(set(given)) != len(given):
-            raise UsageError(f"--names gives {len(given)} distinct name(s) for {len(runs)} run(s): give one "
-                             "different name per run, comma-separated")
+        if len(given) != len(runs):
+            raise UsageError(f"--names gives {len(given)} name(s) for {len(runs)} run(s): give one different name per "
+                             "run, comma-separated")
+        twice = sorted({n for n in given if given.count(n) > 1})
+        if twice:
+            raise UsageError(f"--names gives {', '.join(repr(n) for n in twice)} to more than one run "
+                             f"({len(set(given))} distinct of {len(given)}): give one different name per run")
         return list(given)
     from repaudit.audit.labels import _STAMP
 
@@ -227,6 +232,10 @@ def build_appendix(req: Requested) -> Appendix:
                          f"{req.n_boot}")
     if not req.paths:
         raise UsageError("give at least one run file")
+    twice = given_twice(req.paths)
+    if twice is not None:
+        raise UsageError(f"runs {twice[0] + 1} and {twice[1] + 1} are the same file ('{req.paths[twice[1]]}'): give "
+                         "each run once")
     runs = [load_run(p) for p in req.paths]
     names = run_names(runs, req.names)
     pairs = list(dict.fromkeys((pick(a, names), pick(b, names)) for a, b in req.pairs))

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from repaudit.audit.docsets import shared_doc_ids
 from repaudit.audit.executor_placement import Placed, placed
 from repaudit.audit.sequential import SequentialReport
 from repaudit.audit.shapley import (  # noqa: F401
@@ -83,7 +84,16 @@ class AttributionReport(BaseModel):
     fidelity_b: float
     """As ``fidelity_a``, for B."""
     n_docs: int = 0
-    """Docs each configuration evaluated."""
+    """Docs each configuration evaluated: the docs both runs scored (:func:`repaudit.audit.docsets.shared_doc_ids`,
+    compare's rule), or a ``--precision`` estimate's docs among them."""
+    n_shared: int | None = None
+    """Docs both runs scored (:func:`repaudit.audit.docsets.shared_doc_ids`): ``n_docs`` unless ``--precision``
+    stopped early; None in reports written before it was recorded."""
+    n_docs_a: int | None = None
+    """Docs run A's file has per-doc results for (more than ``n_shared`` where B scored fewer, or other, docs); None
+    in reports written before it was recorded."""
+    n_docs_b: int | None = None
+    """Docs run B's file has per-doc results for, as ``n_docs_a``."""
     configurations: int
     """Configurations (hybrids of A and B) evaluated."""
     forward_configurations: int = 0
@@ -129,9 +139,9 @@ def _agreement(recorded: dict[int, Any], rec) -> float:
 def attribution_configs(src_a, src_b, factors: list[str], subs: list[frozenset[int]]) -> dict:
     """The hybrid RunConfig of every subset, each checked before the first one runs.
 
-    Where the two runs evaluated different doc lists (lighteval's ``--max-samples``, an lm-eval
-    ``--limit``), every hybrid evaluates the docs both runs evaluated (sorted ids), so that each
-    Shapley value and the recorded Δ are on the same docs.
+    Where the two runs scored different docs (a ``--limit`` on one of them, lighteval's ``--max-samples``), every
+    hybrid evaluates the docs both runs scored (:func:`repaudit.audit.docsets.shared_doc_ids`, the rule compare and
+    gate apply), so that each Shapley value, the recorded Δ and the residual are on the same docs as compare's Δ.
 
     Raises:
         RepauditError: a hybrid this machine cannot run (the first bad setting), or runs with no
@@ -142,12 +152,11 @@ def attribution_configs(src_a, src_b, factors: list[str], subs: list[frozenset[i
     from repaudit.run.runner import check_config
 
     configs = {s: hybrid(src_a.config, src_b.config, factors, s) for s in subs}
-    ids_a, ids_b = src_a.config.doc_ids, src_b.config.doc_ids
-    if ids_a != ids_b and (ids_a is not None or ids_b is not None):
-        # runs of different doc lists (lighteval's --max-samples): every hybrid on the docs both evaluated
-        shared = sorted(set(ids_a if ids_a is not None else ids_b) & set(ids_b if ids_b is not None else ids_a))
-        if not shared:
-            raise RepauditError("the runs evaluated no doc in common: nothing to attribute")
+    shared = shared_doc_ids(src_a.docs, src_b.docs)
+    if not shared:
+        raise RepauditError(f"the runs scored no doc in common (A {len(src_a.docs)} docs, B {len(src_b.docs)}): "
+                            "nothing to attribute")
+    if len(shared) < max(len(src_a.docs), len(src_b.docs)):
         configs = {s: c.model_copy(update={"doc_ids": shared}) for s, c in configs.items()}
     for cfg in configs.values():
         check_config(cfg)
@@ -396,8 +405,7 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
         precision_seed, round_docs: the permutation seed and round size of the doc-adaptive audit.
         alpha: the intervals are (1 − alpha), two-sided.
 
-    Configurations are ordered by (backend, dtype) so that a pooled backend loads the model once
-    per backend and dtype.
+    Configurations are ordered by (backend, dtype): a pooled backend loads the model once per pair.
 
     Raises:
         RepauditError: no replayable factor differs, the runs are of different tasks, or the
@@ -429,7 +437,8 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
         interactions=inter, recorded_a=ra, recorded_b=rb, reexecuted_a=va, reexecuted_b=vb,
         recorded_delta=rb - ra, reexecuted_delta=vb - va, reexecuted_delta_ci=delta_ci, alpha=alpha,
         residual=(rb - ra) - (vb - va), fidelity_a=_agreement(src_a.docs, first),
-        fidelity_b=_agreement(src_b.docs, records[full]), n_docs=len(doc_ids), configurations=len(g.subs),
+        fidelity_b=_agreement(src_b.docs, records[full]), n_docs=len(doc_ids), n_shared=len(shared_doc_ids(
+            src_a.docs, src_b.docs)), n_docs_a=len(src_a.docs), n_docs_b=len(src_b.docs), configurations=len(g.subs),
         forward_configurations=len(spent["forward"]), computed_batches=spent["computed"],
         cached_batches=spent["cached"], wall_s=round(time.perf_counter() - t0, 2),
         minimal_flip_sets=_minimal_flips(g, outcomes, doc_ids), sequential=seq,

@@ -19,10 +19,10 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
-from repaudit.audit.docsets import doc_set, same_docs
+from repaudit.audit.docsets import doc_set, same_docs, shared_doc_ids
 from repaudit.audit.factordiff import FactorRow, diff_factors
 from repaudit.audit.flips import FlipList, FlippedDoc
-from repaudit.audit.labels import run_label, run_labels
+from repaudit.audit.labels import given_twice, run_label, run_labels
 from repaudit.audit.mechanisms import DiagnosticRow, Mechanism, explain
 from repaudit.audit.pairing import TaskSets, pair_tasks
 from repaudit.audit.picks import scoring_of
@@ -266,6 +266,9 @@ def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: i
                             "common (the same benchmark under two names: --pair-tasks B_TASK=A_TASK, '*' allowed)")
     factors, agreements, scores, flips, scored = [], [], [], [], []
     diagnostics, mechanisms, warnings = [], [], [*a.warnings, *b.warnings]  # a reader's own doubts first
+    if given_twice([a.path, b.path]) is not None:  # allowed (a check of compare itself), never silent
+        warnings.insert(0, f"A and B are the same file ('{a.path}'): every Δ is 0 and every doc agrees by "
+                           "construction; this compares nothing")
     notes = list(a.notes) + list(b.notes) + sets.notes
     one_harness = a.source.split(" ")[0] == b.source.split(" ")[0]
     for task in shared_tasks:
@@ -309,7 +312,7 @@ def _doc_sets(task, ta, tb, fa, fb, agreements) -> tuple[list[int] | None, str |
     """Shared doc ids (``None`` when a side has no per-doc results), why the doc sets are not comparable
     (``None`` if they are), and on what evidence they are judged the same."""
     if ta.docs and tb.docs:
-        shared = sorted(set(ta.docs) & set(tb.docs))
+        shared = shared_doc_ids(ta.docs, tb.docs)
         ag = _doc_agreement(task, ta, tb, shared)
         agreements.append(ag)
         return shared, _not_comparable_reason(ag), ""
@@ -339,14 +342,21 @@ def _task_set(sets: TaskSets, shared: list[str]) -> TaskSet:
 
 
 def _scale_mechanisms(mechanisms: list[Mechanism], scores: list[ScoreRow]) -> None:
-    """Mechanism scores in the display unit of their metric's row (points for proportions)."""
-    units = {(r.task, r.metric): (r.unit, 100.0 if r.kind == "proportion" else 1.0) for r in scores}
+    """Mechanism scores in the display unit of their metric's row (points for proportions). Where the docs affected
+    in neither run are every doc the row is paired on, the mechanism's Δ is the row's, and it takes the row's interval
+    too: one Δ on one set of docs is shown with one interval, never two from two methods."""
+    rows = {(r.task, r.metric): r for r in scores}
     for m in mechanisms:
-        unit, scale = units.get((m.task, m.metric), ("pts", 100.0))
+        row = rows.get((m.task, m.metric))
+        unit, scale = (row.unit, 100.0 if row.kind == "proportion" else 1.0) if row is not None else ("pts", 100.0)
         m.unit = unit
         for f in ("a_unaffected", "b_unaffected", "delta_unaffected", "ci_low", "ci_high"):
             if getattr(m, f) is not None:
                 setattr(m, f, getattr(m, f) * scale)
+        if (row is not None and m.delta_unaffected is not None and row.n_paired == m.n_unaffected
+                and row.method.startswith("paired") and row.ci_low is not None and row.ci_high is not None):
+            m.ci_low, m.ci_high = row.ci_low, row.ci_high
+            m.interval_method, m.same_docs_as_row = row.method, True
 
 
 #: a Δ at most this share of the larger score is numerical noise, not a move (a perplexity of 11.5 that moves by

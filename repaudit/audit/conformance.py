@@ -1,9 +1,10 @@
 """Conformance: does a run follow a published protocol? (``repaudit compare RUN PROTOCOL.yaml``)
 
 For each task of the run that the protocol defines, every factor the protocol fixes is looked up
-in the run's factors (:mod:`repaudit.importers.factors`) and judged ``conforms``, ``deviates``
-or ``unknown`` (the run does not record it). Scores are converted when the protocol shows
-leaderboard-normalised scores and the run raw ones.
+in the run's factors (:mod:`repaudit.importers.factors`) and judged ``conforms``, ``deviates``,
+``unknown`` (the run does not record it) or ``n/a`` (the setting does not apply to the run — a few-shot seed
+of a 0-shot run: neither a conformance nor a deviation, and never counted as one). Scores are converted when the
+protocol shows leaderboard-normalised scores and the run raw ones.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from repaudit.vocabulary import Recorded, shown
 #: a value the run's file does not record
 UNKNOWN = "<not recorded>"
 
-Status = Literal["conforms", "deviates", "unknown"]
+Status = Literal["conforms", "deviates", "unknown", "n/a"]
+
 
 class ConformanceRow(BaseModel):
     """One fixed factor of one task: the protocol's value and source, the run's value, the status."""
@@ -38,7 +40,8 @@ class ConformanceRow(BaseModel):
     """The run's value (for ``metric`` and ``aggregation``: the metric keys it reports); ``<not recorded>`` where
     the run does not record it."""
     status: Status
-    """conforms, deviates, or unknown (the run does not record it, or it cannot be told)."""
+    """conforms, deviates, unknown (the run does not record it, or it cannot be told), or n/a (the setting does not
+    apply to the run: a few-shot seed of a 0-shot run; not a deviation)."""
     source: str
     """Where the protocol states the value: the source's URL and section."""
     note: str = ""
@@ -88,6 +91,7 @@ class Conformance(BaseModel):
     """The run's reported scores (the protocol's metric only, where it names one) as the protocol shows them."""
 
     def deviations(self) -> list[ConformanceRow]:
+        """The rows that deviate (never one whose setting does not apply to the run)."""
         return [r for r in self.rows if r.status == "deviates"]
 
 
@@ -122,8 +126,10 @@ def _run_value(factor: str, value: Any, rec: Recorded, reported: dict, source: s
 
     path = get(factor).path  # where the vocabulary holds the factor
     v = rec.get(path) if path else None
-    if v is not None and v.source == "not_applicable":
-        return f"n/a ({v.note})", "conforms" if value in (None, False) else "deviates", ""
+    if v is not None and v.source == "not_applicable":  # a setting that does not apply is never a deviation
+        if value in (None, False):
+            return f"n/a ({v.note})", "conforms", ""
+        return f"n/a ({v.note})", "n/a", "does not apply to this run: neither conforms nor deviates"
     got = v.value if v is not None and v.known else UNKNOWN
     note = shown(v) if v is not None and v.source in ("default", "derived") else ""
     if factor == "fewshot_selection" and got in ("random", "first_n", "samples", "none", "default"):

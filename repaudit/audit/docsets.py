@@ -3,7 +3,9 @@
 Evidence, strongest first:
 
 1. **per-doc results in both runs** (lm-eval samples, lighteval details, repaudit run files): the
-   shared doc ids, checked by content (``doc_hash``, scored continuations, targets) in
+   shared doc ids (:func:`shared_doc_ids`, the one rule ``compare``, ``gate`` and ``attribute`` apply: both
+   scores, the Δ and the attribution's residual are on these docs, and every report says how many of each
+   run's docs they are), checked by content (``doc_hash``, scored continuations, targets) in
    :mod:`repaudit.audit.compare`; a score on a shared subset is labelled as such;
 2. **doc counts** (per-doc results of one run, lm-eval's ``n-samples``, a repaudit run's ``n_docs``):
    different counts are different doc sets;
@@ -18,6 +20,7 @@ never a verdict. :data:`MIN_DOCS` is the documented floor below which no verdict
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +69,17 @@ class DocSet:
 
 def _num(x: Any) -> str:
     return str(int(x)) if isinstance(x, float) and x.is_integer() else str(x)
+
+
+def shared_doc_ids(a: Iterable[int], b: Iterable[int]) -> list[int]:
+    """The docs two runs with per-doc results are compared on: the doc ids both scored, sorted. ``compare`` and
+    ``gate`` score both runs on them (a row paired on a subset says so), and ``attribute`` re-executes every hybrid
+    on them, so that its recorded Δ, re-executed Δ and residual are on the same docs as compare's Δ.
+
+    Args:
+        a, b: the doc ids each run has a per-doc result for.
+    """
+    return sorted(set(a) & set(b))
 
 
 def doc_set(t: TaskOutcome, rec: Recorded) -> DocSet:

@@ -43,22 +43,53 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """Configurations one after another in this process, sharing loaded models."""
+    """Configurations one after another in this process, sharing loaded models.
+
+    Inside a grid's :func:`~repaudit.run.progress.grid_meter` (every command's grid), each batch of configurations is
+    planned first (the tokens each still has to compute, as ``--dry-run`` plans them) and progress is reported
+    inside a configuration too: ``progress(i − 1 + share of its docs done, total)``, and the meter hears the same.
+    """
 
     name = "local"
 
     def __init__(self, run_fn: Callable[[RunConfig], RunRecord] | None = None):
         self._pool = BackendPool()
-        self._run_fn = run_fn or (lambda cfg: run(cfg, _QUIET, backends=self._pool))
+        self._on_docs: Callable[[float, int], None] | None = None
+        self._run_fn = run_fn or (lambda cfg: run(cfg, _QUIET, backends=self._pool, on_docs=self._on_docs))
 
     def map(self, cfgs: list[RunConfig], progress: GridProgress | None = None) -> list[RunRecord]:
         """See :class:`Executor`."""
+        from repaudit.run.progress import GRID_METER
+
+        meter = GRID_METER.get()
+        if meter is not None and cfgs:
+            from repaudit.audit.plan import grid_work
+
+            meter.plan(*grid_work(cfgs, self._pool))
         out = []
         for i, cfg in enumerate(cfgs, 1):
-            out.append(self._run_fn(cfg))
+            if meter is not None:
+                meter.start()
+                self._on_docs = self._inside(meter, progress, i, len(cfgs))
+            try:
+                out.append(self._run_fn(cfg))
+            finally:
+                self._on_docs = None
+            if meter is not None:
+                meter.finish()
             if progress:
                 progress(i, len(cfgs))
         return out
+
+    @staticmethod
+    def _inside(meter, progress: GridProgress | None, i: int, n: int) -> Callable[[float, int], None]:
+        """The callback of configuration ``i`` of ``n``: the share of its docs done, to the meter and the grid."""
+        def on_docs(done: float, total: int) -> None:
+            share = done / total if total else 1.0
+            meter.share(share)
+            if progress:
+                progress(i - 1 + min(share, 0.999), n)  # whole only when the configuration is done
+        return on_docs
 
 
 def as_executor(obj) -> Executor:

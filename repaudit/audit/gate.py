@@ -310,8 +310,9 @@ def _undecided(r: GateRow) -> str:
     have = max((r.power.docs_available or 0) if r.power else 0, r.n_docs)
     if n <= have:
         return f"about {n:,} docs would decide it ({way}, at the observed difference and spread)"
-    return (f"the {have:,} docs these runs scored cannot decide it (at the observed difference and spread about "
-            f"{n:,} would: {way}); {WHAT_WOULD}")
+    scored = (f"even all {have:,} docs the larger run scored could not decide it (this row is paired on {r.n_docs:,})"
+              if have > r.n_docs else f"the {r.n_docs:,} docs this row is paired on cannot decide it")
+    return f"{scored} (at the observed difference and spread about {n:,} would: {way}); {WHAT_WOULD}"
 
 
 def _gate_row(r: ScoreRow, rule: PolicyRow, alpha: float) -> GateRow:
@@ -359,8 +360,15 @@ def gate(comparison: Comparison, policy: Policy) -> GateResult:
         if row.decision != "PASS":
             explain(row, comparison)
     decision = _overall(rows)
-    return GateResult(decision=decision, summary=_summary(decision, rows, policy), policy=policy, rows=rows,
-                      not_gated=not_gated, comparison=comparison)
+    result = GateResult(decision=decision, summary=_summary(decision, rows, policy), policy=policy, rows=rows,
+                        not_gated=not_gated, comparison=comparison)
+    # the docs a row rests on, where they are a subset of what the runs scored: compare's rule, said in every format
+    gated = {(r.task, r.metric) for r in rows}
+    for task in dict.fromkeys(r.task for r in comparison.scores if r.subset and (r.task, r.metric) in gated):
+        r = next(x for x in comparison.scores if x.task == task and x.subset)
+        result.notes.append(f"{task}: the rows are on the {r.n_paired} docs both runs scored (A's file has {r.n_a}, "
+                            f"B's {r.n_b})")
+    return result
 
 
 def _decide(rows: list[GateRow], alpha: float, multiplicity: str) -> None:

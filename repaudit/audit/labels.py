@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 from repaudit.importers.comparable import ComparableRun
+
+
+def given_twice(paths: list) -> tuple[int, int] | None:
+    """The first two positions (0-based) of ``paths`` that name the same file or folder (after resolving links and
+    ``..``), else ``None``: a run given twice is one run, never two."""
+    seen: dict[str, int] = {}
+    for i, p in enumerate(paths):
+        key = os.path.realpath(Path(p))
+        if key in seen:
+            return seen[key], i
+        seen[key] = i
+    return None
 
 
 def _model_name(run: ComparableRun) -> str:

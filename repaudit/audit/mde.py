@@ -168,7 +168,10 @@ def _with_note(p: RowPower) -> RowPower:
     beyond = [m for m, need in p.docs_for.items() if need is not None and need > have]
     if beyond:
         worst = max(beyond, key=float)
-        p.note = f"no {worst}-point move is detectable on the {have:,} docs these runs scored: {WHAT_WOULD}"
+        # the count beside a row is the row's own; the larger run's docs are a projection, and said to be one
+        where = (f"even on all {have:,} docs the larger run scored (this row is paired on {p.n_docs:,})"
+                 if have > p.n_docs else f"on the {p.n_docs:,} docs this row is paired on")
+        p.note = f"no {worst}-point move would be detectable {where}: {WHAT_WOULD}"
     return p
 
 

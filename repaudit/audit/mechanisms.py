@@ -79,6 +79,13 @@ class Mechanism(BaseModel):
     unit: str = "proportion"
     """Unit of the scores above: per-doc means (``proportion``) until compare puts them in its rows' display unit
     (``pts`` for proportions)."""
+    interval_method: str = "paired_bootstrap"
+    """How ``ci_low``/``ci_high`` were made, a key of :data:`repaudit.audit.intervals.STATISTICS`: the paired
+    bootstrap over the unaffected docs, or — where those docs are every doc of the metric's score row — the row's
+    own method, its interval copied (one Δ on one set of docs has one interval)."""
+    same_docs_as_row: bool = False
+    """The unaffected docs are all the docs the metric's score row is paired on: its Δ is the row's, and so is its
+    interval (:attr:`interval_method`)."""
 
 
 def _unknown(d: Diagnostics | None, name: str) -> str | None:

@@ -82,8 +82,10 @@ def _calibrate(backend, requests, err: Console) -> float | None:
     return backend.tokens_computed / s if backend.tokens_computed and s > 0 else None
 
 
-def _config_cost(label: str, parts: list[RunConfig], pool, speeds: dict, err: Console) -> tuple[ConfigCost, bool]:
-    """One configuration's cost over its runs (whole or rounds), and whether it measured a throughput now."""
+def _config_cost(label: str, parts: list[RunConfig], pool, speeds: dict, err: Console,
+                 calibrate: bool = True) -> tuple[ConfigCost, bool]:
+    """One configuration's cost over its runs (whole or rounds), and whether it measured a throughput now
+    (``calibrate``: where the store holds no measurement yet)."""
     from repaudit.backends.model_source import resolve_for
     from repaudit.backends.store import open_store
     from repaudit.run.docs import load_docs
@@ -113,7 +115,7 @@ def _config_cost(label: str, parts: list[RunConfig], pool, speeds: dict, err: Co
             key = backend.speed_key()
             if key not in speeds:
                 speeds[key] = store.tokens_per_s(key) if store is not None else None
-                if speeds[key] is None and t:
+                if speeds[key] is None and t and calibrate:
                     speeds[key] = _calibrate(backend, requests, err)
                     measured = True
         finally:
@@ -125,6 +127,23 @@ def _config_cost(label: str, parts: list[RunConfig], pool, speeds: dict, err: Co
     rate = speeds[key]
     return ConfigCost(label=label, docs=docs, requests=requests_n, batches=n, batches_stored=stored,
                       tokens_to_compute=tokens, estimate_s=None if rate is None else tokens / rate), measured
+
+
+def grid_work(cfgs: list[RunConfig], pool) -> tuple[list[float | None], list[int], float | None]:
+    """What a grid about to run still has to compute, for its progress (:class:`repaudit.run.progress.WorkMeter`):
+    each configuration's tokens to compute (``None`` where they cannot be planned), its docs, and the throughput the
+    batch store measured (tokens/s; None: not measured — nothing is scored to measure it). ``pool``: the executor's
+    loaded models, which the runs then reuse.
+
+    Raises:
+        RepauditError: a configuration that would fail (as the run would).
+    """
+    quiet = Console(stderr=True, quiet=True)
+    speeds: dict = {}
+    costs = [_config_cost(str(i), [cfg], pool, speeds, quiet, calibrate=False)[0] for i, cfg in enumerate(cfgs)]
+    rates = [r for r in speeds.values() if r]
+    return ([None if c.tokens_to_compute is None else float(c.tokens_to_compute) for c in costs],
+            [c.docs for c in costs], sum(rates) / len(rates) if rates else None)
 
 
 def plan_grid(command: str, configs: list[tuple[str, RunConfig]], err: Console | None = None,

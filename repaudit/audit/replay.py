@@ -28,11 +28,13 @@ def replayable() -> dict[str, tuple[tuple[str, ...], Any]]:
 
 
 #: what this machine cannot set, with the words the report uses for it: vocabulary groups, or single paths of a
-#: group that matter (a model *name* may differ while the weights are the same)
+#: group that matter (a model *name* may differ while the weights are the same). ``data.limit`` is not among them:
+#: every hybrid evaluates the docs both runs scored (:func:`repaudit.audit.attribution.attribution_configs`), so a
+#: limit that differs moves no score the attribution compares
 NOT_REPLAYABLE: dict[str, tuple[str, ...] | None] = {
     "hardware": None, "software": None,
     "model": ("model.weights_sha256", "model.num_parameters"),
-    "tokenizer": ("tokenizer.sha256",), "data": ("data.task", "data.split", "data.content_sha256", "data.limit"),
+    "tokenizer": ("tokenizer.sha256",), "data": ("data.task", "data.split", "data.content_sha256"),
     "server": ("server.kind", "server.version", "server.model_root")}
 _WORDS = {"hardware": "hardware", "software": "library versions", "model": "model weights", "tokenizer": "tokenizer",
           "data": "data", "server": "the serving endpoint's server"}

@@ -38,7 +38,7 @@ from repaudit.audit.series_stats import (
     seed_row,
 )
 from repaudit.audit.stats import bootstrap_mean, level
-from repaudit.errors import RepauditError
+from repaudit.errors import RepauditError, UsageError
 from repaudit.importers.comparable import ComparableRun
 from repaudit.importers.metric_kinds import MetricKind, metric_kind
 
@@ -60,7 +60,7 @@ class SeriesReport(BaseModel):
     runs: list[SeriesRun]
     """Every file, as the series reads it."""
     checkpoint: list[CheckpointRow] = []
-    """``--across checkpoint``: rows ranked by ``kendall_tau`` (most monotone first)."""
+    """``--across checkpoint``: rows ranked by ``|kendall_tau|`` (most monotone first, either way)."""
     seed: list[SeedRow] = []
     """``--across seed``: rows by task and metric."""
     model: list[ModelRow] = []
@@ -130,15 +130,15 @@ def series(runs: list[ComparableRun], across: Across, last: int = 5, step_from: 
 
 def _check(runs: list[ComparableRun], across: str, last: int, n_boot: int) -> None:
     if across not in ("checkpoint", "seed", "model"):
-        raise RepauditError(f"--across must be checkpoint, seed or model, got '{across}'")
+        raise UsageError(f"--across must be checkpoint, seed or model, got '{across}'")
     if len(runs) < 2:
         got = f" ('{runs[0].path}')" if runs else ""
-        raise RepauditError(f"--across {across} needs two or more run files, got {len(runs)}{got}")
+        raise UsageError(f"--across {across} needs two or more run files, got {len(runs)}{got}")
     if not 2 <= last <= 10_000:
-        raise RepauditError(f"--last must be between 2 and 10000 checkpoints (a standard deviation needs two), "
+        raise UsageError(f"--last must be between 2 and 10000 checkpoints (a standard deviation needs two), "
                             f"got {last}")
     if not 100 <= n_boot <= 1_000_000:
-        raise RepauditError(f"--n-boot must be between 100 and 1000000, got {n_boot}")
+        raise UsageError(f"--n-boot must be between 100 and 1000000, got {n_boot}")
 
 
 def _need_steps(members: list[Member]) -> None:
@@ -290,8 +290,10 @@ def _duplicates(groups: dict[str, list[Member]]) -> list[str]:
 
 
 def _rank(report: SeriesReport) -> None:
-    """Checkpoint rows by oriented tau (most monotone first), model rows by SNR (highest first); missing last."""
-    report.checkpoint.sort(key=lambda r: (r.kendall_tau is None, -(r.kendall_tau or 0.0), r.series, r.task))
+    """Checkpoint rows most monotone first — the largest |tau| either way, improving before worsening at a tie —,
+    model rows by SNR (highest first); missing last."""
+    report.checkpoint.sort(key=lambda r: (r.kendall_tau is None, -abs(r.kendall_tau or 0.0), -(r.kendall_tau or 0.0),
+                                          r.series, r.task))
     report.model.sort(key=lambda r: (r.snr is None, -(r.snr or 0.0), r.task, r.metric))
 
 

@@ -21,7 +21,7 @@ from repaudit.audit.docsets import MIN_DOCS
 from repaudit.audit.executor_placement import Placed, placed
 from repaudit.audit.sequential import SequentialReport
 from repaudit.audit.stats import paired_bootstrap
-from repaudit.errors import RepauditError
+from repaudit.errors import RepauditError, UsageError
 from repaudit.run.records import RunRecord
 from repaudit.run.runner import RunConfig
 
@@ -30,13 +30,13 @@ def _factor(factor: str):
     """The sweepable factor ``factor`` (:func:`repaudit.run.factors.sweepable`).
 
     Raises:
-        RepauditError: not a factor sweep can vary (the sweepable ones are named).
+        UsageError: not a factor sweep can vary (the sweepable ones are named): a bad value of ``--factor``.
     """
     from repaudit.run.factors import sweepable
 
     found = sweepable().get(factor)
     if found is None:
-        raise RepauditError(f"unknown factor '{factor}': sweepable factors are {', '.join(sweepable())} "
+        raise UsageError(f"unknown factor '{factor}': sweepable factors are {', '.join(sweepable())} "
                             "(repaudit factors lists why the others are not)")
     return found
 
@@ -109,13 +109,13 @@ def parse_values(factor: str, text: str) -> list[Any]:
     """Parse ``--values 1,4,16`` for ``factor``.
 
     Raises:
-        RepauditError: unknown factor or a value that does not parse.
+        UsageError: unknown factor or a value that does not parse (bad values of ``--factor``/``--values``).
     """
     parse = _factor(factor).parse
     try:
         return [parse(v.strip()) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise RepauditError(f"--values '{text}' do not parse as values of {factor}") from None
+        raise UsageError(f"--values '{text}' do not parse as values of {factor}") from None
 
 
 def _metric_values(rec: RunRecord, metric: str) -> np.ndarray:

@@ -48,6 +48,30 @@ class StoredWeights(BaseModel):
                    for t in self.tensor_types)
 
 
+def quantisation(stored: StoredWeights) -> str:
+    """The weights' quantisation as stored: ``none`` where every tensor is a float type, else the GGUF's file type
+    (``Q4_1``), or the most common quantised tensor type where no file type is recorded. A weight quantisation is
+    a fact of the files, whatever dtype they are run in: de-quantised to float32, the values still carry its
+    rounding."""
+    if not stored.quantised:
+        return "none"
+    quantised = [t for t in stored.tensor_types if t not in (*_FLOAT_TYPES, *_SAFETENSORS_DTYPES,
+                                                              *_SAFETENSORS_DTYPES.values())]
+    return stored.file_type if stored.format == "gguf" and stored.file_type else quantised[0]
+
+
+def quantisation_line(stored: StoredWeights, dtype: str) -> str:
+    """The weights' quantisation in one line beside the dtype they are run in: ``Q4_1 weights (tensors: 210 Q4_1,
+    61 F32, 1 Q8_0) de-quantised to float32: float32 compute on values that carry Q4_1's rounding``, or ``none
+    (bfloat16 weights)``."""
+    q = quantisation(stored)
+    if q == "none":
+        return f"none ({stored.file_type or 'float'} weights)"
+    tensors = ", ".join(f"{n} {t}" for t, n in stored.tensor_types.items())
+    return (f"{q} weights (tensors: {tensors}) de-quantised to {dtype}: {dtype} compute on values that carry {q}'s "
+            "rounding, not full-precision weights")
+
+
 def describe(stored: StoredWeights, dtype: str) -> str:
     """One line for the weights as stored and as run in ``dtype``: ``Q4_1 GGUF de-quantised to float32``,
     ``safetensors bfloat16 loaded as float32``, ``safetensors float32``."""

@@ -63,16 +63,17 @@ def appendix_command(
     att.json --document -o appendix.tex
     """
     from repaudit.audit.appendix import Requested, build_appendix
+    from repaudit.cli.common import write_report
     from repaudit.errors import UsageError
+    from repaudit.outputs import check_target
     from repaudit.report.appendix import render_latex, render_markdown
-    from repaudit.run.records import check_writable, write_atomic
 
     with user_errors():
         suffix = ".md" if output is None else output.suffix.lower()
         if suffix not in (".tex", ".md"):
             raise UsageError(f"-o '{output}': the appendix is written as .tex (LaTeX) or .md (Markdown)")
         if output is not None:
-            check_writable(output, "output")
+            check_target(output, "output")
         check_alpha(intervals.alpha)
         pairs = [tuple(x.strip() for x in p.split(",")) for p in compare or []]
         if any(len(p) != 2 or not all(p) for p in pairs):
@@ -85,4 +86,4 @@ def appendix_command(
         if output is None:
             typer.echo(text, nl=False)
         else:
-            write_atomic(output, text)
+            write_report(output, text)

@@ -51,12 +51,36 @@ def user_errors(code: int = 1, io_code: int = 1, usage_code: int = 2):
         raise typer.Exit(code=130) from None
 
 
+def print_table(console: Console, title: str, head: list[str], rows: list[list[str]], right: set[str]) -> None:
+    """A table of plain-text cells (each already escaped for rich), or — where it does not fit the console — one
+    block per row: its first cell, then every other cell after its column's name, so that no number and no name is
+    ever cut to '…' or folded mid-number (at 80 columns a task name read ``wino_…`` and a score ``42.…``)."""
+    from rich.cells import cell_len
+    from rich.table import Table
+
+    widths = [max([cell_len(h), *(cell_len(r[i]) for r in rows)]) for i, h in enumerate(head)]
+    if sum(widths) + 3 * len(head) + 1 <= console.width:
+        table = Table(title=title)
+        for h in head:
+            table.add_column(h, justify="right" if h in right else "left", no_wrap=True)
+        for r in rows:
+            table.add_row(*r)
+        console.print(table)
+        return
+    console.print(title, style="italic", soft_wrap=True)
+    for r in rows:
+        console.print(r[0] + ": " + " · ".join(f"{h} {c}" for h, c in zip(head[1:], r[1:]) if c), soft_wrap=True)
+
+
 @contextmanager
 def grid_progress(label: str):
-    """Progress over the configurations of a grid; yields ``tick(done=None, total=None)``."""
-    from repaudit.run.progress import progress
+    """Progress over the configurations of a grid, moving inside a configuration, with the time left from the tokens
+    still to compute and the tokens per second measured (:class:`repaudit.run.progress.WorkMeter`); yields
+    ``tick(done=None, total=None)``."""
+    from repaudit.run.progress import grid_meter, progress
 
-    with progress(err, label, None, unit="configurations", transient=True) as bar:
+    with grid_meter() as meter, progress(err, label, None, unit="configurations", transient=True,
+                                         detail=meter.text) as bar:
         def tick(done: int | None = None, total: int | None = None) -> None:
             if done is None:
                 bar.advance(1)
@@ -125,18 +149,18 @@ def check_outputs(output: Optional[Path], plot: Optional[Path] = None, fmt: Opti
     agrees with ``--format``; checked before any work.
 
     Raises:
-        RepauditError: a path that cannot be written (see :func:`repaudit.run.records.check_writable`), an
+        RepauditError: a path that cannot be written (see :func:`repaudit.outputs.check_target`), an
             unknown suffix, a suffix and ``--format`` that disagree, or a format the command does not write
             (``csv``, ``html``, ``latex``: whether it writes them).
     """
-    from repaudit.run.records import check_writable
+    from repaudit.outputs import check_target
 
     report_format(fmt or Format.rich, output, as_json, csv, html, latex)
     if output is not None:
-        check_writable(output, "output", mkdir)
+        check_target(output, "output", mkdir)
     if plot is not None:
         for suffix in (".png", ".pdf"):
-            check_writable(Path(plot).with_suffix(suffix), "plot", mkdir)
+            check_target(Path(plot).with_suffix(suffix), "plot", mkdir)
 
 
 #: report file suffix -> the format written into it (.txt: the terminal view as plain text)
@@ -155,9 +179,9 @@ def report_format(fmt: Format, output: Optional[Path], as_json: bool, csv: bool 
             ``--format``/``--json`` (``--format latex -o x.md``), or a format the command does not write (the
             refusal lists the ones it does).
     """
-    chosen = _chosen_format(fmt, output, as_json)
     written = ["rich", "markdown", *(["latex"] if latex else []), "json", *(["csv"] if csv else []),
                *(["html"] if html else [])]
+    chosen = _chosen_format(fmt, output, as_json, written)
     if chosen.value not in written:
         where = {"csv": "CSV is written by compare (its score table), attribute (its Shapley values) and variance "
                         "--across (its rows)",
@@ -167,14 +191,15 @@ def report_format(fmt: Format, output: Optional[Path], as_json: bool, csv: bool 
     return chosen
 
 
-def _chosen_format(fmt: Format, output: Optional[Path], as_json: bool) -> Format:
+def _chosen_format(fmt: Format, output: Optional[Path], as_json: bool, written: list[str]) -> Format:
     asked = Format.json if as_json else fmt
     if output is None or not output.suffix:
         return asked
     by_suffix = SUFFIXES.get(output.suffix.lower())
-    if by_suffix is None:
+    if by_suffix is None:  # the suffixes listed are those of the formats this command writes, and only those
         raise UsageError(f"-o '{output}': cannot write a report as '{output.suffix}' (suffixes: "
-                            f"{', '.join(SUFFIXES)}; plots are written with --plot)")
+                         f"{', '.join(s for s, f in SUFFIXES.items() if f in written)}; plots are written with "
+                         "--plot)")
     if asked is not Format.rich and asked.value != by_suffix:
         raise UsageError(f"--format {asked.value} does not match -o '{output}' ('{output.suffix}' is "
                             f"{by_suffix}): change one of them")
@@ -186,8 +211,6 @@ def emit_report(fmt: Format, output: Optional[Path], rich_view, markdown, latex,
     """Print or write a report in ``fmt``: ``rich_view(console)`` for the terminal (plain text into
     ``output``), or the zero-argument ``markdown``/``latex``/``json_text``/``csv``/``html`` renderers. A written
     report says so on stderr (``wrote x.md``), as ``run`` and ``export`` do."""
-    from repaudit.run.records import write_atomic
-
     if fmt is Format.rich and output is None:
         rich_view(out)
         return
@@ -201,8 +224,20 @@ def emit_report(fmt: Format, output: Optional[Path], rich_view, markdown, latex,
     if output is None:
         typer.echo(text, nl=False)
         return
-    write_atomic(output, text)
-    err.print(rich_text(f"wrote {output}"), highlight=False, soft_wrap=True)
+    write_report(output, text)
+
+
+def write_report(path: Path, text: str | bytes, what: str = "output") -> None:
+    """Write a report file through :func:`repaudit.outputs.write_file` (atomic, a failed write detected), then say
+    ``wrote PATH`` on stderr — only once it is written.
+
+    Raises:
+        UsageError: ``path`` is not a regular file; OutputError: the write failed (nothing was written).
+    """
+    from repaudit.outputs import write_file
+
+    write_file(path, text, what)
+    err.print(rich_text(f"wrote {path}"), highlight=False, soft_wrap=True)
 
 
 AlphaOption = Annotated[float, typer.Option(

@@ -24,6 +24,7 @@ from repaudit.cli.common import (
     report_format,
     task_map_of,
     user_errors,
+    write_report,
 )
 from repaudit.cli.groups import PairOptions, ReportOptions, SourceOptions, grouped
 
@@ -119,9 +120,7 @@ def compare_command(
         _emit(comparison, att, report_format(r.fmt, r.output, r.as_json, csv=not att_on, html=not att_on), r.output,
               stats.top, lambda: _html(comparison, (run_a, ra), (run_b, rb), task_map, source, extra.doc_text))
         if extra.docs_csv is not None:
-            from repaudit.run.records import write_atomic
-
-            write_atomic(extra.docs_csv, to_csv(paired_docs_frame(ra, rb, task_map)))
+            write_report(extra.docs_csv, to_csv(paired_docs_frame(ra, rb, task_map)), "--docs-csv")
 
 
 def _emit(comparison, att, fmt: Format, output: Optional[Path], top: int, html) -> None:
@@ -161,11 +160,11 @@ def _check_docs_csv(path: Optional[Path], mkdir: bool = False) -> None:
     if path is None:
         return
     from repaudit.errors import UsageError
-    from repaudit.run.records import check_writable
+    from repaudit.outputs import check_target
 
     if path.suffix.lower() != ".csv":
         raise UsageError(f"--docs-csv '{path}': the file must end in .csv")
-    check_writable(path, "--docs-csv", mkdir)
+    check_target(path, "--docs-csv", mkdir)
 
 
 def _conformance(run_a: Path, run_b: Path, samples, report: ReportOptions) -> None:

@@ -25,10 +25,9 @@ def factors_command(
 
     Example: repaudit factors --format markdown
     """
-    from repaudit.cli.common import check_outputs, report_format
+    from repaudit.cli.common import check_outputs, report_format, write_report
     from repaudit.report.factors import factors_markdown
     from repaudit.run.factors import support
-    from repaudit.run.records import write_atomic
 
     with user_errors():
         check_outputs(output, None, fmt, False, mkdir=mkdir)
@@ -41,7 +40,7 @@ def factors_command(
                 factors_markdown() if chosen is Format.markdown else None)
         if text is not None:
             if output is not None:
-                write_atomic(output, text)
+                write_report(output, text)
             else:
                 typer.echo(text, nl=False)
             return

@@ -114,10 +114,12 @@ def gate_command(
             err.print(rich_text(f"gate: {result.summary}"), highlight=False, soft_wrap=True)
         if r.junit is not None:
             write_junit(result, r.junit)
+            err.print(rich_text(f"wrote {r.junit}"), highlight=False, soft_wrap=True)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:
-            with open(summary, "a", encoding="utf-8") as fh:
-                fh.write(render_markdown(result))
+            from repaudit.outputs import append_text
+
+            append_text(Path(summary), render_markdown(result), "$GITHUB_STEP_SUMMARY")
     code = EXIT[result.decision]
     raise typer.Exit(code=1 if r.strict and code == 2 else code)
 
@@ -137,9 +139,9 @@ def _check_gate_outputs(r: GateReportOptions, n_boot: int) -> Format:
     check_outputs(r.output, None, fmt, r.as_json, html=True, mkdir=r.mkdir, latex=False)
     check_options(0.01, n_boot, 0.25, "holm")
     if r.junit is not None:
-        from repaudit.run.records import check_writable
+        from repaudit.outputs import check_target
 
-        check_writable(r.junit, "JUnit", r.mkdir)
+        check_target(r.junit, "JUnit", r.mkdir)
     return chosen
 
 

@@ -113,7 +113,8 @@ def run_command(ctx: typer.Context, what: TaskOptions, weights: ModelOptions, do
 
     Example: repaudit run --backend openai --base-url http://127.0.0.1:8000/v1 --task arc_easy -o served.json
     """
-    from repaudit.run.records import check_writable, write_record
+    from repaudit.outputs import check_target
+    from repaudit.run.records import write_record
     from repaudit.run.runner import run
 
     with user_errors():
@@ -123,7 +124,7 @@ def run_command(ctx: typer.Context, what: TaskOptions, weights: ModelOptions, do
             settings.update(_protocol_settings(ctx, what.protocol, settings))
         cfg = _config(settings, what.task_config is None)
         if dest.output is not None:
-            check_writable(dest.output, "output", dest.mkdir)
+            check_target(dest.output, "output", dest.mkdir)
         record = run(cfg, err)
         if dest.output is not None:
             write_record(record, dest.output)
@@ -174,7 +175,7 @@ def _settings(what: TaskOptions, weights: ModelOptions, docs: DocOptions, store:
 
 
 def _print_run(record, output: Optional[Path], as_json: bool) -> None:
-    """The metrics table (or JSON) on stdout; protocol, data and timing lines on stderr."""
+    """The metrics table (or JSON) on stdout; protocol, few-shot pool, data and timing lines on stderr."""
     if as_json:
         out.print_json(json.dumps([m.model_dump() for m in record.metrics]))
         return
@@ -204,6 +205,11 @@ def _print_run(record, output: Optional[Path], as_json: bool) -> None:
         err.print(rich_text(f"note: {len(diag.truncated)} of {n} generations stopped at the token budget"
                             + (f" (max_gen_toks {budget})" if budget else "") + ": their answers may be cut off"),
                   highlight=False, soft_wrap=True)
+    if fp.fewshot.pool_fallback:  # the examples are docs of the split being scored: said where the run is read
+        leaked = len(diag.fewshot_leaked) if diag is not None and diag.fewshot_leaked is not None else None
+        err.print(rich_text(f"note: few-shot examples drawn from the evaluated split '{fp.settings.data.split}'"
+                            + (f": {leaked} of {n} docs among their own examples" if leaked is not None else "")
+                            + " (fingerprint.fewshot.pool_fallback says why)"), highlight=False, soft_wrap=True)
     same_gold = _same_gold_note(record)
     if same_gold:
         err.print(rich_text(same_gold), highlight=False, soft_wrap=True)

@@ -9,9 +9,9 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from repaudit.cli.common import Format, check_outputs, emit_report, err, report_format
+from repaudit.audit.labels import given_twice
+from repaudit.cli.common import Format, check_outputs, emit_report, err, print_table, report_format
 from repaudit.errors import RepauditError, UsageError
 from repaudit.escape import rich_text
 
@@ -61,12 +61,10 @@ def _rich(r, console: Console) -> None:
     from repaudit.report.series import confounder_lines, head, headline, is_numeric, other_lines, rows, summary
 
     console.print(rich_text(headline(r)), soft_wrap=True)
-    table = Table(title=rich_text(f"variance · series across {r.across}s"))
-    for col in head(r):
-        table.add_column(rich_text(col), justify="right" if is_numeric(col) else "left")
-    for row in rows(r):
-        table.add_row(*(rich_text(c) for c in row))
-    console.print(table)
+    cols = [rich_text(c) for c in head(r)]
+    print_table(console, rich_text(f"variance · series across {r.across}s"), cols,
+                [[rich_text(c) for c in row] for row in rows(r)],
+                {rich_text(c) for c in head(r) if is_numeric(c)})
     console.print(rich_text(summary(r)), soft_wrap=True)
     for title, items in [("Confounders: settings that differ between runs", confounder_lines(r)), *other_lines(r)]:
         if items:
@@ -93,6 +91,13 @@ def series_mode(files: list[Path], across: Optional[Across], tasks: Optional[str
     if across is None:
         raise UsageError(f"{len(files)} run file(s) given without --across: say what varies between them "
                             "(--across checkpoint, seed or model); without files, variance runs the model")
+    if len(files) < 2:  # before any file is read: a count of arguments is usage
+        raise UsageError(f"--across {across.value} needs two or more run files, got {len(files)}"
+                         + (f" ('{files[0]}')" if files else ""))
+    twice = given_twice(files)
+    if twice is not None:  # one run counted twice would be two checkpoints, seeds or models
+        raise UsageError(f"files {twice[0] + 1} and {twice[1] + 1} are the same ('{files[twice[1]]}'): give each run "
+                         "once")
     check_outputs(output, plot, fmt, as_json, csv=True, html=True, mkdir=mkdir)
     if plot is not None and across is Across.seed:
         raise UsageError("--plot draws score over training step: it needs --across checkpoint or model")

@@ -9,7 +9,6 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from repaudit.cli.common import (
     AlphaOption,
@@ -19,6 +18,7 @@ from repaudit.cli.common import (
     emit_report,
     err,
     grid_progress,
+    print_table,
     report_format,
     user_errors,
 )
@@ -40,26 +40,19 @@ def _variance_rich(r, console: Console) -> None:
         variance_summary,
     )
 
-    table = Table(title=rich_text(f"variance · {r.task} · {r.model}"))
-    for col in head(r):
-        table.add_column(col, justify="left" if col in ("format", "metric") else "right")
-    for row in noise_rows(r):
-        table.add_row(*(rich_text(c) for c in row))
-    console.print(table)
+    def cells(rows) -> list[list[str]]:
+        return [[rich_text(c) for c in row] for row in rows]
+
+    # each table fits the console or is printed one block per row: never a number cut to '…' (print_table)
+    cols = list(head(r))
+    print_table(console, rich_text(f"variance · {r.task} · {r.model}"), cols, cells(noise_rows(r)),
+                {c for c in cols if c not in ("format", "metric")})
     if r.format_spread:
-        spread = Table(title="score per prompt format (seed means)")
-        for col in ("metric", *r.formats, "spread"):
-            spread.add_column(rich_text(col), justify="left" if col == "metric" else "right")
-        for row in spread_rows(r):
-            spread.add_row(*(rich_text(c) for c in row))
-        console.print(spread)
+        cols = [rich_text(c) for c in ("metric", *r.formats, "spread")]
+        print_table(console, "score per prompt format (seed means)", cols, cells(spread_rows(r)), set(cols[1:]))
     if split_rows(r):
-        split = Table(title="prediction vs data noise of the seed runs")
-        for col in SPLIT_HEAD:
-            split.add_column(col, justify="left" if col in ("format", "metric") else "right")
-        for row in split_rows(r):
-            split.add_row(*(rich_text(c) for c in row))
-        console.print(split)
+        print_table(console, "prediction vs data noise of the seed runs", list(SPLIT_HEAD), cells(split_rows(r)),
+                    {c for c in SPLIT_HEAD if c not in ("format", "metric")})
         console.print(rich_text(SPLIT_CAPTION), soft_wrap=True)
     console.print(rich_text(variance_summary(r)), soft_wrap=True)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from repaudit.errors import RepauditError
 from repaudit.run.diagnostics import Diagnostics
-from repaudit.vocabulary import Recorded
+from repaudit.vocabulary import Recorded, Value
 
 
 @dataclass
@@ -100,6 +100,9 @@ class ComparableRun:
         timestamp: when the run was made, whole Unix seconds as text, as its file records it (lm-eval's ``date``, an
             Every Eval Ever record's ``evaluation_timestamp``); ``None``: not recorded. An export publishes it as
             EEE's ``evaluation_timestamp`` and ``retrieved_timestamp``.
+        compute: what the run cost, as its file records it (NeurIPS checklist Q8), by name: ``wall_s`` (the whole
+            run, seconds), ``model_load_s``, ``eval_s``, ``torch_threads``; each a :class:`~repaudit.vocabulary.Value`
+            with the file's key. Empty: this reader reads none (never a factor: a run's wall time differs every time).
     """
 
     path: str
@@ -109,6 +112,7 @@ class ComparableRun:
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     timestamp: str | None = None
+    compute: dict[str, Value] = field(default_factory=dict)
 
 
 def metric_key(name: str, variant: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from repaudit.backends.weights_format import quantisation_line
 from repaudit.run.fingerprint import Fingerprint
 from repaudit.settings import STAGES, get_path
 from repaudit.vocabulary import Recorded, apply_conditions, derived, missing, not_applicable, recorded
@@ -56,9 +57,10 @@ def _settings(rec: Recorded, fp: Fingerprint) -> None:
         if vllm and name in engine:  # the value the engine ran with, which may be its own default
             rec.put(f"serving.{name}", engine[name], f"{_FP}backend.engine.{name}")
     if not vllm or "quantization" not in engine:
-        rec["serving.quantization"] = derived(engine.get("quantization") or "none", "repaudit loads float "
-                                              "weights (a GGUF is de-quantised on load)" if not vllm else
-                                              "the vLLM engine reported no quantisation")
+        rec["serving.quantization"] = derived(engine.get("quantization") or "none", "repaudit's backend quantises "
+                                              "nothing at serving (a quantised GGUF is de-quantised on load: the "
+                                              "weights' own quantisation is model.weights_quantisation)" if not vllm
+                                              else "the vLLM engine reported no quantisation")
     attn = engine.get("attention_backend", engine.get("attn_implementation"))
     if attn is not None:
         rec.put("serving.attention_backend", attn, f"{_FP}backend.engine")
@@ -106,6 +108,12 @@ def _identity(rec: Recorded, fp: Fingerprint) -> None:
     rec.put("model.weights_sha256", m.weights_sha256, f"{_FP}model.weights_sha256")
     if m.weights_format is not None:
         rec.put("model.weights_format", m.weights_format.summary, f"{_FP}model.weights_format.summary")
+        wf = m.weights_format
+        line = quantisation_line(wf.stored, wf.dtype)
+        if wf.quantisation is not None:
+            rec.put("model.weights_quantisation", line, f"{_FP}model.weights_format.quantisation")
+        else:  # written before the quantisation was recorded: the stored tensor types say it
+            rec["model.weights_quantisation"] = derived(line, f"{_FP}model.weights_format.stored.tensor_types")
     elif m.gguf_sha256 is not None:  # a file written before the format was recorded: the GGUF says what it was
         rec["model.weights_format"] = derived(
             f"GGUF de-quantised to {fp.settings.serving.dtype}", f"{_FP}model.gguf_sha256 is set: the weights were "

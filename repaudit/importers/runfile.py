@@ -19,6 +19,7 @@ from repaudit.run.diagnostics import diagnose
 from repaudit.run.factors import replayable
 from repaudit.run.metrics import NORMALISED_SUFFIX
 from repaudit.run.records import RunRecord, parse_record
+from repaudit.vocabulary import recorded
 
 
 @register
@@ -72,7 +73,13 @@ def from_record(record: RunRecord, path: Path) -> ComparableRun:
                  f"{metric_key(m.name, m.variant[:-len(NORMALISED_SUFFIX)])} {100 * m.value:.2f} normalised = "
                  f"{100 * reported[metric_key(m.name, m.variant[:-len(NORMALISED_SUFFIX)])][0]:.2f} raw"
                  for m in normalised) + "; compared on raw per-doc values"] if normalised else []
-    return ComparableRun(path=str(path), source=f"repaudit {record.repaudit_version}", notes=notes,
+    t = record.timings
+    compute = {"wall_s": recorded(t.total_s, "timings.total_s"), "model_load_s": recorded(t.model_load_s,
+                                                                                          "timings.model_load_s"),
+               "eval_s": recorded(t.eval_s, "timings.eval_s")}
+    if fp.hardware.torch_threads is not None:
+        compute["torch_threads"] = recorded(fp.hardware.torch_threads, "fingerprint.hardware.torch_threads")
+    return ComparableRun(path=str(path), source=f"repaudit {record.repaudit_version}", notes=notes, compute=compute,
                          factors={task: record_from_fingerprint(fp, record.repaudit_version)},
                          tasks={task: TaskOutcome(task=task, reported=reported, docs=docs, n_docs=len(docs),
                                                   n_original=fp.data.n_docs_split, diagnostics=diag)})

@@ -56,7 +56,9 @@ def attribution_summary(r: AttributionReport, esc=str, cost: bool = True) -> str
     """Scores, fidelity, grid size and what could not be replayed; with ``cost``, the inference done and
     the wall time too (left out of LaTeX captions). ``esc`` escapes the metric name, which comes from
     the runs."""
-    s = (f"Scores: A {100 * r.recorded_a:.2f}, B {100 * r.recorded_b:.2f} ({esc(r.metric)}, {r.n_docs} docs). "
+    on = docs_used(r, " on ")
+    count = "" if on else f", {plural(r.n_docs, 'doc')}"
+    s = (f"Scores{on}: A {100 * r.recorded_a:.2f}, B {100 * r.recorded_b:.2f} ({esc(r.metric)}{count}). "
          f"Re-execution fidelity (per-doc prediction agreement with the recorded runs): A {100 * r.fidelity_a:.1f} %, "
          f"B {100 * r.fidelity_b:.1f} %. {r.configurations} configurations ({r.method})")
     s += (f", {r.forward_configurations} of them computed now ({plural(r.computed_batches, 'batch')}, "
@@ -68,6 +70,16 @@ def attribution_summary(r: AttributionReport, esc=str, cost: bool = True) -> str
     if r.sequential is not None:
         s += " " + sequential_summary(r.sequential)
     return s + floor_sentence(r, esc)
+
+
+def docs_used(r: AttributionReport, before: str = "") -> str:
+    """Where the runs scored different docs, the docs an attribution's scores, Δ and residual are on — compare's
+    rule, said as compare says it: ``before`` + ``the 40 docs both runs scored (A's file has 570, B's 40)`` (``120
+    of the 40…`` where ``--precision`` stopped early); empty where both scored the same docs."""
+    if r.n_shared is None or r.n_docs_a is None or r.n_docs_b is None or r.n_shared >= max(r.n_docs_a, r.n_docs_b):
+        return ""
+    used = "" if r.n_docs == r.n_shared else f"{r.n_docs} of "
+    return f"{before}{used}the {r.n_shared} docs both runs scored (A's file has {r.n_docs_a}, B's {r.n_docs_b})"
 
 
 def floor_sentence(r: AttributionReport, esc=str) -> str:
@@ -95,7 +107,7 @@ def attribution_markdown(r: AttributionReport) -> str:
                 for i in r.interactions]
     out += ["", attribution_summary(r, md), "",
             "Shapley values over all hybrid configurations (HyperSHAP, Wever et al. 2025); intervals: "
-            + interval_label(r.sequential) + "."]
+            + interval_label(r.sequential) + f" ({OTHER_INTERVAL})."]
     return "\n".join(out) + "\n"
 
 
@@ -109,7 +121,7 @@ def attribution_latex(r: AttributionReport, label: str | None = None) -> str:
                    latex_rows([(" x ".join(i["pair"]), _pts(i["value"]), _ci(*i["ci"])) for i in r.interactions])]
     return latex_table(r"Attribution of the " + e(r.metric) + " difference on " + e(r.task)
                         + r" to each factor (Shapley values in points, " + level(r.alpha) + r"\,\%"
-                        + " intervals: " + e(interval_label(r.sequential)) + "). "
+                        + " intervals: " + e(interval_label(r.sequential)) + "; " + e(OTHER_INTERVAL) + "). "
                         + e(attribution_summary(r, cost=False)), "lrr", blocks, label)
 
 
@@ -133,6 +145,11 @@ def sweep_floor(s: SweepResult) -> str:
 def sweep_head(s: SweepResult) -> tuple[str, ...]:
     """The sweep table's columns; the interval's level is the sweep's (1 − alpha)."""
     return ("value", "score", "Δ", f"{level(s.alpha)} % CI", "flip rate", "verdict")
+
+
+#: why an attribution's interval of a Δ and compare's of the same Δ on the same docs can differ: two methods
+OTHER_INTERVAL = ("compare and gate give a 0/1 metric's Δ Tango's score interval instead, so their bounds for the "
+                  "same Δ on the same docs can differ")
 
 
 def interval_label(sequential) -> str:
@@ -183,3 +200,4 @@ def attribution_rich(result, console) -> None:
         console.print(rich_text(f"interaction {' × '.join(it['pair'])}: {_pts(it['value'])} pts "
                                 f"{_ci(*it['ci'])}"))
     console.print(rich_text(attribution_summary(result)))
+    console.print(rich_text(f"Intervals: {interval_label(result.sequential)} ({OTHER_INTERVAL})."))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from repaudit.audit.compare import Comparison
 from repaudit.audit.mechanisms import SHOW_IDS, DiagnosticRow, Mechanism
 from repaudit.report.compare_text import doc_name, interval, num
-from repaudit.report.glossary import diagnostic_label, plural
+from repaudit.report.glossary import diagnostic_label, plural, stat_label
 
 DIAG_HEAD = ("task", "diagnostic", "A", "B")
 
@@ -42,9 +42,12 @@ def mechanism_line(m: Mechanism) -> str:
     k = 100.0 if m.unit == "proportion" else 1.0
     unit = "pts" if m.unit == "proportion" else m.unit
     d = 2 if unit == "pts" else None
+    how = ("every doc of the score row: its Δ and interval" if m.same_docs_as_row else
+           stat_label(m.interval_method))
     return (head + f"; {m.metric} on the {m.n_unaffected} docs affected in neither run: A "
             f"{num(k * m.a_unaffected, unit, False, d)}, B {num(k * m.b_unaffected, unit, False, d)}, Δ "
-            f"{num(k * m.delta_unaffected, unit, True, d)} {interval(k * m.ci_low, k * m.ci_high, unit, d)} {unit}")
+            f"{num(k * m.delta_unaffected, unit, True, d)} {interval(k * m.ci_low, k * m.ci_high, unit, d)} {unit} "
+            f"({how})")
 
 
 def has_diagnostics(c: Comparison) -> bool:

@@ -16,9 +16,6 @@ temporary folder inside ``OUT`` and renamed into place.
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from dataclasses import fields
 from pathlib import Path
 
@@ -126,35 +123,12 @@ def _rebuilt_prompts(record: RunRecord, opts: ExportOptions) -> tuple[dict[int, 
 
 def write(out_dir: Path, files: dict[str, bytes]) -> list[Path]:
     """Every file under ``out_dir``: written into a temporary folder there, then renamed into place; a file already
-    there must hold the same bytes.
+    there must hold the same bytes (:func:`repaudit.outputs.write_folder`).
 
     Raises:
+        UsageError: a file's path names a directory, a link, a device or a FIFO (nothing written).
         OutputError: a file there with other bytes (nothing written), or the folder cannot be written.
     """
-    for rel, data in files.items():
-        target = out_dir / rel
-        if target.exists() and (not target.is_file() or target.read_bytes() != data):
-            raise OutputError(f"'{target}' exists with other content: remove it or export into another folder")
-    try:
-        out_dir.mkdir(exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".repaudit-export-", dir=out_dir))
-    except OSError as exc:
-        raise OutputError(f"output '{out_dir}' cannot be written ({exc.strerror or exc})") from None
-    placed: list[Path] = []
-    try:
-        for n, (_rel, data) in enumerate(sorted(files.items())):
-            (tmp / str(n)).write_bytes(data)
-        for n, (rel, _) in enumerate(sorted(files.items())):
-            target = out_dir / rel
-            existed = target.exists()
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(tmp / str(n), target)
-            if not existed:
-                placed.append(target)
-    except OSError as exc:
-        for p in placed:
-            p.unlink(missing_ok=True)
-        raise OutputError(f"output '{out_dir}' cannot be written ({exc.strerror or exc}); nothing kept") from None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return [out_dir / rel for rel in sorted(files)]
+    from repaudit.outputs import write_folder
+
+    return write_folder(out_dir, files)

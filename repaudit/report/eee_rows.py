@@ -1,12 +1,13 @@
 """The sidecar rows of an Every Eval Ever export: one row per doc and per metric with a per-doc value
 (EEE: "emit multiple instance records, one per aggregate result"), each with the prediction *of its metric*.
 
-EEE's own lm-eval converter shows acc's answer (the argmax of the raw log-likelihoods) on acc_norm rows too; on
-lm-eval's ARC-Easy run of the default model that answer contradicts the row's own score on 193 of 570 acc_norm
-rows (``bench/eee_convert.py``). Here an acc_norm row carries acc_norm's argmax — log-likelihood divided by the
-choice's length in characters (lm-eval's rule), UTF-8 bytes or continuation tokens, or minus the unconditional
-log-likelihood, as the run recorded — and a row whose prediction cannot be told from what the run records (its
-argmax disagrees with the recorded per-doc value, or no per-choice values were recorded) has an empty
+EEE's own lm-eval converter shows acc's answer (the argmax of the raw log-likelihoods) on acc_norm rows too, in
+``output.raw`` and the answer attribution; on lm-eval's ARC-Easy run of the default model that answer contradicts
+the row's own score on 193 of 570 acc_norm rows (``bench/eee_convert.py``). Here an acc_norm row carries acc_norm's
+argmax — log-likelihood divided by the choice's length in characters (lm-eval's rule), UTF-8 bytes or continuation
+tokens, or minus the unconditional log-likelihood, as the run recorded — in both ``output.raw`` and
+``answer_attribution``, and a row whose prediction cannot be told from what the run records (its argmax disagrees
+with the recorded per-doc value, or no per-choice values were recorded) has an empty ``output.raw`` and
 ``answer_attribution`` and says why in ``metadata["repaudit.prediction"]``: never another metric's answer.
 """
 
@@ -91,7 +92,10 @@ def doc_rows(ctx: RowContext, doc: DocOutcome, payload: dict[str, Any], prompt: 
         answer = _prediction(ctx, metric, doc, payload, choices)
         if isinstance(answer, str):
             row_meta[M_PREDICTION_NOTE] = answer
-        rows.append({**base, "evaluation_name": evaluation_name(ctx.task, metric),
+        own = base
+        if doc.generation is None and base["output"]["raw"]:  # a chosen answer: the row's own metric's, or none
+            own = {**base, "output": {"raw": [answer["extracted_value"].strip()] if isinstance(answer, dict) else []}}
+        rows.append({**own, "evaluation_name": evaluation_name(ctx.task, metric),
                      "evaluation_result_id": result_id(metric),
                      "answer_attribution": [answer] if isinstance(answer, dict) else [],
                      "evaluation": {"score": value, "is_correct": value == 1.0}, "metadata": row_meta})
@@ -107,7 +111,8 @@ def doc_rows(ctx: RowContext, doc: DocOutcome, payload: dict[str, Any], prompt: 
 def _output(doc: DocOutcome, choices: list[str] | None) -> list[str]:
     """``output.raw``: a generation as generated; on a multiple-choice doc the answer the model's log-likelihoods
     choose, as EEE's lm-eval converter writes it — the text of the choice with the highest log-likelihood (its index
-    as text where the file keeps no choice texts); ``[]`` where the model chose nothing (one continuation scored)."""
+    as text where the file keeps no choice texts) — which :func:`doc_rows` replaces by each row's own metric's answer
+    (acc_norm's on an acc_norm row); ``[]`` where the model chose nothing (one continuation scored)."""
     if doc.generation is not None:
         return [doc.generation]
     lls = doc.loglikelihoods

@@ -87,10 +87,10 @@ def _bars(a: Appendix) -> str:
 
 
 def _runs(a: Appendix) -> str:
-    tasks = len({(s.run, s.task) for s in a.scores})
+    tasks = len({s.task for s in a.scores})  # distinct tasks, however many runs evaluated each
     return (f"Every setting the run files record (hyper-parameters, decoding, software, hardware) is in @@setup@@, "
-            f"with what a file does not record marked as such. {plural(len(a.runs), 'run')} "
-            f"({plural(tasks, 'task')} in all), each evaluated once; every score is the mean over the evaluated docs "
+            f"with what a file does not record marked as such. {plural(len(a.runs), 'run')} of "
+            f"{plural(tasks, 'task')} in all, each evaluated once; every score is the mean over the evaluated docs "
             "of a per-doc metric (a corpus-level statistic where the metric is one), as the harness reports it.")
 
 

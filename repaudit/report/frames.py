@@ -111,11 +111,14 @@ def factors_frame(c: Comparison) -> pd.DataFrame:
 
 def attribution_frame(r: AttributionReport) -> pd.DataFrame:
     """One row per attributed factor: Shapley value and its (1 − alpha) interval, in points (×100), plus the
-    residual as a last row (factor ``residual``, no interval)."""
+    residual as a last row (factor ``residual``, no interval); ``n_docs`` on every row: the docs the values are on
+    (the docs both runs scored, or a ``--precision`` estimate's among them)."""
     rows = [{"factor": f, "shapley_pts": 100 * p, "ci_low_pts": 100 * lo, "ci_high_pts": 100 * hi}
             for f, p, (lo, hi) in zip(r.factors, r.phi, r.phi_ci)]
     rows.append({"factor": "residual", "shapley_pts": 100 * r.residual, "ci_low_pts": None, "ci_high_pts": None})
-    return pd.DataFrame(rows, columns=["factor", "shapley_pts", "ci_low_pts", "ci_high_pts"])
+    for row in rows:
+        row["n_docs"] = r.n_docs
+    return pd.DataFrame(rows, columns=["factor", "shapley_pts", "ci_low_pts", "ci_high_pts", "n_docs"])
 
 
 def series_frame(r: SeriesReport) -> pd.DataFrame:

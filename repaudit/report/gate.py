@@ -161,7 +161,7 @@ def write_junit(g: GateResult, path: Path) -> None:
     from junitparser import Failure, JUnitXml, Properties, Property, Skipped, TestCase, TestSuite
 
     from repaudit.errors import RepauditError
-    from repaudit.run.records import write_atomic
+    from repaudit.outputs import write_file
 
     suite = TestSuite("repaudit gate")
     for name, value in (("decision", g.decision), ("alpha", g.policy.alpha), ("multiplicity", g.policy.multiplicity),
@@ -173,7 +173,8 @@ def write_junit(g: GateResult, path: Path) -> None:
         props = Properties()
         for name, value in (("test", r.test), ("margin", r.margin), ("unit", r.unit), ("d", r.d),
                             ("ci_low", r.ci_low), ("ci_high", r.ci_high), ("p", r.p_raw), ("p_adjusted", r.p_adjusted),
-                            ("mde", None if r.power is None else r.power.mde), ("decision", r.decision)):
+                            ("mde", None if r.power is None else r.power.mde), ("n_docs", r.n_docs),
+                            ("decision", r.decision)):
             props.add_property(Property(name, _x("" if value is None else value)))
         case.append(props)
         message = _x(" | ".join(why_lines(r))) if r.decision != "PASS" else ""
@@ -194,4 +195,4 @@ def write_junit(g: GateResult, path: Path) -> None:
     if (len(cases), failures, skipped) != (len(g.rows), sum(r.decision == "FAIL" for r in g.rows),
                                            sum(r.decision == "INCONCLUSIVE" for r in g.rows)):
         raise RepauditError(f"'{path}': the JUnit XML does not read back as the gate's rows; nothing written")
-    write_atomic(Path(path), text)
+    write_file(Path(path), text, "JUnit")

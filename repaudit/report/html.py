@@ -220,7 +220,16 @@ def render_attribution_html(r, browser: dict | None = None, browser_notes: list[
     """``repaudit attribute --format html``: Shapley values per factor with their intervals, the waterfall
     (SVG), the interactions, what ran, then the per-doc browser of the two recorded runs (when given)."""
     from repaudit.audit.stats import level
-    from repaudit.report.audit import _ci, _pts, attribution_rows, attribution_summary, interval_label
+    from repaudit.report.audit import (
+        OTHER_INTERVAL,
+        _ci,
+        _pts,
+        attribution_rows,
+        attribution_summary,
+        docs_used,
+        interval_label,
+    )
+    from repaudit.report.glossary import plural
     from repaudit.report.plots import waterfall_svg
 
     interval = interval_label(r.sequential)
@@ -228,7 +237,7 @@ def render_attribution_html(r, browser: dict | None = None, browser_notes: list[
     fac = _table("attribution", f"Attribution of the {r.metric} delta on {r.task} (points)",
                  ["factor", "Shapley value", ci], attribution_rows(r), {"Shapley value", ci},
                  [f"Shapley values over all hybrid configurations (HyperSHAP, Wever et al. 2025) in points (× 100); "
-                  f"intervals: {interval}. Positive: the factor moved B above A."])
+                  f"intervals: {interval} ({OTHER_INTERVAL}). Positive: the factor moved B above A."])
     fac.svg = Markup(waterfall_svg(r))
     out = [fac]
     if r.interactions:
@@ -238,9 +247,9 @@ def render_attribution_html(r, browser: dict | None = None, browser_notes: list[
                           ["Shapley interaction index of each pair of factors (points): non-zero when two factors "
                            "are not additive."]))
     top = max(range(len(r.phi)), key=lambda i: abs(r.phi[i])) if r.phi else None
-    first = (f"{r.task} {r.metric}: A {100 * r.recorded_a:.2f} → B {100 * r.recorded_b:.2f} pts, recorded Δ "
-             f"{_pts(r.recorded_delta)} pts = {len(r.factors)} factors {_pts(r.reexecuted_delta)} + residual "
-             f"{_pts(r.residual)}"
+    first = (f"{r.task} {r.metric}{docs_used(r, ' on ')}: A {100 * r.recorded_a:.2f} → B {100 * r.recorded_b:.2f} "
+             f"pts, recorded Δ {_pts(r.recorded_delta)} pts = {plural(len(r.factors), 'factor')} "
+             f"{_pts(r.reexecuted_delta)} + residual {_pts(r.residual)}"
              + (f"; largest: {r.factors[top]} {_pts(r.phi[top])} {_ci(*r.phi_ci[top])}." if top is not None else "."))
     return render_page(f"repaudit attribute: {r.task} {r.metric}", [first, attribution_summary(r)], [], out, (),
                        browser, browser_notes)

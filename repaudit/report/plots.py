@@ -29,14 +29,14 @@ def _pyplot():
 def _save(fig, path: Path) -> list[Path]:
     import io
 
-    from repaudit.run.records import write_atomic
+    from repaudit.outputs import write_file
 
     out = []
     for suffix in (".png", ".pdf"):
         buf = io.BytesIO()
         fig.savefig(buf, format=suffix[1:], dpi=200, bbox_inches="tight")
         target = Path(path).with_suffix(suffix)
-        write_atomic(target, buf.getvalue())
+        write_file(target, buf.getvalue(), "plot")
         out.append(target)
     return out
 
@@ -105,7 +105,8 @@ def _waterfall_fig(r: AttributionReport):
     ax.set_ylim(max(0.0, min(lows) - max(2.0, span)), max(lows) + max(2.0, 0.6 * span))
     ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
     ax.set_ylabel(f"{_plain(r.metric)} (points)")
-    ax.set_title(f"{_plain(r.task)}: A {a:.2f} → B {b:.2f}; bars: {ci_level(r.alpha)} % CI", fontsize=9)
+    ax.set_title(f"{_plain(r.task)}: A {a:.2f} → B {b:.2f} on {r.n_docs} docs; bars: {ci_level(r.alpha)} % CI",
+                 fontsize=9)
     ax.grid(axis="y", alpha=0.3)
     return fig
 

@@ -25,21 +25,24 @@ def repro_head(r: ReproduceResult) -> tuple[str, ...]:
 
 
 def conformance_rows(c: Conformance) -> list[tuple[str, ...]]:
-    """Deviations first, then unknowns, then conforming factors."""
-    order = {"deviates": 0, "unknown": 1, "conforms": 2}
+    """Deviations first, then unknowns, then conforming factors, then those that do not apply to the run."""
+    order = {"deviates": 0, "unknown": 1, "conforms": 2, "n/a": 3}
     rows = sorted(c.rows, key=lambda r: (r.task, order[r.status]))
-    return [(r.task, r.factor, short(r.protocol_value, 32), short(r.run_value, 32), r.status, short(r.note, 60))
-            for r in rows]
+    return [(r.task, r.factor, short(r.protocol_value, 32), short(r.run_value, 32), r.status,
+             short(r.note, 60) if r.note else "") for r in rows]
 
 
 def conformance_summary(c: Conformance) -> list[str]:
     """Plain sentences: what deviates, what is unsaid, how scores read under the protocol."""
     dev = c.deviations()
+    na = [r for r in c.rows if r.status == "n/a"]
     lines = [f"{c.run} ({c.run_source}) against protocol {c.protocol} — {c.protocol_title} "
              f"(sha256 {c.protocol_sha256[:12]}): "
              + (f"{len(dev)} deviation(s): " + ", ".join(f"{r.task} {r.factor}" for r in dev) if dev
                 else "no deviation among the factors it fixes")
-             + f"; {sum(r.status == 'unknown' for r in c.rows)} factor(s) the run does not record."]
+             + f"; {sum(r.status == 'unknown' for r in c.rows)} factor(s) the run does not record"
+             + (f"; {len(na)} setting(s) that do not apply to the run, not deviations: "
+                + ", ".join(f"{r.task} {r.factor}" for r in na) if na else "") + "."]
     for task, unsaid in c.unspecified.items():
         if unsaid:
             lines.append(f"{task}: the protocol's sources leave unspecified: {', '.join(unsaid)}.")
@@ -56,7 +59,7 @@ def render_conformance_rich(c: Conformance, console: Console) -> None:
     table = Table(title=rich_text(f"conformance · {c.protocol}"))
     for col in CONF_HEAD:
         table.add_column(col)
-    style = {"deviates": "bold red", "unknown": "yellow", "conforms": "green"}
+    style = {"deviates": "bold red", "unknown": "yellow", "conforms": "green", "n/a": "dim"}
     for row in conformance_rows(c):
         table.add_row(*(rich_text(x) for x in row[:4]), f"[{style[row[4]]}]{row[4]}[/]", rich_text(row[5]))
     console.print(table)

@@ -126,6 +126,16 @@ def headline(r: SeriesReport, alpha: float = 0.05) -> str:
             + (f"; {len(r.model) - len(ranked)} rows without one." if len(ranked) < len(r.model) else "."))
 
 
+def _last_k(r: SeriesReport) -> str:
+    """The k of the ``sd last k`` column as the rows use it: ``k = 5``, or where a series has fewer checkpoints
+    than ``--last`` the k the rows have (``k = 3``: every row; ``k = 3 to 5``: per row, as its cell says)."""
+    ks = sorted({x.last_k for x in r.checkpoint}) or [r.last]
+    if len(ks) == 1:
+        return f"k = {ks[0]}" + (f" (--last {r.last}; each series has {ks[0]} checkpoints)" if ks[0] < r.last else "")
+    return (f"k = {ks[0]} to {ks[-1]} (--last {r.last}, or a series' checkpoints where it has fewer: then '(k=N)' "
+            "beside the row's sd)")
+
+
 def summary(r: SeriesReport) -> str:
     """What was measured, on which runs, with the definitions' sources; one paragraph."""
     series = list(dict.fromkeys(s.series for s in r.runs))
@@ -135,12 +145,11 @@ def summary(r: SeriesReport) -> str:
         prefix = short_names(r)[1]
         shown = f" (model column without '{prefix}')" if prefix else ""
         return (f"{runs}{shown} across training checkpoints; {len(r.checkpoint)} series × task × metric rows, most "
-                "monotone "
-                "first. Kendall tau-b between step and score (Madaan et al. 2024, arXiv 2406.10229), oriented so "
-                "that + = improving (for a lower-is-better metric such as perplexity, tau of step and −score; "
-                "'(raw)': direction unknown, not oriented); p two-sided (scipy). sd last k: sample standard "
-                f"deviation (n − 1) of the last k = {r.last} checkpoints' scores (noise, as Heineman et al. 2025, "
-                f"arXiv 2508.13144). {units}")
+                "monotone first (largest |tau-b|, either way). Kendall tau-b between step and score (Madaan et al. "
+                "2024, arXiv 2406.10229), oriented so that + = improving (for a lower-is-better metric such as "
+                "perplexity, tau of step and −score; '(raw)': direction unknown, not oriented); p two-sided (scipy). "
+                f"sd last k: sample standard deviation (n − 1) of the last k checkpoints' scores, {_last_k(r)} (noise, "
+                f"as Heineman et al. 2025, arXiv 2508.13144). {units}")
     if r.across == "seed":
         return (f"{runs}, read as seeds of one configuration; {len(r.seed)} task × metric rows. Mean, sample "
                 f"standard deviation (n − 1) and t-based {level(r.alpha)} % interval for the mean over runs (Madaan et "

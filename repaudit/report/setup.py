@@ -144,6 +144,21 @@ def _versions(rec: Recorded, _run: ComparableRun) -> Value:
     return Value(value=got, source="recorded", key="software versions") if got else _ABSENT
 
 
+def _wall(_rec: Recorded, run: ComparableRun) -> Value:
+    """The run's wall-clock time as its file records it, with model load and scoring where recorded (NeurIPS Q8)."""
+    wall = run.compute.get("wall_s")
+    if wall is None:
+        return _ABSENT
+    parts = [f"{name} {run.compute[k].value:.1f} s" for k, name in (("model_load_s", "model load"),
+                                                                   ("eval_s", "scoring")) if k in run.compute]
+    text = f"{wall.value:.1f} s" + (f" ({', '.join(parts)})" if parts else "")
+    return wall.model_copy(update={"value": text})
+
+
+def _threads(_rec: Recorded, run: ComparableRun) -> Value:
+    return run.compute.get("torch_threads", _ABSENT)
+
+
 def _harness(_rec: Recorded, run: ComparableRun) -> Value:
     return Value(value=run.source, source="recorded", key="the file's format and version")
 
@@ -152,7 +167,7 @@ def _harness(_rec: Recorded, run: ComparableRun) -> Value:
 ROWS: list[tuple[str, Callable[[Recorded, ComparableRun], Value]]] = [
     ("model", _get("model.name")), ("model revision", _get("model.revision")),
     ("model commit (sha)", _get("model.sha")), ("weights sha256", _get("model.weights_sha256")),
-    ("weights format", _get("model.weights_format")),
+    ("weights format", _get("model.weights_format")), ("weights quantisation", _get("model.weights_quantisation")),
     ("harness", _harness), ("task", _get("data.task")),
     ("task version", _get("data.task_version")), ("task data hash", _task_hash), ("split", _get("data.split")),
     ("docs evaluated", _get("data.n_docs")), ("doc limit", _get("data.limit")),
@@ -161,10 +176,11 @@ ROWS: list[tuple[str, Callable[[Recorded, ComparableRun], Value]]] = [
     ("prompt format", _prompt), ("chat template applied", _get("prompt.chat_template")),
     ("system prompt", _get("prompt.system_prompt")), ("decoding", _decoding),
     ("max new tokens", _get("generation.max_gen_toks")), ("stop sequences", _get("generation.until")),
-    ("dtype", _get("serving.dtype")), ("quantisation", _get("serving.quantization")),
+    ("dtype", _get("serving.dtype")), ("serving quantisation", _get("serving.quantization")),
     ("batch size", _get("serving.batch_size")), ("backend", _get("serving.backend")),
     ("scoring strategy", _get("serving.scoring_strategy")), ("device", _get("serving.device")),
-    ("GPUs", _get("hardware.gpus")), ("CPU", _get("hardware.cpu_model")),
+    ("GPUs", _get("hardware.gpus")), ("CPU", _get("hardware.cpu_model")), ("CPU cores", _get("hardware.cpu_count")),
+    ("torch threads", _threads), ("wall time", _wall),
     ("library versions", _versions), ("seeds (python, numpy, torch)", _seeds),
 ]
 

@@ -94,6 +94,8 @@ def text_diff(a: str, b: str, width: int) -> tuple[str, str]:
         lead, mid, tail = ("…" if start else ""), s[start:len(s) - suf], s[len(s) - suf:]
         if len(lead) + len(mid) + len(tail) <= width:
             return lead + mid + tail
+        if not mid and not lead:  # all of s is the other's end (a suffix of it): show its start, never a bare '…'
+            return s[:width - 1] + "…"
         body = lead + mid
         return body[:width - 1] + "…" if len(body) >= width else body + "…"
 
@@ -116,10 +118,16 @@ def _dict_diff(a: dict, b: dict, width: int) -> tuple[str, str]:
     its own; past three widths, ``… and N more (all in --format json)``."""
     keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k, _MISSING) != b.get(k, _MISSING)]
     each = max(24, width // 2)
+    # a count per numbered key (engine.batch_sizes_used: batch size -> batches run): a key one side lacks is a
+    # count of 0 there ('2=0'), not a setting left unset ('2 (not set)')
+    counts = all(str(k).isdigit() and isinstance(v, int) and not isinstance(v, bool) for d in (a, b)
+                 for k, v in d.items())
     pairs = {}
     for k in keys:
         if k in a and k in b:
             pairs[k] = value_diff(a[k], b[k], each)
+        elif counts:
+            pairs[k] = tuple(str(d.get(k, 0)) for d in (a, b))
         else:
             pairs[k] = tuple(short(d[k], each) if k in d else None for d in (a, b))
 

@@ -34,6 +34,8 @@ class DocSet:
         fewshot_ids: per evaluated doc, its few-shot pool ids in prompt order.
         sampler: ``random``, ``first_n``, ``explicit``, ``replayed`` or ``none``.
         num_fewshot: the n-shot actually used.
+        pool_fallback: why the few-shot examples come from the evaluated split itself (the task's few-shot split is
+            not in the data, or the task names none); ``None``: they do not (or 0-shot).
     """
 
     docs: list[Doc]
@@ -43,6 +45,7 @@ class DocSet:
     fewshot_ids: dict[int, list[int]]
     sampler: str
     num_fewshot: int
+    pool_fallback: str | None = None
 
 
 def _preferred(cfg: RunConfig, field: str) -> bool:
@@ -64,20 +67,23 @@ def _resolve_split(task: Task, cfg: RunConfig, root: DataRoot, err: Console) -> 
 
 
 def _fewshot_pool(task: Task, cfg: RunConfig, root: DataRoot, split: str, eval_docs: list[Doc]
-                  ) -> tuple[list[Doc], str]:
+                  ) -> tuple[list[Doc], str, str | None]:
+    """The few-shot pool, its split, and why it is the evaluated split where it is (else ``None``)."""
     samples = getattr(task, "fixed_samples", None)
     if samples is not None and not cfg.fewshot_split:  # lm-eval's fewshot_config.samples: a fixed list
-        return to_docs(task, samples), "samples"
+        return to_docs(task, samples), "samples", None
     wanted = cfg.fewshot_split or task.fewshot_split
-    if wanted == split or wanted is None:
-        return eval_docs, split
+    if wanted == split:
+        return eval_docs, split, None  # asked for: no fallback to say
+    if wanted is None:
+        return eval_docs, split, f"{task.name} has no few-shot split in {root.describe()}"
     have = available_splits(task, root)
     if have is not None and wanted not in have:
         if cfg.fewshot_split and not _preferred(cfg, "fewshot_split"):
             raise RepauditError(f"few-shot split '{wanted}' of {task.name} is not in {root.describe()}")
-        return eval_docs, split
+        return eval_docs, split, f"{task.name}'s few-shot split '{wanted}' is not in {root.describe()}"
     rows, _ = load_rows(task, wanted, root)
-    return to_docs(task, rows), wanted
+    return to_docs(task, rows), wanted, None
 
 
 def _select(task: Task, cfg: RunConfig, n: int, eval_docs: list[Doc], pool: list[Doc], same_split: bool
@@ -117,10 +123,15 @@ def load_docs(task: Task, cfg: RunConfig, err: Console) -> DocSet:
     all_docs = to_docs(task, rows)
     n_shot = len(cfg.fewshot_ids) if cfg.fewshot_ids is not None else (
         cfg.num_fewshot if cfg.num_fewshot is not None else task.default_num_fewshot)
+    fallback = None
     if n_shot or cfg.fewshot_from or cfg.fewshot_by_doc is not None:
-        pool, pool_split = _fewshot_pool(task, cfg, root, split, all_docs)
+        pool, pool_split, fallback = _fewshot_pool(task, cfg, root, split, all_docs)
     else:
         pool, pool_split = [], None
+    if fallback is not None and pool:  # the examples come from the docs being scored: say so before any work
+        err.print(rich_text(f"note: {fallback}; few-shot examples are drawn from the evaluated split '{split}' "
+                            "(recorded in the fingerprint; a doc among its own examples is counted as leaked)"),
+                  soft_wrap=True, highlight=False)
     if pool:
         fewshot_ids, sampler = _select(task, cfg, n_shot, all_docs, pool, pool_split == split)
     else:
@@ -142,4 +153,5 @@ def load_docs(task: Task, cfg: RunConfig, err: Console) -> DocSet:
     if sampler == "replayed":
         n_shot = max((len(fewshot_ids[d.doc_id]) for d in docs), default=0)
     return DocSet(docs=docs, source=source, pool=pool, pool_split=pool_split,
-                  fewshot_ids={d.doc_id: fewshot_ids[d.doc_id] for d in docs}, sampler=sampler, num_fewshot=n_shot)
+                  fewshot_ids={d.doc_id: fewshot_ids[d.doc_id] for d in docs}, sampler=sampler, num_fewshot=n_shot,
+                  pool_fallback=fallback if pool else None)

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from repaudit.backends.server import ServerFacts
-from repaudit.backends.weights_format import StoredWeights, describe
+from repaudit.backends.weights_format import StoredWeights, describe, quantisation
 from repaudit.hashing import sha256_json
 from repaudit.run.environment import GitState, Hardware, Software
 from repaudit.run.protocol_record import ProtocolRecord
@@ -99,11 +99,18 @@ class WeightsFormat(_Record):
     """The dtype the weights were run in (de-quantised or cast to on load)."""
     summary: str
     """One line: ``Q4_1 GGUF de-quantised to float32``, ``safetensors bfloat16 loaded as float32``."""
+    quantisation: str | None = None
+    """The weights' quantisation as stored (:func:`repaudit.backends.weights_format.quantisation`): ``Q4_1``, or
+    ``none`` where every tensor is a float type. Apart from ``dtype``: de-quantised weights are computed in ``dtype``
+    but carry the quantisation's rounding. Not a serving setting (``serving.quantization`` is a quantisation the
+    engine applies). None in files written before it was recorded (left out of the digest while None)."""
 
 
 def weights_format(stored: StoredWeights | None, dtype: str) -> WeightsFormat | None:
-    """The weights as stored and as run in ``dtype``; None where the stored format is not known."""
-    return None if stored is None else WeightsFormat(stored=stored, dtype=dtype, summary=describe(stored, dtype))
+    """The weights as stored and as run in ``dtype``, with their stored quantisation; None where the stored format
+    is not known."""
+    return None if stored is None else WeightsFormat(stored=stored, dtype=dtype, summary=describe(stored, dtype),
+                                                      quantisation=quantisation(stored))
 
 
 class ModelIdentity(_Record):
@@ -182,6 +189,12 @@ class FewshotFacts(_Record):
     replayed (another run's ids) or none (0-shot)."""
     ids_sha256: str
     """sha256 of every doc's few-shot ids, in order (the ids are in the run's per-doc results)."""
+    pool_fallback: str | None = None
+    """Why the examples were drawn from the evaluated split itself — the task's few-shot split is not in the data
+    (``arc_easy's few-shot split 'train' is not in …``), or the task names none — so that a doc's neighbours, or the
+    doc itself where the task's rule does not exclude it, are among its examples (``diagnostics.fewshot_leaked``
+    counts the latter). None: drawn from the split the task names, or 0-shot, or a file written before it was
+    recorded (left out of the digest while None)."""
 
 
 class GenerationFacts(_Record):
@@ -260,6 +273,10 @@ class Fingerprint(_Record):
             d.pop("server", None)
         if d["model"].get("weights_format") is None:  # a fact added after schema 3 shipped
             d["model"].pop("weights_format", None)
+        elif d["model"]["weights_format"].get("quantisation") is None:  # added later still: files keep their digest
+            d["model"]["weights_format"].pop("quantisation", None)
+        if isinstance(d.get("fewshot"), dict) and d["fewshot"].get("pool_fallback") is None:  # added later still
+            d["fewshot"].pop("pool_fallback", None)
         for stage, part in d["settings"].items():
             if not isinstance(part, dict):
                 continue

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -185,62 +183,41 @@ class RunRecord(BaseModel):
 
 
 def write_atomic(path: Path, content: str | bytes) -> None:
-    """Write text (UTF-8) or bytes to ``path`` through a temporary file and rename, so no partial
-    file is left."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(content.encode("utf-8") if isinstance(content, str) else content)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a run file is meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write text (UTF-8) or bytes to ``path`` through a temporary file and rename, so no partial file is left:
+    :func:`repaudit.outputs.write_file`, the one place output files are written.
+
+    Raises:
+        UsageError: ``path`` is not a regular file (a directory, a symbolic link, a device, a FIFO).
+        OutputError: the write failed (a full disk); nothing was written.
+    """
+    from repaudit.outputs import write_file
+
+    write_file(path, content)
 
 
 def check_writable(path: Path, what: str = "output", mkdir: bool = False) -> None:
-    """``path`` can be written as a file, checked before any work so that a long run never fails at the end.
-
-    Creates nothing: where the folder exists, a temporary file is created and removed in it (the only
-    reliable test, e.g. for ``/proc`` or a read-only mount); a folder that does not exist is an error
-    unless ``mkdir`` (``--mkdir``), and then the nearest existing ancestor must be a writable directory.
+    """``path`` can be written as a regular file, checked before any work so that a long run never fails at the
+    end: :func:`repaudit.outputs.check_target`.
 
     Raises:
-        OutputError: a directory at ``path``, a file where a folder should be, a missing folder without
-            ``mkdir``, a name the file system rejects, or a folder that cannot be written.
+        UsageError: ``path`` exists and is not a regular file.
+        OutputError: a missing folder without ``mkdir``, a name the file system rejects, a folder that cannot be
+            written.
     """
-    from repaudit.errors import OutputError
+    from repaudit.outputs import check_target
 
-    path = Path(path)
-    if len(path.name.encode("utf-8", "surrogateescape")) > 255:
-        raise OutputError(f"{what} '{str(path)[:80]}…' has a file name over 255 bytes")
-    if path.is_dir():
-        raise OutputError(f"{what} '{path}' is a directory: give a file name")
-    parent = path.parent
-    ancestor = next((p for p in [parent, *parent.parents] if p.exists()), None)
-    if ancestor is None or not ancestor.is_dir():
-        raise OutputError(f"{what} '{path}' cannot be written: '{ancestor}' is a file, not a folder")
-    if ancestor != parent:
-        if not mkdir:
-            raise OutputError(f"{what} '{path}' cannot be written: folder '{parent}' does not exist (create it, or "
-                              "pass --mkdir)")
-        if not os.access(ancestor, os.W_OK | os.X_OK):
-            raise OutputError(f"{what} '{path}' cannot be written: folder '{ancestor}' is not writable")
-        return
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:40]}.", dir=parent)
-        os.close(fd)
-        os.unlink(tmp)
-    except OSError as exc:
-        raise OutputError(f"{what} '{path}' cannot be written in '{parent}' ({exc.strerror or exc})") from None
+    check_target(path, what, mkdir)
 
 
 def write_record(record: RunRecord, path: Path) -> None:
-    """Serialise ``record`` as indented JSON, atomically."""
-    write_atomic(path, record.model_dump_json(indent=1))
+    """Serialise ``record`` as indented JSON, atomically (:func:`repaudit.outputs.write_file`).
+
+    Raises:
+        UsageError: ``path`` is not a regular file; OutputError: the write failed (nothing was written).
+    """
+    from repaudit.outputs import write_file
+
+    write_file(path, record.model_dump_json(indent=1))
 
 
 def parse_record(raw: Any, path: Path) -> RunRecord:
@@ -248,7 +225,7 @@ def parse_record(raw: Any, path: Path) -> RunRecord:
 
     Raises:
         InputError: not a repaudit run, another schema version, a value of the wrong type or range
-            (named by its JSON path), duplicate doc ids, or per-choice lists of different lengths.
+            (named by its JSON path), no docs, duplicate doc ids, or per-choice lists of different lengths.
     """
     if not isinstance(raw, dict) or raw.get("kind") != "repaudit.run":
         raise InputError(path, None, 'is not a repaudit run (no "kind": "repaudit.run")')
@@ -264,6 +241,10 @@ def parse_record(raw: Any, path: Path) -> RunRecord:
                           schema="fingerprint schema 2")
         raw = {**raw, "fingerprint": upgrade(old)}
     record, _ = validate(RunRecord, raw, path, schema=f"run schema v{version if version in (2, 3) else 3}")
+    if not record.docs:  # every run evaluates at least one doc: an empty list is a damaged or hand-made file
+        claimed = max((m.n for m in record.metrics), default=0)
+        raise InputError(path, "$.docs", "is empty: a run file holds one result per evaluated doc"
+                         + (f" (its metrics count {claimed})" if claimed else ""))
     seen: dict[int, int] = {}
     for i, d in enumerate(record.docs):
         if d.doc_id in seen:

@@ -15,6 +15,7 @@ import datetime as _dt
 import random
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -221,8 +222,9 @@ class Answers:
 
 
 def answer_requests(task: Task, backend, rendered: list[RenderedDoc], cache: BatchCache | None,
-                    err: Console) -> Answers:
-    """Stage: the backend answers every request; finished batches go to ``cache`` as they complete."""
+                    err: Console, on_docs: Callable[[float, int], None] | None = None) -> Answers:
+    """Stage: the backend answers every request; finished batches go to ``cache`` as they complete. ``on_docs(done,
+    total)`` hears the docs done (fractions of a doc where some of its requests are answered) as they progress."""
     per_doc = [rd.all_requests for rd in rendered]
     requests = [r for reqs in per_doc for r in reqs]
     share = [1.0 / len(reqs) for reqs in per_doc for _ in reqs]  # of its doc, per answered request
@@ -231,10 +233,16 @@ def answer_requests(task: Task, backend, rendered: list[RenderedDoc], cache: Bat
     with progress(err, task.name, len(rendered)) as bar:
         done = [0]
 
+        docs_done = [0.0]
+
         def advance(n: int) -> None:
             # Docs finish out of order (requests are sorted by length): advance by fractions.
-            bar.advance(sum(share[done[0]: done[0] + n]))
+            step = sum(share[done[0]: done[0] + n])
+            bar.advance(step)
             done[0] += n
+            docs_done[0] += step
+            if on_docs is not None:
+                on_docs(docs_done[0], len(rendered))
 
         if task.output_type is OutputType.generate_until:
             answers = backend.generate_until(requests, cache, advance)
@@ -286,7 +294,8 @@ def build_fingerprint(task: Task, cfg: RunConfig, resolved: ResolvedModel, docse
                            target_delimiter=task.target_delimiter, fewshot_delimiter=task.fewshot_delimiter,
                            chat_template_sha256=info.chat_template_sha256 if cfg.chat_template else None,
                            description=desc[0], description_sha256=desc[1]),
-        fewshot=FewshotFacts(sampler=docset.sampler, ids_sha256=sha256_json([r.fewshot_ids for r in rendered])),
+        fewshot=FewshotFacts(sampler=docset.sampler, ids_sha256=sha256_json([r.fewshot_ids for r in rendered]),
+                             pool_fallback=docset.pool_fallback),
         generation=GenerationFacts(eos_token=info.eos_token, stops=list(generation.until)) if generation else None,
         metric=MetricFacts(metrics=list(task.metrics),
                            filters=[p.name for p in pipelines(task)] if generation else ["none"], aggregation="mean",
@@ -311,12 +320,13 @@ def descriptions(task: Task, cfg: RunConfig, docset: DocSet) -> tuple[str | None
 
 
 def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None = None,
-        cache: BatchCache | None = None) -> RunRecord:
+        cache: BatchCache | None = None, on_docs: Callable[[float, int], None] | None = None) -> RunRecord:
     """Evaluate ``cfg`` and return the complete :class:`RunRecord` (nothing is written here).
 
     ``backends`` lets consecutive runs share loaded models (``model_load_s`` is then ~0);
     ``cache`` replaces the batch store under ``cache_dir`` (it is left open; ignored when
-    ``cfg.use_batch_cache`` is off).
+    ``cfg.use_batch_cache`` is off); ``on_docs(done, total)`` hears the scoring's progress in docs (a grid's
+    progress inside a configuration).
 
     Raises:
         RepauditError: unknown task/format/dtype, missing or malformed data, a model that
@@ -346,7 +356,7 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
     own_store = cfg.use_batch_cache and cache is None
     store = (open_store(cache_dir) if own_store else cache) if cfg.use_batch_cache else None
     try:
-        ans = answer_requests(task, backend, rendered, store, err)
+        ans = answer_requests(task, backend, rendered, store, err, on_docs)
         if store is not None:  # measured throughput for --dry-run estimates
             store.add_speed(backend.speed_key(), backend.tokens_computed, ans.eval_s)
     finally:

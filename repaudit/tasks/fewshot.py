@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 
-from repaudit.errors import RepauditError
+from repaudit.errors import RepauditError, UsageError
 from repaudit.tasks.base import Doc
 
 
@@ -67,14 +67,14 @@ def parse_fewshot_ids(text: str, option: str = "--fewshot-ids") -> list[int]:
     """Parse ``--fewshot-ids "12,5,7"`` (or another ``option`` of doc ids) into ``[12, 5, 7]``.
 
     Raises:
-        RepauditError: an element is not a non-negative integer.
+        UsageError: an element is not a non-negative integer (a bad option value: usage, checked before any work).
     """
     try:
         ids = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise RepauditError(f"{option} '{text[:80]}' is not a comma-separated list of doc ids") from None
+        raise UsageError(f"{option} '{text[:80]}' is not a comma-separated list of doc ids") from None
     if any(i < 0 for i in ids):
-        raise RepauditError(f"{option} '{text[:80]}' has a negative doc id")
+        raise UsageError(f"{option} '{text[:80]}' has a negative doc id")
     return ids
 
 

@@ -260,6 +260,18 @@ def _renamed_samples(results_path: Path, res: LmevalResults, have: set[str]
     return out, notes
 
 
+def _compute(obj: dict) -> dict:
+    """What the run cost as lm-eval records it: ``total_evaluation_time_seconds`` (a string of seconds, 0.4.3 on)."""
+    from repaudit.vocabulary import recorded
+
+    raw = obj.get("total_evaluation_time_seconds")
+    try:
+        wall = float(raw)
+    except (TypeError, ValueError):
+        return {}
+    return {"wall_s": recorded(wall, "total_evaluation_time_seconds")} if math.isfinite(wall) and wall >= 0 else {}
+
+
 def unix_seconds(date: Any) -> str | None:
     """lm-eval's ``date`` (``time.time()`` when the run started) as whole Unix seconds, as EEE's lm-eval converter
     writes it (``str(int(date))``); ``None`` where it is missing or not a finite non-negative number."""
@@ -294,6 +306,11 @@ def load_lmeval(results_path: Path, samples: list[Path] | None = None, raw: Any 
                         notes=[f"'{results_path}': {n}" for n in notes], timestamp=unix_seconds(obj.get("date")))
     explicit, placed = _explicit_samples(results_path, res, samples or [])
     run.notes += placed
+
+
+                        notes=[f"'{results_path}': {n}" for n in notes], timestamp=unix_seconds(obj.get("date")),
+                        compute=_compute(obj))
+    explicit = _explicit_samples(results_path, res, samples or [])
     shots = res.config.num_fewshot if res.config else None
     if isinstance(shots, list) and len(set(shots)) > 1 and fewshot_list_order(res) is None:
         run.notes.append(f"'{results_path.name}': config.num_fewshot is a per-task list {shots}, but the file does "
