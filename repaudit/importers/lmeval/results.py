@@ -303,14 +303,10 @@ def load_lmeval(results_path: Path, samples: list[Path] | None = None, raw: Any 
     res.with_key_order(list(obj))
     version = res.lm_eval_version or ("0.4.x" if res.configs is not None else "0.3")
     run = ComparableRun(path=str(results_path), source=f"lm-eval {version}", factors={},
-                        notes=[f"'{results_path}': {n}" for n in notes], timestamp=unix_seconds(obj.get("date")))
-    explicit, placed = _explicit_samples(results_path, res, samples or [])
-    run.notes += placed
-
-
                         notes=[f"'{results_path}': {n}" for n in notes], timestamp=unix_seconds(obj.get("date")),
                         compute=_compute(obj))
-    explicit = _explicit_samples(results_path, res, samples or [])
+    explicit, placed = _explicit_samples(results_path, res, samples or [])
+    run.notes += placed
     shots = res.config.num_fewshot if res.config else None
     if isinstance(shots, list) and len(set(shots)) > 1 and fewshot_list_order(res) is None:
         run.notes.append(f"'{results_path.name}': config.num_fewshot is a per-task list {shots}, but the file does "
