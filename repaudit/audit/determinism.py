@@ -104,6 +104,9 @@ class AxisPoint(_Record):
     note: str | None = None
     """What this point could not do as asked (a batch smaller than B where the split has too few requests), else
     None."""
+    judged: bool = True
+    """Whether the point decides its axis's verdict; False for a point shown for contrast (the seed axis's other
+    seed, expected to give other samples)."""
     environment: dict[str, Any] = {}
     """process: the environment that governs numerics in that process (thread counts, ``OMP_*``, ``MKL_*`` and
     ``CUBLAS_*`` variables, torch's deterministic-algorithms switch); empty for other axes."""
@@ -244,8 +247,9 @@ def point_verdict(docs_changed: int, flips: int) -> Verdict:
 
 
 def worst_key(p: AxisPoint) -> tuple:
-    """How bad a point is: its verdict, then its flips, its changed docs, its largest |Δ|."""
-    return ORDER.index(p.verdict), p.flips, p.docs_changed, p.max_abs_delta or 0.0
+    """How bad a point is: judged before shown-for-contrast, then its verdict, its flips, its changed docs, its
+    largest |Δ|."""
+    return p.judged, ORDER.index(p.verdict), p.flips, p.docs_changed, p.max_abs_delta or 0.0
 
 
 def overall(axes: list[AxisResult]) -> tuple[Verdict, int]:
@@ -348,8 +352,10 @@ def noise_floor(path, task: str, metric: str, backend: str | None = None, dtype:
     r = check_floor(path, task, backend, dtype)
     if metric not in r.metrics:
         raise RepauditError(f"--noise-floor '{path}' has no metric '{metric}': it has {', '.join(r.metrics)}")
-    axes = [a for a in r.axes if not a.control and a.skipped is None and a.points]
-    scores = [s for a in axes for s in [a.reference_scores[metric], *(p.scores[metric] for p in a.points)]]
+    # the seed axis samples generations of a log-likelihood task's prompts: it scores no metric, no floor from it
+    axes = [a for a in r.axes if not a.control and a.skipped is None and a.points and metric in a.reference_scores]
+    scores = [s for a in axes for s in [a.reference_scores[metric], *(p.scores[metric] for p in a.points
+                                                                       if metric in p.scores)]]
     sd = float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0
     method = (f"determinism report '{path}': spread of {metric} over {len(scores)} configurations of {r.backend} "
               f"{r.dtype}'s numerics ({', '.join(a.axis for a in axes)}) on {r.n_docs} probed docs")

@@ -242,7 +242,7 @@ def result(axis: str, reference: str, ref: Pass | None, points: list[AxisPoint],
            t0: float = 0.0, **extra) -> AxisResult:
     """An axis's result from its points (the worst verdict)."""
     return AxisResult(axis=axis, reference=reference, reference_scores=ref.scores() if ref else {}, points=points,
-                      verdict=worst([pt.verdict for pt in points]), notes=list(notes),
+                      verdict=worst([pt.verdict for pt in points if pt.judged]), notes=list(notes),
                       seconds=round(time.perf_counter() - t0, 2) if t0 else 0.0, **extra)
 
 

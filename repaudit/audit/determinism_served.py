@@ -96,6 +96,7 @@ def axis_seed(c: Context) -> AxisResult:
         bar.advance(len(p.docs))
     same = compare_texts(p, first, again, f"seed {o.sample_seed} again", sampled(o.sample_seed))
     diff = compare_texts(p, first, other, f"seed {o.sample_seed + 1}", sampled(o.sample_seed + 1))
+    diff.judged = False
     what = (f"{o.sample_tokens} tokens sampled at temperature {o.sample_temperature:g} from each probed doc's prompt")
     notes = [what, f"judged: seed {o.sample_seed} twice; seed {o.sample_seed + 1} is shown, not judged (another seed "
                    "should give other samples)"]
@@ -108,9 +109,7 @@ def axis_seed(c: Context) -> AxisResult:
     else:
         notes.append(f"seed {o.sample_seed + 1} gave other samples on {diff.docs_changed} of {diff.n_docs} docs: the "
                      "seed reaches the sampler")
-    out = result("seed", f"seed {o.sample_seed}", None, [same, diff], notes, t0)
-    out.verdict = same.verdict  # the other seed is expected to differ: only the repeat is judged
-    return out
+    return result("seed", f"seed {o.sample_seed}", None, [same, diff], notes, t0)
 
 
 def axis_prefix_cache(c: Context) -> AxisResult:

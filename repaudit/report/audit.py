@@ -61,8 +61,8 @@ def attribution_summary(r: AttributionReport, esc=str, cost: bool = True) -> str
     s = (f"Scores{on}: A {100 * r.recorded_a:.2f}, B {100 * r.recorded_b:.2f} ({esc(r.metric)}{count}). "
          f"Re-execution fidelity (per-doc prediction agreement with the recorded runs): A {100 * r.fidelity_a:.1f} %, "
          f"B {100 * r.fidelity_b:.1f} %. {r.configurations} configurations ({r.method})")
-    s += (f", {r.forward_configurations} of them computed now ({plural(r.computed_batches, 'batch')}, "
-          f"{r.cached_batches} from cache), {r.wall_s:.0f} s." if cost else ".")
+    s += (f", {r.forward_configurations} of them computed now ({plural(r.computed_batches, 'batch')} computed, "
+          f"{r.cached_batches} read from the batch store), {r.wall_s:.0f} s." if cost else ".")
     if r.not_replayable:
         s += f" Differs but not replayable here: {', '.join(r.not_replayable)}."
     if r.not_recorded:

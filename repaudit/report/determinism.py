@@ -46,7 +46,8 @@ def rows(r: DeterminismReport) -> list[tuple[str, ...]]:
             continue
         for k, p in enumerate(a.points):
             out.append((name if k == 0 else "", a.reference if k == 0 else "", p.label,
-                        f"{p.docs_changed}/{p.n_docs}", _nats(p.max_abs_delta), str(p.flips), p.verdict))
+                        f"{p.docs_changed}/{p.n_docs}", _nats(p.max_abs_delta), str(p.flips),
+                        p.verdict if p.judged else f"{p.verdict} (shown, not judged)"))
         if not a.points:
             out.append((name, a.reference, "—", "", "", "", "nothing to compare"))
     return out
@@ -87,7 +88,13 @@ def run_line(r: DeterminismReport) -> str:
 
 
 def modes_line(r: DeterminismReport) -> str:
-    """The determinism switches in force."""
+    """The determinism switches in force (a served model's are its server's: what it tells, else not told)."""
+    if r.server is not None:
+        told = {k: v for k, v in r.server.facts.items() if "determin" in k or "invariant" in k}
+        said = "; ".join(f"{k} {v}" for k, v in sorted(told.items()))
+        return ("Modes: the server's (" + said + ")." if said else
+                "Modes: a served model's determinism switches are its server's (VLLM_BATCH_INVARIANT, SGLang's "
+                "--enable-deterministic-inference, …); this endpoint does not tell them.")
     m = r.modes
     ops = m.get("batch_invariant_ops")
     parts = [f"torch deterministic algorithms {'on' if m.get('torch_deterministic_algorithms') else 'off'}",
