@@ -424,3 +424,22 @@ def test_replicas_share_a_grid_and_every_output_lacks_the_key(server, proxy, key
     res = _cli("export", base, "--organization", "test", "-o", tmp_path / "eee")
     outputs.append(res.output)
     _no_key_in([tmp_path], *outputs)
+
+
+def test_inspect_openai_api_pair_replayed_through_the_endpoint(server, key, tmp_path):
+    """inspect_ai logs made with its openai-api provider against a vLLM server of the default model: replayed
+    through this server's chat completions (its model id differs: --allow-model-mismatch), every sample's answer as
+    inspect recorded it; a log that records no base URL and no --base-url is one usage line."""
+    fx = ROOT / "tests" / "fixtures" / "inspect_served"
+    a, b = fx / "arc_easy_openai_api.eval", fx / "arc_easy_openai_api_system.eval"
+    r = _cli("attribute", a, b, "--n-boot", "200")
+    assert r.exit_code == 2 and "records no endpoint" in _one_error_line(r)
+    out = tmp_path / "att.json"
+    r = _cli("attribute", a, b, "--n-boot", "200", "--base-url", server, "--api-key-env", KEY_ENV,
+             "--allow-model-mismatch", "-o", out)
+    assert r.exit_code == 0, r.output
+    res = json.loads(out.read_text())
+    assert res["factors"] == ["system_prompt"] and res["n_docs"] == 20
+    assert res["fidelity_a"] == 1.0 and res["fidelity_b"] == 1.0
+    assert abs(res["residual"]) < 1e-12 and abs(sum(res["phi"]) - res["recorded_delta"]) < 1e-12
+    _no_key_in([tmp_path], r.output)

@@ -86,6 +86,9 @@ def serve_from(sources: list[ReplaySource], endpoints: list | None, allow_model_
     if not any(served):
         return sources
     if not endpoints:
+        lacking = [s for s, on in zip(sources, served) if on and s.config.endpoint is None]
+        if lacking:
+            raise UsageError(f"'{lacking[0].path}' records no endpoint (its base URL): give --base-url")
         urls = {s.config.endpoint.base_url for s, on in zip(sources, served) if on and s.config.endpoint}
         if len(urls) > 1:
             raise UsageError(f"the runs record {len(urls)} endpoints ({', '.join(sorted(urls))}): every configuration "

@@ -159,10 +159,12 @@ def _probe(target: ProbeTarget, limit: int, opts, factors: dict[str, Any]):
         RepauditError: what the configuration or the run raises.
     """
     from repaudit.audit.determinism_run import probe_determinism
+    from repaudit.run.config import require_endpoint
     from repaudit.run.runner import RunConfig
 
     cfg = RunConfig(task=target.task, model=target.model, device=target.device, data_dir=target.data_dir,
                     cache_dir=target.cache_dir, limit=limit, **factors)
+    require_endpoint(cfg)
     try:
         return probe_determinism(cfg, opts, err)
     except KeyboardInterrupt:

@@ -140,10 +140,12 @@ def _config(settings: dict[str, Any], named: bool):
         RepauditError: a task file that cannot be read.
     """
     from repaudit.errors import RepauditError, UsageError
+    from repaudit.run.config import require_endpoint
     from repaudit.run.runner import RunConfig, get_task
 
     try:
         cfg = RunConfig(**settings)
+        require_endpoint(cfg)
         if named:
             get_task(cfg.task, None)
     except UsageError:

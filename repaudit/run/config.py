@@ -246,15 +246,26 @@ _IN_PROCESS = {"padding_side": "the server pads (or packs) its own batches",
                "batch_invariant": "batch invariance is the server's mode (VLLM_BATCH_INVARIANT on the server)"}
 
 
-def check_served(cfg: RunConfig) -> None:
-    """A served model's run: an endpoint, and no setting only an in-process backend can apply.
+def require_endpoint(cfg: RunConfig) -> None:
+    """A served model's run names its endpoint before any work.
 
     Raises:
-        RepauditError: no ``--base-url``; a dtype or device asked for (the server's); an in-process setting.
+        UsageError: ``--backend openai`` without ``--base-url``.
+    """
+    if cfg.serving.backend == "openai" and cfg.endpoint is None:
+        from repaudit.errors import UsageError
+
+        raise UsageError("--backend openai needs --base-url (the endpoint, e.g. http://127.0.0.1:8000/v1)")
+
+
+def check_served(cfg: RunConfig) -> None:
+    """A served model's run: no setting only an in-process backend can apply (its endpoint is needed when the backend
+    connects: a replayed run may get it from ``--base-url`` after its configuration is read).
+
+    Raises:
+        RepauditError: a dtype or device asked for (the server's); an in-process setting.
     """
     s = cfg.serving
-    if cfg.endpoint is None:
-        raise RepauditError("--backend openai needs --base-url (the endpoint, e.g. http://127.0.0.1:8000/v1)")
     if s.dtype not in (None, "float32"):
         raise RepauditError(f"--dtype {s.dtype}: a served model runs in the dtype its server loaded; repaudit cannot "
                             "set it through an endpoint (start the server with that dtype)")

@@ -77,6 +77,18 @@ def task_record(header: EvalLog, docs: dict[int, DocOutcome], by_id: dict[str, d
     return apply_conditions(rec.fill(setting_paths())).sorted()
 
 
+#: inspect_ai's providers that reach a model through an OpenAI-compatible endpoint (its chat completions): replayed
+#: with repaudit's openai backend
+SERVED_PROVIDERS = ("openai", "openai-api", "vllm", "sglang", "ollama", "llama-cpp-python")
+
+
+def served_model_id(model: str) -> str:
+    """The served model id of an inspect model name: the provider (and ``openai-api``'s service) cut off
+    (``openai-api/local/SmolLM2`` → ``SmolLM2``, ``vllm/org/name`` → ``org/name``)."""
+    provider, _, rest = model.partition("/")
+    return rest.partition("/")[2] if provider == "openai-api" else rest
+
+
 def _provider(spec: EvalSpec) -> str | None:
     return (spec.model or "").split("/", 1)[0] or None
 
@@ -92,8 +104,14 @@ def _serving(rec: Recorded, spec: EvalSpec, gen: GenerateConfig | None, prefix: 
         if provider == "hf":
             rec.put("serving.batch_size", conn, f"{prefix}max_connections",
                     note="the hf provider batches max_connections requests")
+        elif provider in SERVED_PROVIDERS:
+            rec.put("serving.max_concurrency", conn, f"{prefix}max_connections",
+                    note="a served model's requests in flight")
     if provider == "hf":
         rec["prompt.chat_template"] = derived(True, "inspect's hf provider applies the tokenizer's chat template")
+    elif provider in SERVED_PROVIDERS:
+        rec["prompt.chat_template"] = derived(True, f"inspect's {provider} provider sends conversations to a chat "
+                                                    "completions endpoint, which applies the served model's template")
 
 
 def _prompt(rec: Recorded, header: EvalLog) -> None:

@@ -1,4 +1,7 @@
-"""Replay of an inspect_ai run whose solver chain is inspect's standard multiple choice on the ``hf/`` provider.
+"""Replay of an inspect_ai run whose solver chain is inspect's standard multiple choice on the ``hf/`` provider, or on
+an OpenAI-compatible provider (``openai-api/…``, ``vllm/…``, ``ollama/…``; :data:`SERVED_PROVIDERS`) re-executed
+through an endpoint with repaudit's ``openai`` backend (the conversation sent to its chat completions, as inspect
+sends it).
 
 What an inspect run did is rebuilt as a recorded lm-eval-style task (:class:`~repaudit.tasks.lmeval_config.ConfigTask`)
 and a :class:`~repaudit.run.config.RunConfig`, so that ``attribute`` and ``sweep --base`` re-execute it like any
@@ -32,6 +35,7 @@ from typing import Any
 
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_text
+from repaudit.importers.inspectai.factors import SERVED_PROVIDERS, served_model_id
 from repaudit.importers.inspectai.schema import EvalPlan, EvalSpec
 from repaudit.run.config import RunConfig
 from repaudit.tasks.filters import INVALID
@@ -160,8 +164,10 @@ def _write_rows(rows: list[dict[str, Any]], cache: Path) -> Path:
 def _replayable_plan(path: Path, spec: EvalSpec, plan: EvalPlan | None, rec: Recorded
                      ) -> tuple[str | None, list[str], str]:
     """The plan's templates (:func:`_plan`), once provider, scorer, solvers and greedy generation are replayable."""
-    if not (spec.model or "").startswith("hf/"):
-        raise RepauditError(f"'{path}' ran on inspect's '{spec.model}' provider; only hf/ runs are re-executed here")
+    provider = (spec.model or "").split("/", 1)[0]
+    if provider != "hf" and provider not in SERVED_PROVIDERS:
+        raise RepauditError(f"'{path}' ran on inspect's '{spec.model}' provider; re-executed here: hf/ and the "
+                            f"OpenAI-compatible providers ({', '.join(SERVED_PROVIDERS)}) through --base-url")
     scorers = [s.name for s in spec.scorers or []]
     if scorers != ["choice"]:
         raise RepauditError(f"'{path}': scorer(s) {', '.join(scorers) or 'none'}; only choice() is replayed")
@@ -236,15 +242,23 @@ def config_from_inspect(path: Path, rec: Recorded, docs: dict[int, Any], model: 
 
     margs = dict(spec.model_args or {})
     recorded_path = margs.get("model_path")
+    file = _write_rows(rows, Path(cache_dir or default_cache_dir()))
+    task_config = _task_config(path, spec, file, turns, int(need("generation.max_gen_toks")))
+    common = dict(task=task_config["task"], task_config=task_config, cache_dir=cache_dir, chat_template=True,
+                  fewshot_as_multiturn=bool(turns), num_fewshot=len(turns), system_prompt=system or None,
+                  do_sample=False, stop_at_eos=True)
+    if (spec.model or "").split("/", 1)[0] in SERVED_PROVIDERS:  # through the endpoint: the conversation as sent
+        from repaudit.backends.endpoint import EndpointSettings
+
+        cfg = RunConfig(**common, model=model or served_model_id(spec.model or ""), backend="openai", dtype=None,
+                        device=None, batch_size=1, max_concurrency=int(rec.value("serving.max_concurrency", 8)),
+                        endpoint=EndpointSettings(base_url=spec.model_base_url) if spec.model_base_url else None)
+        return cfg, _recorded_outcomes(path, docs)
     if model is None and recorded_path and not Path(str(recorded_path)).is_dir():
         raise RepauditError(f"'{path}' ran on the local model '{recorded_path}' (model_args.model_path), which is not "
                             f"a folder here (paths resolve against {Path.cwd()}): pass --model DIR, or --model default "
                             "for the packaged SmolLM2-135M-Instruct")
-    file = _write_rows(rows, Path(cache_dir or default_cache_dir()))
-    task_config = _task_config(path, spec, file, turns, int(need("generation.max_gen_toks")))
-    cfg = RunConfig(task=task_config["task"], task_config=task_config,
-                    model=model or str(margs.get("model_path") or need("model.name")), cache_dir=cache_dir,
+    cfg = RunConfig(**common, model=model or str(margs.get("model_path") or need("model.name")),
                     dtype=str(need("serving.dtype")).removeprefix("torch."), batch_size=int(need("serving.batch_size")),
-                    device="cpu", backend="hf", chat_template=True, fewshot_as_multiturn=bool(turns),
-                    num_fewshot=len(turns), system_prompt=system or None, do_sample=False, stop_at_eos=True)
+                    device="cpu", backend="hf")
     return cfg, _recorded_outcomes(path, docs)
