@@ -103,7 +103,7 @@ def compare_command(
         check_options(stats.tie_eps, stats.n_boot, stats.alpha, stats.adjust, stats.top)
         check_outputs(r.output, attribution.plot, r.fmt, r.as_json, csv=not att_on, html=not att_on, mkdir=r.mkdir)
         _check_docs_csv(extra.docs_csv, r.mkdir)
-        from repaudit.run.protocol import looks_like_protocol
+        from repaudit.importers.detect import looks_like_protocol
 
         if looks_like_protocol(run_a) or looks_like_protocol(run_b):
             _conformance(run_a, run_b, pair.samples_a if looks_like_protocol(run_b) else pair.samples_b, r)
@@ -172,12 +172,13 @@ def _conformance(run_a: Path, run_b: Path, samples, report: ReportOptions) -> No
     from repaudit.audit.compare import load_run
     from repaudit.audit.conformance import conformance
     from repaudit.errors import RepauditError
+    from repaudit.importers.detect import looks_like_protocol
     from repaudit.report.protocol import (
         render_conformance_latex,
         render_conformance_markdown,
         render_conformance_rich,
     )
-    from repaudit.run.protocol import looks_like_protocol, read_protocol
+    from repaudit.run.protocol import read_protocol
 
     if looks_like_protocol(run_a) and looks_like_protocol(run_b):
         raise RepauditError("compare takes a run and a protocol, not two protocols")

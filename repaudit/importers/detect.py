@@ -289,3 +289,11 @@ def _refuse_text(path: Path) -> None:
         return
     if why := foreign_text(head):
         raise InputError(path, None, "is " + why)
+
+
+def looks_like_protocol(path: Path) -> bool:
+    """A ``.yaml``/``.yml`` file that is no harness's run: a protocol (NeMo Evaluator writes its results as YAML: an
+    adapter that recognises the file by its content takes it)."""
+    if Path(path).suffix.lower() not in (".yaml", ".yml"):
+        return False
+    return not any(a.recognise_path(Path(path)).ok for a in adapters())

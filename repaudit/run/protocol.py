@@ -168,16 +168,6 @@ def available() -> list[Path]:
     return sorted(d.glob("*.yaml")) if d.is_dir() else []
 
 
-def looks_like_protocol(path: Path) -> bool:
-    """A ``.yaml``/``.yml`` file that is no harness's run (NeMo Evaluator writes its results as YAML: an adapter that
-    recognises the file by its content takes it, :mod:`repaudit.importers.detect`)."""
-    if Path(path).suffix.lower() not in (".yaml", ".yml"):
-        return False
-    from repaudit.importers.detect import adapters
-
-    return not any(a.recognise_path(Path(path)).ok for a in adapters())
-
-
 def read_protocol(path: Path) -> Protocol:
     """Read and validate one protocol file.
 
