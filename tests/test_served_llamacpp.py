@@ -204,8 +204,8 @@ def test_q4_1_generations_against_hf_float32_are_measured_and_reported(runs, tmp
 def test_loglikelihood_is_one_error_line_because_llama_cpp_echoes_no_prompt_logprobs(llamacpp, key, shared_data,
                                                                                        tmp_path):
     """Sent by hand, an echo request gets a log-probability for the generated token only, none for the prompt's;
-    through repaudit, a log-likelihood task is then one error line that says so, exit 69, and no run file (lm-eval's
-    local-completions, reading the same answer, scores every choice 0.0)."""
+    through repaudit, a log-likelihood task is then one error line that says so, exit 69, and no run file (where
+    lm-eval's local-completions, llama.cpp's issue #27174 reports, scores every choice 0.0)."""
     ids = httpx.post(llamacpp.removesuffix("/v1") + "/tokenize", json={"content": "Question: Which gas do plants take "
                                                                                   "in?\nAnswer: carbon dioxide"},
                      headers={"Authorization": f"Bearer {KEY}"}, timeout=30).json()["tokens"]
