@@ -24,7 +24,7 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH := torch==2.13.0
 TORCH_PIP := $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX) --retries 1,)
 
-.PHONY: install demo test docs install-lmeval install-lighteval install-vllm install-inspect
+.PHONY: install demo test docs install-lmeval install-lighteval install-vllm install-inspect install-llamacpp
 
 $(BIN)/repaudit: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -52,7 +52,7 @@ demo: install
 # share it (xdist 3.8's loadgroup does not group under pytest 9.2, which derives node ids from Node._id).
 # TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= 2
-test: install install-vllm install-inspect install-lmeval
+test: install install-vllm install-inspect install-lmeval install-llamacpp
 	$(BIN)/ruff check repaudit tests bench examples docs
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -q -ra --durations=15 -n $(TEST_WORKERS) \
@@ -110,3 +110,15 @@ install-lighteval:
 	.venv-inspect/bin/pip install -q inspect_ai==0.3.285 "transformers>=5.16,<6" accelerate
 
 install-inspect: .venv-inspect/bin/inspect
+
+# llama.cpp's own server for tests/test_served_llamacpp.py (started there by tests/llamacpp_server.py): the prebuilt
+# xllamacpp wheel, llama.cpp with its C++ server compiled in (CPU build, 34 MB, seconds to install, no compiler). It
+# needs nothing else: the server runs in this venv, repaudit in .venv. (llama-cpp-python[server] compiles llama.cpp
+# from source at install: 23 min here; docs/reference/measurements.md, "llama.cpp server".)
+LLAMACPP := xllamacpp==2026.10.11549
+.venv-llamacpp/installed: Makefile
+	$(PY) -m venv .venv-llamacpp
+	.venv-llamacpp/bin/pip install -q "$(LLAMACPP)"
+	touch .venv-llamacpp/installed
+
+install-llamacpp: .venv-llamacpp/installed

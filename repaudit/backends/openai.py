@@ -358,8 +358,8 @@ class OpenAIBackend(Backend):
     # ------------------------------------------------------------------ chat
     def apply_chat_template(self, user: str, system: str | None, turns: list[tuple[str, str]] | tuple = ()) -> str:
         """The conversation as a :class:`ChatPrompt`: its text rendered by the server's template (vLLM's /tokenize
-        with messages, then /detokenize), by the local ``--tokenizer``'s, or, where neither exists, the messages as
-        canonical JSON (the prompt hash then hashes the messages).
+        with messages, then /detokenize; llama.cpp's /apply-template), by the local ``--tokenizer``'s, or, where
+        neither exists, the messages as canonical JSON (the prompt hash then hashes the messages).
 
         Raises:
             EndpointError: the endpoint failed to render it.
@@ -372,10 +372,18 @@ class OpenAIBackend(Backend):
             return ChatPrompt(_canonical(messages), messages)
         if not isinstance(self.tokenizer, ServerTokenizer):  # a local --tokenizer renders its own template
             return ChatPrompt(super().apply_chat_template(user, system, turns), messages)
+        if self.tokenizer.llama:
+            # llama.cpp's /tokenize takes no messages (it answers [] for them); /apply-template renders them with the
+            # template it applies in /v1/chat/completions, the generation prompt included
+            obj = self.ep.post("/apply-template", {"messages": messages}, root=True)
+            text = obj.get("prompt") if isinstance(obj, dict) else None
+            if not isinstance(text, str) or not text:
+                raise EndpointError(f"endpoint {self.ep.url}: /apply-template did not render the chat template")
+            return ChatPrompt(text, messages)
         body = {"model": self.server.model_id, "messages": messages, "add_generation_prompt": True}
         obj = self.ep.post("/tokenize", body, root=True)
         ids = obj.get("tokens") if isinstance(obj, dict) else None
-        if not isinstance(ids, list):
+        if not isinstance(ids, list) or not ids:
             raise EndpointError(f"endpoint {self.ep.url}: /tokenize did not render the chat template")
         return ChatPrompt(self.tokenizer.decode(ids), messages)
 

@@ -7,7 +7,8 @@ Each fact is *recorded* from the route that said it (named in :attr:`ServerFacts
 * ``GET /version`` (vLLM) — its version;
 * ``GET /get_server_info`` (SGLang) — its version and serving arguments (dtype, tensor-parallel size, attention and
   sampling backends, seed, context length, …);
-* ``GET /props`` (llama.cpp's server) — its build, context size, model file, chat template and special tokens;
+* ``GET /props`` (llama.cpp's server) — its build, context size, model file and its file type (``model_ftype``:
+  ``Q4_1``, ``F16``, …), chat template and special tokens;
 * ``GET /tokenizer_info`` (vLLM with ``--enable-tokenizer-info-endpoint``) — the tokenizer's special tokens and chat
   template;
 * ``system_fingerprint`` of every response, gathered while the run answers its requests.
@@ -154,10 +155,13 @@ def describe_server(ep: Endpoint, model: str) -> ServerFacts:
         if max_len is None and _is_int(n_ctx):
             max_len = n_ctx
             sources["max_model_len"] = "GET /props default_generation_settings.n_ctx"
-        facts.update({k: props[k] for k in ("model_path", "total_slots", "bos_token", "eos_token") if
-                      k in props and _plain(props[k])})
+        facts.update({k: props[k] for k in ("model_path", "model_ftype", "total_slots", "bos_token", "eos_token")
+                      if k in props and _plain(props[k])})
     not_told = list(NOT_TOLD)
-    if "dtype" not in facts:
+    if "model_ftype" in facts:  # llama.cpp names the weights' file type (Q4_1, F16, …), not what it computes in
+        not_told.insert(0, "serving.dtype (the activations' dtype behind the endpoint; the weights' file type is "
+                           "facts.model_ftype)")
+    elif "dtype" not in facts:
         not_told.insert(0, "serving.dtype (the weights' and activations' dtype behind the endpoint)")
     if version is None:
         not_told.append("the server's version (no /version, /get_server_info or /props route answered)")
