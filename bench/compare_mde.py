@@ -20,7 +20,8 @@ import math
 import numpy as np
 from scipy import stats as sps
 
-from repaudit.audit.scores import score_row
+from repaudit.audit.scores import RowInput, score_row
+from repaudit.audit.stat_settings import StatSettings
 from repaudit.importers.comparable import DocOutcome, TaskOutcome
 
 GRID = [(40, 0.10), (100, 0.05), (100, 0.30), (300, 0.02), (570, 0.0), (570, 0.12), (1000, 0.15), (3000, 0.08),
@@ -43,7 +44,8 @@ def printed_mde(n: int, psi: float, alpha: float) -> tuple[float, float]:
         return TaskOutcome(task="t", reported={"acc": (float(x.mean()), float(np.std(x, ddof=1) / math.sqrt(n)))},
                            docs=docs, n_docs=n)
 
-    row = score_row("t", "acc", run(xa), run(xb), list(range(n)), None, 0.01, 200, alpha, [], same_task=True)
+    row = score_row(RowInput("t", "acc", run(xa), run(xb), list(range(n)), same_task=True),
+                    StatSettings(alpha=alpha, n_boot=200)).row
     assert row.method == "paired_score" and row.power is not None and row.power.test == "exact McNemar"
     return row.power.mde, 2 * k / n
 

@@ -303,11 +303,11 @@ def _models_in(t) -> list:
     return [m for a in typing.get_args(t) for m in _models_in(a)]
 
 
-def gen_model(dotted: str, depth: str = "9") -> str:
+def gen_model(dotted: str, depth: str = "9", key: str = "") -> str:
     """Every field of a pydantic model, recursively through the nested models it holds: the key as it appears in
     the file, its type, its default and the docstring under the field (``use_attribute_docstrings``); one table
     per nested model, headed by its path (``docs[]`` is every element of a list, ``.<key>`` every value of a
-    mapping)."""
+    mapping); ``key``: the model is the value of this key in a file (not the whole file)."""
     import importlib
     import typing
 
@@ -316,7 +316,7 @@ def gen_model(dotted: str, depth: str = "9") -> str:
     module, _, name = dotted.rpartition(".")
     root = getattr(importlib.import_module(module), name)
     out, seen = [], set()
-    queue = [("", root, 1)]
+    queue = [(key, root, 1)]
     while queue:
         path, model, level = queue.pop(0)
         title = f"`{path}`: `{model.__name__}`" if path else f"`{model.__name__}` (the whole file)"
@@ -427,10 +427,30 @@ def gen_statistics(command: str, indent: str = "0") -> str:
     return statistics_markdown(command, int(indent))
 
 
+def gen_stat_commands() -> str:
+    """Each command's statistics settings, from :data:`repaudit.audit.stat_settings.COMMANDS`: the options it takes
+    and its defaults (a value without an option is fixed; ``—``: the command makes no such thing)."""
+    from repaudit.audit.stat_settings import COMMANDS, StatSettings, option_name
+
+    fields = list(StatSettings.model_fields)
+    rows = ["| command | " + " | ".join(f"`{option_name(f)}`" for f in fields) + " |", "|---" * (len(fields) + 1)
+            + "|"]
+    for name, spec in COMMANDS.items():
+        shown = "variance FILE… --across" if name == "series" else name
+        cells = []
+        for f in fields:
+            v = getattr(spec.defaults, f)
+            cells.append("—" if v is None else f"{v:g}" if isinstance(v, float) else f"{v:,}" if isinstance(v, int)
+                         else str(v))
+            cells[-1] += "" if f in spec.options or v is None else " (fixed)"
+        rows.append(f"| `{shown}` | " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
 GENERATORS: dict[str, Callable[..., str]] = {"commands": gen_commands, "cli": gen_cli, "factors": gen_factors,
                                              "model": gen_model, "frames": gen_frames, "tasks": gen_tasks,
                                              "exit-codes": gen_exit_codes, "methods": gen_methods,
-                                             "statistics": gen_statistics}
+                                             "statistics": gen_statistics, "stat-commands": gen_stat_commands}
 
 
 # ---------------------------------------------------------------- pages

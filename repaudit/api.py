@@ -58,7 +58,7 @@ def load(path: str | Path, samples: list[str | Path] | None = None) -> Comparabl
 
 
 def compare(a: ComparableRun | str | Path, b: ComparableRun | str | Path, *, alpha: float = 0.05,
-            adjust: str = "holm", tie_eps: float = 0.01, n_boot: int = 10_000,
+            adjust: str = "holm", tie_eps: float = 0.01, n_boot: int = 10_000, boot_seed: int = 0,
             task_map: dict[str, str] | None = None, names: tuple[str | None, str | None] = (None, None)
             ) -> Comparison:
     """``repaudit compare A B``: factors, doc sets, scores with paired intervals and adjusted verdicts
@@ -72,8 +72,8 @@ def compare(a: ComparableRun | str | Path, b: ComparableRun | str | Path, *, alp
 
     ra = a if not isinstance(a, (str, Path)) else load(a)
     rb = b if not isinstance(b, (str, Path)) else load(b)
-    return _compare(ra, rb, tie_eps=tie_eps, n_boot=n_boot, alpha=alpha, task_map=task_map, adjust=adjust,
-                    names=names)
+    return _compare(ra, rb, task_map=task_map, names=names, tie_eps=tie_eps, n_boot=n_boot, alpha=alpha,
+                    adjust=adjust, boot_seed=boot_seed)
 
 
 def attribute(a: str | Path, b: str | Path, *, data_dir: str | Path | None = None, model: str | None = None,

@@ -60,6 +60,8 @@ def _check(paths: list[Path], level: str = "90") -> None:
     for p in paths:
         assert p.exists(), p
         assert _labels(p) == [], (p.name, _labels(p))
+        if p.suffix == ".json":  # every JSON report records how its intervals were made
+            assert json.loads(p.read_text())["stat_settings"]["alpha"] == 0.1, p.name
     said = "".join(p.read_text(errors="replace") for p in paths if p.suffix in TEXT)
     assert re.search(rf"(?<![0-9.]){level}(?:\s?%|\\,\\%)", said), f"no {level} % label in {[p.name for p in paths]}"
 
@@ -90,6 +92,8 @@ def test_variance_across(tmp_path, across, files):
         _invoke(["variance", *files, "--across", across, "--alpha", "0.1", "--n-boot", "200", "-o", str(p)])
     for p in paths:
         assert _labels(p) == [], (p.name, _labels(p))
+    assert json.loads(paths[3].read_text())["stat_settings"] == {"alpha": 0.1, "adjust": "none", "n_boot": 200,
+                                                                 "boot_seed": 0, "tie_eps": None}
     if across == "seed":
         _check(paths)
 

@@ -85,9 +85,10 @@ def test_a_foreign_pair_says_what_it_does_not_record(tmp_path):
 
 def test_scores_and_their_intervals_are_a_direct_bootstrap(tmp_path):
     from repaudit.audit.appendix import run_scores
+    from repaudit.audit.stat_settings import for_command
 
     run = load_run(SEEDS[0])
-    lines = {x.metric: x for x in run_scores(run, "s", 0.1, 500)}
+    lines = {x.metric: x for x in run_scores(run, "s", for_command("appendix", alpha=0.1, n_boot=500))}
     docs = json.loads(SEEDS[0].read_text())["docs"]
     for metric in ("acc", "acc_norm"):
         rng = np.random.default_rng(0)

@@ -75,6 +75,7 @@ def test_real_attribution_on_a_tiny_model_and_second_run_is_all_cache(tiny_model
     # A and B themselves were re-executed from their fingerprints: same numbers, no residual
     assert first.fidelity_a == first.fidelity_b == 1.0 and first.residual == pytest.approx(0.0, abs=1e-12)
     assert first.computed_batches > 0
+    assert (first.stat_settings.n_boot, first.stat_settings.boot_seed, first.stat_settings.adjust) == (200, 0, None)
     second = run_attribution(src_a, src_b, run, n_boot=200)
     assert second.computed_batches == 0 and second.cached_batches > 0  # no inference at all
     assert second.phi == first.phi

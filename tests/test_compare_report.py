@@ -405,12 +405,13 @@ def test_lighteval_extractive_match_is_a_known_proportion():
 
 
 def test_an_unknown_metric_says_what_is_unknown():
-    from repaudit.audit.scores import score_row
+    from repaudit.audit.scores import RowInput, score_row
+    from repaudit.audit.stat_settings import StatSettings
     from repaudit.importers.comparable import TaskOutcome
 
     t = TaskOutcome(task="t", reported={"frobnicity": (0.5, None)}, docs=None, n_docs=None)
     u = TaskOutcome(task="t", reported={"frobnicity": (0.6, None)}, docs=None, n_docs=None)
-    row = score_row("t", "frobnicity", t, u, None, None, 0.01, 200, 0.05, [])
+    row = score_row(RowInput("t", "frobnicity", t, u), StatSettings(n_boot=200)).row
     assert "repaudit does not know the metric 'frobnicity'" in row.note and "direction is unknown" in row.note
 
 

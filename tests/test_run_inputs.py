@@ -141,7 +141,7 @@ def test_a_damaged_batch_store_is_set_aside_and_rebuilt(tiny_model, shared_data,
 
 def test_compare_n_boot_zero_is_an_error(lmeval_runs):
     res = runner.invoke(app, ["compare", str(lmeval_runs / "s1"), str(lmeval_runs / "s2"), "--n-boot", "0"])
-    assert "--n-boot must be between 100 and 1000000, got 0" in _one_error_line(res, 2)  # a usage error
+    assert "--n-boot must be an integer between 100 and 1000000, got 0" in _one_error_line(res, 2)  # usage
 
 
 def test_progress_lines_without_a_terminal(tiny_model, shared_data, tmp_path, monkeypatch):

@@ -105,7 +105,9 @@ def test_compare_says_when_an_interval_and_its_verdict_point_different_ways():
     from pathlib import Path
 
     from repaudit.audit.compare import compare, load_run
-    from repaudit.audit.scores import ScoreRow, judge
+    from repaudit.audit.scores import ScoreRow
+    from repaudit.audit.stat_settings import StatSettings
+    from repaudit.audit.verdicts import judge
 
     fix = Path(__file__).resolve().parent / "fixtures" / "lmeval_config"
     c = compare(load_run(fix / "openbookqa_0shot"), load_run(fix / "openbookqa_3shot"), n_boot=500)
@@ -118,15 +120,15 @@ def test_compare_says_when_an_interval_and_its_verdict_point_different_ways():
                         method="paired_score", n_paired=400, verdict="within noise", p_value=p)
 
     rows = [row("acc", 0.5, 9.5, 0.03), row("acc_norm", 0.2, 9.8, 0.04)]  # Holm: both adjusted to 0.06
-    judge(rows, 0.05)
+    judge(rows, StatSettings())
     for r in rows:
         assert r.verdict == "within noise" and r.p_adjusted == pytest.approx(0.06)
         assert "the unadjusted 95 % interval excludes 0, but p adj = 0.06 (Holm-adjusted over 2 rows)" in r.note
     margin = [row("acc", -0.2, 9.0, 0.049)]
-    judge(margin, 0.05)
+    judge(margin, StatSettings())
     assert margin[0].verdict == "significant" and "the 95 % interval includes 0" in margin[0].note
     plain = [row("acc", 0.5, 9.5, 0.01)]
-    judge(plain, 0.05)
+    judge(plain, StatSettings())
     assert plain[0].verdict == "significant" and plain[0].note == ""
 
 
@@ -164,15 +166,16 @@ def test_an_unpaired_proportion_of_known_docs_gets_newcombes_interval():
     """Two lm-eval runs without samples but with their doc counts (n-samples): a 0/1 metric's row takes Newcombe's
     interval (method unpaired_newcombe) — also where one run scored every doc right (stderr 0, where the normal
     interval has no spread); a row whose stderr is not a 0/1 mean's keeps the normal interval."""
-    from repaudit.audit.flips import FlipList
-    from repaudit.audit.scores import score_row, unpaired_proportion
+    from repaudit.audit.scores import RowInput, score_row, unpaired_proportion
+    from repaudit.audit.stat_settings import StatSettings
     from repaudit.importers.comparable import TaskOutcome
 
     assert unpaired_proportion(0.5, math.sqrt(0.25 / 24), 25) and unpaired_proportion(1.0, 0.0, 25)
     assert not unpaired_proportion(0.5, 0.2, 25) and not unpaired_proportion(0.5, 0.1, None)
     ta = TaskOutcome(task="t", reported={"acc": (0.92, math.sqrt(0.92 * 0.08 / 24))}, docs=None, n_docs=25)
     tb = TaskOutcome(task="t", reported={"acc": (1.0, 0.0)}, docs=None, n_docs=25)
-    row = score_row("t", "acc", ta, tb, None, None, 0.01, 200, 0.05, FlipList())
+    stat = StatSettings(n_boot=200)
+    row = score_row(RowInput("t", "acc", ta, tb), stat).row
     assert row.method == "unpaired_newcombe" and row.ci_low < 0 < row.ci_high and "Newcombe" in row.note
     tc = TaskOutcome(task="t", reported={"acc": (0.8, 0.05)}, docs=None, n_docs=25)
-    assert score_row("t", "acc", ta, tc, None, None, 0.01, 200, 0.05, FlipList()).method == "unpaired_stderr"
+    assert score_row(RowInput("t", "acc", ta, tc), stat).row.method == "unpaired_stderr"

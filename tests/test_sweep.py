@@ -26,6 +26,9 @@ def test_float32_batch_size_sweep_is_within_the_noise_floor(tiny_model, shared_d
         # 10 docs: the deltas are measured, a verdict is not given (compare's floor of 20 docs)
         assert p.flip_rate == 0.0 and p.delta == 0.0 and p.verdict == "no verdict: 10 docs (fewer than 20)"
     assert len({p.fingerprint_digest for p in res.points}) == 2  # batch size is recorded
+    # how the intervals were made: sweep's defaults, each value judged alone (no adjustment), no flips classified
+    assert res.stat_settings.model_dump() == {"alpha": 0.05, "adjust": "none", "n_boot": 10_000, "boot_seed": 0,
+                                              "tie_eps": None}
 
 
 def test_fewshot_base_uses_seed_spread(tiny_model, shared_data, tmp_path):

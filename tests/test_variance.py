@@ -31,6 +31,8 @@ def report(tiny_model, shared_data, tmp_path_factory):
 
 def test_the_grid_is_seeds_then_orders_per_format(report):
     r, recs = report
+    assert r.stat_settings.model_dump() == {"alpha": 0.05, "adjust": None, "n_boot": 500, "boot_seed": 0,
+                                            "tie_eps": None}
     assert len(recs) == 2 * (3 + 2) and [u.format for u in r.runs] == ["cloze"] * 5 + ["lettered"] * 5
     assert [(u.fewshot_seed, u.order_seed) for u in r.runs[:5]] == [(1234, None), (1235, None), (1236, None),
                                                                      (1234, 1), (1234, 2)]

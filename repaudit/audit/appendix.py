@@ -26,6 +26,7 @@ from repaudit.audit.attribution import AttributionReport
 from repaudit.audit.compare import Comparison
 from repaudit.audit.labels import given_twice
 from repaudit.audit.series import SeriesReport
+from repaudit.audit.stat_settings import COMMANDS, StatSettings, for_command
 from repaudit.audit.stats import bootstrap_mean
 from repaudit.audit.sweep import SweepResult
 from repaudit.audit.variance import VarianceReport
@@ -70,7 +71,8 @@ class Appendix:
         runs: the run files as compare reads them, in the order given.
         names: each run's name in every table (``--names``, else :func:`run_names`).
         alpha: every interval computed here is (1 − alpha), two-sided.
-        n_boot: bootstrap replicates per score and per comparison.
+        n_boot: bootstrap replicates per score (each comparison: at least 1000, its own ``stat_settings``).
+        stat_settings: how the scores' intervals were made (``alpha``, ``n_boot`` and the bootstrap's seed).
         scores: every run's scores with their intervals (:func:`run_scores`).
         comparisons: ``compare`` of each pair asked for, at ``alpha``.
         attributions, variances, sweeps: the reports read back from their ``--json`` files (a variance report of a
@@ -81,6 +83,7 @@ class Appendix:
     names: list[str]
     alpha: float
     n_boot: int
+    stat_settings: StatSettings
     scores: list[ScoreLine]
     comparisons: list[Comparison] = field(default_factory=list)
     attributions: list[AttributionReport] = field(default_factory=list)
@@ -88,11 +91,11 @@ class Appendix:
     sweeps: list[SweepResult] = field(default_factory=list)
 
 
-def _interval(t: TaskOutcome, metric: str, alpha: float, n_boot: int):
+def _interval(t: TaskOutcome, metric: str, stat: StatSettings):
     """(score, low, high, docs, method) of one task × metric in its display unit, and its kind."""
     from repaudit.audit.scores import side_kind
 
-    kind = side_kind(metric, t)
+    kind, alpha = side_kind(metric, t), stat.alpha
     value, stderr = t.reported[metric]
     s = kind.scale
     docs = list((t.docs or {}).values())
@@ -101,7 +104,8 @@ def _interval(t: TaskOutcome, metric: str, alpha: float, n_boot: int):
             and math.isclose(float(np.mean(vals)), value, rel_tol=1e-6, abs_tol=1e-9)):
         clusters = [d.cluster for d in docs]
         whole = all(c is not None for c in clusters)
-        b = bootstrap_mean(np.array(vals), np.array(clusters) if whole else None, n_boot, alpha)
+        b = bootstrap_mean(np.array(vals), np.array(clusters) if whole else None, stat.n_boot, alpha,
+                           seed=stat.boot_seed)
         how = "bootstrap over clusters" if whole else "bootstrap over docs"
         return (s * value, s * b.ci_low, s * b.ci_high, len(docs), how), kind
     n = len(docs) or t.n_docs
@@ -114,14 +118,15 @@ def _interval(t: TaskOutcome, metric: str, alpha: float, n_boot: int):
     return (s * value, None, None, n, "none"), kind
 
 
-def run_scores(run: ComparableRun, name: str, alpha: float, n_boot: int) -> list[ScoreLine]:
-    """Every finite reported score of ``run`` with its interval (module docstring), tasks in the file's order."""
+def run_scores(run: ComparableRun, name: str, stat: StatSettings) -> list[ScoreLine]:
+    """Every finite reported score of ``run`` with its interval (module docstring; ``stat``: alpha and the
+    bootstrap), tasks in the file's order."""
     out = []
     for task, t in run.tasks.items():
         for metric, (value, _) in t.reported.items():
             if value is None or not math.isfinite(value):
                 continue
-            (score, lo, hi, n, how), kind = _interval(t, metric, alpha, n_boot)
+            (score, lo, hi, n, how), kind = _interval(t, metric, stat)
             out.append(ScoreLine(run=name, task=t.source_name or task, metric=metric, unit=kind.display_unit,
                                  direction=kind.direction, score=score, ci_low=lo, ci_high=hi, n_docs=n, method=how))
     return out
@@ -203,7 +208,8 @@ class Requested:
         names: one name per run, or None for :func:`run_names`' own.
         pairs: the runs to compare, each by name or 1-based position.
         attributions, variances, sweeps: JSON reports of ``attribute``, ``variance`` and ``sweep``.
-        alpha, n_boot: the level and bootstrap size of every interval computed here.
+        stat: alpha and the bootstrap of every interval computed here (appendix's defaults: α 0.05, 2000
+            resamples, seed 0).
     """
 
     paths: list[Path]
@@ -212,24 +218,21 @@ class Requested:
     attributions: list[Path] = field(default_factory=list)
     variances: list[Path] = field(default_factory=list)
     sweeps: list[Path] = field(default_factory=list)
-    alpha: float = 0.05
-    n_boot: int = 2000
+    stat: StatSettings = COMMANDS["appendix"].defaults
 
 
 def build_appendix(req: Requested) -> Appendix:
     """Read every run and report of ``req`` and compute what the appendix shows.
 
     Raises:
-        UsageError: ``alpha``/``n_boot`` out of range, names that do not fit the runs, a pair naming no run or one
+        UsageError: a statistics setting out of range, names that do not fit the runs, a pair naming no run or one
             run twice.
         RepauditError: a file that cannot be read as what it is given for; a pair without a shared task.
     """
     from repaudit.audit.compare import compare
     from repaudit.importers.detect import load_run
 
-    if not 0 < req.alpha < 1 or not 100 <= req.n_boot <= 1_000_000:
-        raise UsageError(f"--alpha must be in (0, 1) and --n-boot between 100 and 1000000, got {req.alpha:g} and "
-                         f"{req.n_boot}")
+    stat = for_command("appendix", req.stat)
     if not req.paths:
         raise UsageError("give at least one run file")
     twice = given_twice(req.paths)
@@ -241,10 +244,10 @@ def build_appendix(req: Requested) -> Appendix:
     pairs = list(dict.fromkeys((pick(a, names), pick(b, names)) for a, b in req.pairs))
     if any(i == j for i, j in pairs):
         raise UsageError("--compare takes two different runs")
-    out = Appendix(runs=runs, names=names, alpha=req.alpha, n_boot=req.n_boot,
-                   scores=[x for r, n in zip(runs, names) for x in run_scores(r, n, req.alpha, req.n_boot)])
-    out.comparisons = [compare(runs[i], runs[j], n_boot=max(req.n_boot, 1000), alpha=req.alpha,
-                               names=(names[i], names[j])) for i, j in pairs]
+    out = Appendix(runs=runs, names=names, alpha=stat.alpha, n_boot=stat.n_boot, stat_settings=stat,
+                   scores=[x for r, n in zip(runs, names) for x in run_scores(r, n, stat)])
+    out.comparisons = [compare(runs[i], runs[j], stat, n_boot=max(stat.n_boot, 1000), names=(names[i], names[j]))
+                       for i, j in pairs]
     out.attributions = [read_report(p, "attribution") for p in req.attributions]
     out.variances = [read_report(p, "variance") for p in req.variances]
     out.sweeps = [read_report(p, "sweep") for p in req.sweeps]

@@ -25,7 +25,7 @@ from repaudit.audit.shapley import (  # noqa: F401
     shapley_weights,
     subsets,
 )
-from repaudit.audit.stats import check_alpha
+from repaudit.audit.stat_settings import StatSettings, for_command
 
 
 class AttributionReport(BaseModel):
@@ -75,7 +75,9 @@ class AttributionReport(BaseModel):
     reexecuted_delta_ci: list[float] = []
     """(1 − ``alpha``) interval [low, high] of ``reexecuted_delta``, as ``phi_ci``."""
     alpha: float = 0.05
-    """The intervals are (1 − alpha) (two-sided)."""
+    """The intervals are (1 − alpha) (two-sided; ``stat_settings.alpha``)."""
+    stat_settings: StatSettings | None = None
+    """How the intervals were made (alpha, the bootstrap's resamples and seed); None: not recorded (older report)."""
     residual: float
     """``recorded_delta − reexecuted_delta``: what re-execution does not reproduce (not-replayable factors,
     nondeterminism)."""
@@ -202,11 +204,11 @@ class _Grid:
     order: list[frozenset[int]]
 
 
-def _grid(src_a, src_b, n_perm: int | None, n_boot: int) -> _Grid:
+def _grid(src_a, src_b, n_perm: int | None) -> _Grid:
     """The differing replayable factors and every hybrid to run, in (backend, dtype) order.
 
     Raises:
-        RepauditError: different tasks, no replayable factor differs, or ``n_boot`` out of range.
+        RepauditError: different tasks, or no replayable factor differs.
     """
     from repaudit.audit.replay import differing_factors
     from repaudit.errors import RepauditError
@@ -223,8 +225,6 @@ def _grid(src_a, src_b, n_perm: int | None, n_boot: int) -> _Grid:
     else:
         method = "permutation"
         w, subs, per = permutation_weights(k, n_perm or 4 * k)
-    if not 100 <= n_boot <= 1_000_000:
-        raise RepauditError(f"--n-boot must be between 100 and 1000000, got {n_boot}")
     configs = attribution_configs(src_a, src_b, factors, subs)
     order = sorted(subs, key=lambda s: (configs[s].backend, configs[s].dtype, len(s)))
     return _Grid(factors, fixed, unknown, method, w, subs, per, configs, order)
@@ -313,12 +313,13 @@ def attribution_strata(src_a, src_b, metric: str | None) -> tuple[list[int], dic
     return census, {"near-tie": near, "rest": [d for d, x in zip(others, m) if x > cut]}
 
 
-def _estimate(g: _Grid, outcomes: dict, n_boot: int, contrib, seq, alpha: float = 0.05):
+def _estimate(g: _Grid, outcomes: dict, stat: StatSettings, contrib, seq):
     """Shapley values with intervals, interactions and the Δ interval. Returns ``(phi, phi_ci, stderr, inter,
     delta_ci)``; a sequential design's repeated confidence intervals replace the bootstrap ones."""
     k, full = len(g.factors), frozenset(range(len(g.factors)))
+    n_boot, alpha = stat.n_boot, stat.alpha
     if g.method == "exact":
-        att = attribute(g.factors, outcomes, n_boot=n_boot, alpha=alpha)
+        att = attribute(g.factors, outcomes, n_boot=n_boot, alpha=alpha, seed=stat.boot_seed)
         phi, phi_ci, stderr = att.phi, att.phi_ci, None
         inter = [{"pair": list(p), "value": float(v), "ci": [float(c[0]), float(c[1])]}
                  for p, v, c in zip(att.pairs, att.interactions, att.interactions_ci)]
@@ -328,7 +329,7 @@ def _estimate(g: _Grid, outcomes: dict, n_boot: int, contrib, seq, alpha: float 
         v = mat.mean(axis=1)
         phi = g.w @ v
         stderr = [float(x) for x in perm_stderr(g.per, v)]
-        rng = np.random.default_rng(0)
+        rng = np.random.default_rng(stat.boot_seed)
         boot = np.stack([mat[:, rng.integers(0, mat.shape[1], mat.shape[1])].mean(axis=1) for _ in range(n_boot)])
         q = [alpha / 2, 1 - alpha / 2]
         phi_ci = np.quantile(boot @ g.w.T, q, axis=0).T
@@ -384,10 +385,9 @@ def _score(values: np.ndarray, w: np.ndarray | None) -> float:
     return float(values.mean()) if w is None else float(values @ w)
 
 
-def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: int = 2000,
+def run_attribution(src_a, src_b, executor, metric: str | None = None, stat: StatSettings | None = None,
                     progress=None, n_perm: int | None = None, precision: float | None = None,
-                    precision_seed: int = 0, round_docs: int | None = None, alpha: float = 0.05
-                    ) -> AttributionReport:
+                    precision_seed: int = 0, round_docs: int | None = None, **changes: Any) -> AttributionReport:
     """Re-execute the hybrids of two runs and attribute the score delta to each differing factor.
 
     Args:
@@ -396,6 +396,8 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
             ``RunConfig -> RunRecord``; finished batches come from the store, so a repeated
             attribution performs no inference.
         metric: per-doc metric to attribute (default: the task's first).
+        stat: alpha (the intervals are (1 − alpha), two-sided) and the bootstrap (attribute's defaults where None:
+            2000 resamples, seed 0); ``changes`` override its fields (``n_boot=200``).
         progress: called as ``progress(done, total)`` after each configuration.
         n_perm: permutations when k > :data:`EXACT_MAX_FACTORS` (default 4·k).
         precision: stop when every Shapley value's (and interaction's, and the delta's) (1 − ``alpha``)
@@ -403,28 +405,27 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
             seeded random rounds (:mod:`repaudit.audit.sequential`) and intervals are repeated
             confidence intervals. ``None`` evaluates every doc, intervals by bootstrap.
         precision_seed, round_docs: the permutation seed and round size of the doc-adaptive audit.
-        alpha: the intervals are (1 − alpha), two-sided.
 
     Configurations are ordered by (backend, dtype): a pooled backend loads the model once per pair.
 
     Raises:
         RepauditError: no replayable factor differs, the runs are of different tasks, or the
             metric is not recorded by both runs.
-        UsageError: ``alpha`` outside (0, 1).
+        UsageError: a statistics setting out of range.
     """
     t0 = time.perf_counter()
-    g = _grid(src_a, src_b, n_perm, n_boot)
+    stat = for_command("attribute", stat, **changes)
+    g = _grid(src_a, src_b, n_perm)
     full = frozenset(range(len(g.factors)))
-    check_alpha(alpha)
     records, metric, spent, contrib, seq = _execute(g, src_a, src_b, executor, metric, progress, precision,
-                                                    precision_seed, round_docs, alpha)
+                                                    precision_seed, round_docs, stat.alpha)
     first = records[frozenset()]
     _check_metric(metric, src_a, src_b, records)
     doc_ids = [d.doc_id for d in first.docs]
     _check_same_docs(src_a, first)
     _check_same_docs(src_b, records[full])
     outcomes = {s: np.array([d.metrics[metric] for d in r.docs]) for s, r in records.items()}
-    phi, phi_ci, stderr, inter, delta_ci = _estimate(g, outcomes, n_boot, contrib, seq, alpha)
+    phi, phi_ci, stderr, inter, delta_ci = _estimate(g, outcomes, stat, contrib, seq)
     # recorded and re-executed scores on the docs this estimate used (all of them without --precision), weighted
     # as the estimate is (stratum sizes over docs used, with --precision), so that the sum of φ is their Δ
     w = None if seq is None else contrib[1]
@@ -435,7 +436,8 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, n_boot: i
         not_replayable=g.fixed, not_recorded=g.unknown, method=g.method,
         phi=[float(x) for x in phi], phi_ci=[[float(a), float(b)] for a, b in phi_ci], phi_stderr=stderr,
         interactions=inter, recorded_a=ra, recorded_b=rb, reexecuted_a=va, reexecuted_b=vb,
-        recorded_delta=rb - ra, reexecuted_delta=vb - va, reexecuted_delta_ci=delta_ci, alpha=alpha,
+        recorded_delta=rb - ra, reexecuted_delta=vb - va, reexecuted_delta_ci=delta_ci, alpha=stat.alpha,
+        stat_settings=stat,
         residual=(rb - ra) - (vb - va), fidelity_a=_agreement(src_a.docs, first),
         fidelity_b=_agreement(src_b.docs, records[full]), n_docs=len(doc_ids), n_shared=len(shared_doc_ids(
             src_a.docs, src_b.docs)), n_docs_a=len(src_a.docs), n_docs_b=len(src_b.docs), configurations=len(g.subs),

@@ -16,19 +16,22 @@ come from Holm-adjusted p-values over all rows (task rows and group rows as sepa
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from repaudit.audit.docsets import doc_set, same_docs, shared_doc_ids
 from repaudit.audit.factordiff import FactorRow, diff_factors
-from repaudit.audit.flips import FlipList, FlippedDoc
+from repaudit.audit.flips import FlippedDoc
 from repaudit.audit.labels import given_twice, run_label, run_labels
 from repaudit.audit.mechanisms import DiagnosticRow, Mechanism, explain
 from repaudit.audit.pairing import TaskSets, pair_tasks
 from repaudit.audit.picks import scoring_of
 from repaudit.audit.scored import ScoredAnswers, scored_answers
-from repaudit.audit.scores import ScoreRow, judge, score_row
-from repaudit.errors import RepauditError, UsageError
+from repaudit.audit.scores import RowInput, ScoreRow, score_row
+from repaudit.audit.stat_settings import StatSettings, for_command
+from repaudit.audit.verdicts import judge
+from repaudit.errors import RepauditError
 from repaudit.importers.comparable import ComparableRun, TaskOutcome
 from repaudit.importers.detect import load_run
 from repaudit.importers.metric_kinds import task_base
@@ -167,6 +170,9 @@ class Comparison(BaseModel):
     """Significance level; intervals are (1 − alpha)."""
     adjust: str = "holm"
     """Multiplicity adjustment of the p-values: holm, bh or none."""
+    stat_settings: StatSettings | None = None
+    """How the intervals and tests were made (``tie_eps``, ``alpha`` and ``adjust`` above are its fields, kept for
+    readers of format 3); None: written by a repaudit that did not record it."""
     summary: Summary | None = None
     """The headline; None only before :func:`summarise` fills it."""
     tasks: TaskSet | None = None
@@ -221,42 +227,22 @@ def _not_comparable_reason(ag: DocAgreement) -> str | None:
     return None
 
 
-def check_options(tie_eps: float, n_boot: int, alpha: float, adjust: str, top: int = 0) -> None:
-    """The comparison's options, before any file is read.
-
-    Raises:
-        UsageError: ``n_boot`` outside [100, 1000000], a negative or non-finite ``tie_eps``, ``alpha`` outside
-            (0, 1), an unknown ``adjust``, or a negative ``top``.
-    """
-    import math
-
-    if not 100 <= n_boot <= 1_000_000:
-        raise UsageError(f"--n-boot must be between 100 and 1000000, got {n_boot}")
-    if not (math.isfinite(tie_eps) and tie_eps >= 0):
-        raise UsageError(f"--tie-eps must be a non-negative number of nats, got {tie_eps}")
-    if not 0 < alpha < 1:
-        raise UsageError(f"alpha must be in (0, 1), got {alpha}")
-    if adjust not in ("holm", "bh", "none"):
-        raise UsageError(f"--adjust must be holm, bh or none, got '{adjust}'")
-    if not 0 <= top <= 1_000_000:
-        raise UsageError(f"--top must be between 0 and 1000000, got {top}")
-
-
-def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: int = 10_000,
-            alpha: float = 0.05, task_map: dict[str, str] | None = None, adjust: str = "holm",
-            names: tuple[str | None, str | None] = (None, None)) -> Comparison:
+def compare(a: ComparableRun, b: ComparableRun, stat: StatSettings | None = None, *,
+            task_map: dict[str, str] | None = None, names: tuple[str | None, str | None] = (None, None),
+            **changes: Any) -> Comparison:
     """Compare two runs on every task they share (tasks paired first by :func:`pair_tasks`).
 
     Args:
+        stat: how intervals and tests are made (compare's defaults where None: 10,000 resamples, Holm, α 0.05);
+            ``changes`` override its fields (``n_boot=200``), as :func:`~repaudit.audit.stat_settings.for_command`.
         task_map: ``--pair-tasks`` patterns, ``{B pattern: A pattern}``.
-        adjust: multiplicity adjustment of the p-values (``holm``, ``bh``, ``none``).
         names: the runs' labels in every report (``--name-a``/``--name-b``); ``None``: :func:`run_labels`.
 
     Raises:
         RepauditError: the runs have no task in common, or a pattern that pairs nothing.
-        UsageError: ``n_boot``/``tie_eps``/``alpha``/``adjust`` out of range (:func:`check_options`).
+        UsageError: a statistics setting out of range.
     """
-    check_options(tie_eps, n_boot, alpha, adjust)
+    stat = for_command("compare", stat, **changes)
     label_a, label_b = run_labels(a, b, names)
     sets = pair_tasks(a, b, task_map)
     a, b = sets.a, sets.b
@@ -281,25 +267,27 @@ def compare(a: ComparableRun, b: ComparableRun, tie_eps: float = 0.01, n_boot: i
         if not common and (ta.reported or tb.reported):
             notes.append(_no_shared_metric(task, ta, tb, a.source, b.source))
         # each run's metrics pick their own answers (acc_norm by its normalisation), for the flipped docs' columns
-        sink = FlipList(flips, scoring_of(a.source, a.factors[task]), scoring_of(b.source, b.factors[task]))
+        scoring = scoring_of(a.source, a.factors[task]), scoring_of(b.source, b.factors[task])
         for metric in common:
             # every 0/1 metric lists its flipped docs (acc_norm may be the row that moved, not acc)
-            row = score_row(task, metric, ta, tb, shared, reason, tie_eps, n_boot, alpha, sink, same_task)
+            out = score_row(RowInput(task, metric, ta, tb, shared, reason, same_task, *scoring), stat)
+            row = out.row
             if basis and row.method.startswith("unpaired"):
                 row.note = f"{row.note}; {basis}" if row.note else basis
             scores.append(row)
+            flips += out.flips
         rows, mech, warn = explain(task, ta, tb, shared if shared and reason is None else None, common,
-                                   n_boot=min(n_boot, 2000), alpha=alpha)
+                                   stat.model_copy(update={"n_boot": min(stat.n_boot, 2000)}))
         diagnostics += rows
         mechanisms += mech
         warnings += warn
-    judge(scores, alpha, adjust)
+    judge(scores, stat)
     _scale_mechanisms(mechanisms, scores)
     taskset = _task_set(sets, shared_tasks)
-    cmp = Comparison(a=run_label(a, label_a), b=run_label(b, label_b), tie_eps=tie_eps, alpha=alpha, adjust=adjust,
-                     tasks=taskset, factors=factors, docs=agreements, scored=scored, scores=scores, flips=flips,
-                     notes=notes,
-                     diagnostics=diagnostics, mechanisms=mechanisms, warnings=warnings)
+    cmp = Comparison(a=run_label(a, label_a), b=run_label(b, label_b), tie_eps=stat.tie_eps, alpha=stat.alpha,
+                     adjust=stat.adjust, stat_settings=stat, tasks=taskset, factors=factors, docs=agreements,
+                     scored=scored, scores=scores, flips=flips, notes=notes, diagnostics=diagnostics,
+                     mechanisms=mechanisms, warnings=warnings)
     cmp.summary = summarise(cmp)
     return cmp
 

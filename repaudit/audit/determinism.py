@@ -42,6 +42,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from repaudit.audit.stat_settings import StatSettings
 from repaudit.backends.server import ServerFacts
 from repaudit.errors import RepauditError
 
@@ -219,6 +220,10 @@ class DeterminismReport(_Record):
     """Wall-clock seconds of the whole probe, model loads included."""
     traces: list[Trace] | None = None
     """Every answer of every configuration (``--keep-traces``); None: not kept."""
+    stat_settings: StatSettings | None = None
+    """How intervals were made, as every report says: None, for determinism makes no interval and no test — it
+    counts the bits, docs and predictions that differ (``sweep``/``attribute --noise-floor`` take the spread of its
+    scores, a standard deviation, and judge against it with their own settings)."""
 
 
 def bits(x: float) -> bytes:

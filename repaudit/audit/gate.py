@@ -42,6 +42,7 @@ from repaudit.audit.compare import Comparison, FactorRow, ScoreRow
 from repaudit.audit.intervals import stat_label
 from repaudit.audit.mde import WHAT_WOULD, RowPower
 from repaudit.audit.mechanisms import Mechanism
+from repaudit.audit.stat_settings import Adjust, Alpha, StatSettings, for_command
 from repaudit.audit.stats import benjamini_hochberg, holm, paired_score_interval, paired_score_z
 from repaudit.boundary import InputError, read_yaml, validate
 from repaudit.errors import UsageError
@@ -75,10 +76,12 @@ class Policy(BaseModel):
     """A gate policy (YAML): α, the multiplicity adjustment and the rules, first match wins."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-    alpha: float = Field(0.05, gt=0, lt=0.5, allow_inf_nan=False)
-    """Level of each one-sided claim; intervals are (1 − 2α)."""
-    multiplicity: Literal["holm", "bh", "none"] = "holm"
-    """Adjustment over the PASS claims of all gated rows (one family) and the FAIL claims (another)."""
+    alpha: Alpha = 0.05
+    """Level of each one-sided claim; intervals are (1 − 2α). In (0, 0.5), as ``--alpha`` on every command
+    (:attr:`~repaudit.audit.stat_settings.StatSettings.alpha` says why)."""
+    multiplicity: Adjust = "holm"
+    """Adjustment over the PASS claims of all gated rows (one family) and the FAIL claims (another): holm, bh or
+    none (the command line's ``--adjust``)."""
     rows: list[PolicyRow] = Field(min_length=1, max_length=10_000)
     """The rules, first match wins; at least one critical."""
 
@@ -108,13 +111,13 @@ def _margin_bound() -> float:
     return next(float(m.le) for m in PolicyRow.model_fields["margin"].metadata if getattr(m, "le", None) is not None)
 
 
-def inline_policy(max_drop: float | None, margin: float | None, alpha: float = 0.05,
-                  multiplicity: str = "holm") -> Policy:
-    """``--max-drop PTS`` (non-inferiority) or ``--margin PTS`` (equivalence) on every row, all critical.
+def inline_policy(max_drop: float | None, margin: float | None, stat: StatSettings | None = None) -> Policy:
+    """``--max-drop PTS`` (non-inferiority) or ``--margin PTS`` (equivalence) on every row, all critical, at
+    ``stat``'s ``alpha`` and ``adjust`` (gate's defaults where None: 0.05, holm).
 
     Raises:
         UsageError: neither or both given, a value that is negative, not finite or over a policy row's bound
-            (1e9), ``alpha`` outside (0, 0.5) or an unknown ``multiplicity``.
+            (1e9).
     """
     if max_drop is not None and margin is not None:
         raise UsageError("give --max-drop PTS (non-inferiority) or --margin PTS (equivalence), not both: one "
@@ -127,12 +130,9 @@ def inline_policy(max_drop: float | None, margin: float | None, alpha: float = 0
     if not (math.isfinite(value) and 0 <= value <= top):
         raise UsageError(f"{'--max-drop' if max_drop is not None else '--margin'} must be a number of points from 0 "
                          f"to {top:g}, got {value:g}")
-    if not 0 < alpha < 0.5:
-        raise UsageError(f"--alpha must be between 0 and 0.5, got {alpha}")
-    if multiplicity not in ("holm", "bh", "none"):
-        raise UsageError(f"--multiplicity must be holm, bh or none, got '{multiplicity}'")
+    stat = for_command("gate", stat)
     test = "non_inferiority" if max_drop is not None else "equivalence"
-    return Policy(alpha=alpha, multiplicity=multiplicity, rows=[PolicyRow(task="*", test=test, margin=value)])
+    return Policy(alpha=stat.alpha, multiplicity=stat.adjust, rows=[PolicyRow(task="*", test=test, margin=value)])
 
 
 class GateRow(BaseModel):
@@ -221,6 +221,9 @@ class GateResult(BaseModel):
     """One line: the decision and the rows per tier and decision, α and the adjustment."""
     policy: Policy
     """The policy applied."""
+    stat_settings: StatSettings | None = None
+    """How the intervals and tests were made: the policy's ``alpha`` and ``multiplicity`` (as ``adjust``), the
+    comparison's bootstrap and near-tie settings; None: written by a repaudit that did not record it."""
     rows: list[GateRow]
     """One row per gated score row, and one per rule that matched none."""
     not_gated: list[str]
@@ -360,8 +363,9 @@ def gate(comparison: Comparison, policy: Policy) -> GateResult:
         if row.decision != "PASS":
             explain(row, comparison)
     decision = _overall(rows)
-    result = GateResult(decision=decision, summary=_summary(decision, rows, policy), policy=policy, rows=rows,
-                        not_gated=not_gated, comparison=comparison)
+    stat = for_command("gate", comparison.stat_settings, alpha=policy.alpha, adjust=policy.multiplicity)
+    result = GateResult(decision=decision, summary=_summary(decision, rows, policy), policy=policy,
+                        stat_settings=stat, rows=rows, not_gated=not_gated, comparison=comparison)
     # the docs a row rests on, where they are a subset of what the runs scored: compare's rule, said in every format
     gated = {(r.task, r.metric) for r in rows}
     for task in dict.fromkeys(r.task for r in comparison.scores if r.subset and (r.task, r.metric) in gated):

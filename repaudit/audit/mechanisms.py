@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from repaudit.audit.stat_settings import StatSettings
 from repaudit.audit.stats import paired_bootstrap
 from repaudit.importers.comparable import TaskOutcome
 from repaudit.run.diagnostics import Diagnostics
@@ -129,11 +130,12 @@ def diagnostic_rows(task: str, da: Diagnostics | None, db: Diagnostics | None,
 
 
 def explain(task: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | None, metrics: list[str],
-            n_boot: int = 2000, alpha: float = 0.05) -> tuple[list[DiagnosticRow], list[Mechanism], list[str]]:
-    """Diagnostic rows, likely mechanisms (with the score on docs affected in neither run) and
-    leakage warnings for one task. ``metrics`` are the metrics both runs report; a per-filter
-    diagnostic (``extraction_failed[strict-match]``) is scored on that filter's metric, any other
-    on the first. ``shared`` is ``None`` when docs cannot be paired (no unaffected score then)."""
+            stat: StatSettings) -> tuple[list[DiagnosticRow], list[Mechanism], list[str]]:
+    """Diagnostic rows, likely mechanisms (with the score on docs affected in neither run: a paired bootstrap of
+    ``stat.n_boot`` resamples seeded with ``stat.boot_seed``, at ``stat.alpha``) and leakage warnings for one task.
+    ``metrics`` are the metrics both runs report; a per-filter diagnostic (``extraction_failed[strict-match]``) is
+    scored on that filter's metric, any other on the first. ``shared`` is ``None`` when docs cannot be paired (no
+    unaffected score then)."""
     da, db = ta.diagnostics, tb.diagnostics
     rows = diagnostic_rows(task, da, db, ta, tb)
     warnings = []
@@ -160,8 +162,7 @@ def explain(task: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | Non
         if name.startswith("scored_empty") and "empty" in sa and "empty" in sb:  # the raw empties beside
             reasons.append(f"raw generations empty: A {len(sa['empty'])}, B {len(sb['empty'])}")
         metric = _metric_for(name, metrics, ta, tb, shared)
-        mechanisms.append(_unaffected_score(task, name, "; ".join(reasons), ta, tb, shared, ia | ib, metric,
-                                            n_boot, alpha))
+        mechanisms.append(_unaffected_score(task, name, "; ".join(reasons), ta, tb, shared, ia | ib, metric, stat))
     return rows, mechanisms, warnings
 
 
@@ -181,7 +182,7 @@ def _metric_for(name: str, metrics: list[str], ta: TaskOutcome, tb: TaskOutcome,
 
 
 def _unaffected_score(task: str, name: str, reason: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | None,
-                      affected: set[int], metric: str | None, n_boot: int, alpha: float) -> Mechanism:
+                      affected: set[int], metric: str | None, stat: StatSettings) -> Mechanism:
     spared = [i for i in shared or [] if i not in affected]
     keep = [i for i in spared if metric in ta.docs[i].metrics and metric in tb.docs[i].metrics] if metric else []
     why = ("no metric" if not metric else "no per-doc values" if spared and not keep else
@@ -195,7 +196,7 @@ def _unaffected_score(task: str, name: str, reason: str, ta: TaskOutcome, tb: Ta
     xb = np.array([tb.docs[i].metrics[metric] for i in keep], dtype=np.float64)
     if not (np.isfinite(xa).all() and np.isfinite(xb).all()):
         return empty.model_copy(update=dict(unscored="non-finite values"))
-    res = paired_bootstrap(xa, xb, None, n_boot=n_boot, alpha=alpha)
+    res = paired_bootstrap(xa, xb, None, n_boot=stat.n_boot, alpha=stat.alpha, seed=stat.boot_seed)
     return empty.model_copy(update=dict(n_unaffected=len(keep), a_unaffected=float(xa.mean()),
                                         b_unaffected=float(xb.mean()), delta_unaffected=res.delta, ci_low=res.ci_low,
                                         ci_high=res.ci_high))

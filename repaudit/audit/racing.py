@@ -43,17 +43,10 @@ DESIGN = ("racing: shared seeded doc rounds; a candidate is dropped when every s
 
 
 def z_of(alpha: float) -> float:
-    """``Φ⁻¹(1 − alpha/2)``: the normal quantile of a two-sided (1 − alpha) interval (:data:`Z95` at 0.05).
-
-    Raises:
-        UsageError: ``alpha`` outside (0, 1).
-    """
+    """``Φ⁻¹(1 − alpha/2)``: the normal quantile of a two-sided (1 − alpha) interval (:data:`Z95` at 0.05); ``alpha``
+    a :class:`~repaudit.audit.stat_settings.StatSettings` one, checked there."""
     from scipy.stats import norm
 
-    from repaudit.errors import UsageError
-
-    if not 0 < alpha < 1:
-        raise UsageError(f"--alpha must be in (0, 1), got {alpha}")
     return Z95 if alpha == 0.05 else float(norm.ppf(1 - alpha / 2))
 
 

@@ -1,11 +1,10 @@
 """``repaudit reproduce``: which settings of this model give a reported number?
 
-Search order: every protocol in ``fingerprints/`` that defines the task, then one-factor moves
-from the base configuration, then two-factor moves (pairs of one-factor moves of different
-factors), up to a budget of configurations. Every configuration runs through the batch store
-(interruptible, resumable; a repeat costs no forward pass). Metric variants (acc, acc_norm,
-acc_bytes, MMLU's micro / subject_macro) and the score form (raw, leaderboard-normalised) are
-read from the same inference.
+Search order: every protocol in ``fingerprints/`` that defines the task, then one-factor moves from the base
+configuration, then two-factor moves (pairs of one-factor moves of different factors), up to a budget of
+configurations. Every configuration runs through the batch store (interruptible, resumable; a repeat costs no forward
+pass). Metric variants (acc, acc_norm, acc_bytes, MMLU's micro / subject_macro) and the score form (raw,
+leaderboard-normalised) are read from the same inference.
 
 A configuration *reproduces* the target when the target lies in its score's (1 − α) interval (α = 0.05: 95 %),
 ``value ± z₁₋α/₂ · stderr`` with lm-eval's ``stderr`` (``stdev(ddof=1)/sqrt(n)``); the
@@ -21,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from repaudit.audit.racing import Z95, RaceReport, matchable, z_of
+from repaudit.audit.stat_settings import StatSettings, for_command
 from repaudit.errors import RepauditError
 from repaudit.importers.comparable import metric_key
 from repaudit.importers.metric_kinds import metric_kind
@@ -116,6 +116,8 @@ class ReproduceResult(BaseModel):
     """``--race``: how the racing went; None without it."""
     alpha: float = 0.05
     """A configuration reproduces the target when it lies in the score's (1 − alpha) interval."""
+    stat_settings: StatSettings | None = None
+    """How the intervals were made: normal ones at ``alpha``, unadjusted over candidates; None: not recorded."""
 
 
 def parse_target(text: str | float) -> float:
@@ -321,8 +323,8 @@ def _all_views(todo: list[Candidate], recs: list[list], partial: dict[int, dict[
 
 def reproduce(base: RunConfig, target: float, executor, target_kind: str = "auto", metric: str | None = None,
               budget: int = 40, moves: tuple[str, ...] = DEFAULT_MOVES, progress=None, race: bool = False,
-              tolerance: float = 0.0, race_seed: int = 0, round_docs: int | None = None, alpha: float = 0.05
-              ) -> ReproduceResult:
+              tolerance: float = 0.0, race_seed: int = 0, round_docs: int | None = None,
+              stat: StatSettings | None = None) -> ReproduceResult:
     """Search configurations of ``base``'s model for one whose score's (1 − ``alpha``) interval holds ``target``.
 
     ``target`` is a fraction; ``target_kind`` ``raw``, ``normalised`` or ``auto`` (both forms,
@@ -333,14 +335,15 @@ def reproduce(base: RunConfig, target: float, executor, target_kind: str = "auto
     With ``race``, candidates advance through shared seeded rounds of ``round_docs`` docs and are
     dropped once they cannot match (:mod:`repaudit.audit.racing`; ``tolerance`` in fractions widens
     what counts as "could match"); survivors are scored on every doc, so their views, the verdict and
-    the ranking among them are the full search's.
+    the ranking among them are the full search's. ``stat``: its alpha (reproduce's defaults where None).
 
     Raises:
-        RepauditError: a bad kind, budget, tolerance, move, metric name or ``alpha``.
+        RepauditError: a bad kind, budget, tolerance, move or metric name; UsageError: ``alpha`` out of range.
     """
     from repaudit.audit.executor import as_executor
     from repaudit.run.runner import check_config
 
+    alpha = (stat := for_command("reproduce", stat)).alpha
     kinds, z = _forms(target_kind), z_of(alpha)
     if not 1 <= budget <= 10_000:
         raise RepauditError(f"--budget must be between 1 and 10000, got {budget}")
@@ -372,10 +375,11 @@ def reproduce(base: RunConfig, target: float, executor, target_kind: str = "auto
     if report is not None and report.dropped:
         verdict += (f"; racing dropped {len(report.dropped)} of {len(todo)} configurations before the last doc "
                     f"({report.doc_evaluations:,} of {report.full_doc_evaluations:,} doc evaluations)")
-    return ReproduceResult(task=base.task, target=target, target_kind=target_kind, metric=metric,
-                           candidates=len(found), evaluated=len(todo), computed=computed, budget=budget,
-                           wall_s=round(time.perf_counter() - t0, 1), views=views, verdict=verdict,
-                           reproduced=bool(hits), recognised_as=recognised, race=report, alpha=alpha)
+    wall = round(time.perf_counter() - t0, 1)
+    return ReproduceResult(task=base.task, target=target, target_kind=target_kind, metric=metric, candidates=len(found),
+                           evaluated=len(todo), computed=computed, budget=budget, wall_s=wall, views=views,
+                           verdict=verdict, reproduced=bool(hits), recognised_as=recognised, race=report, alpha=alpha,
+                           stat_settings=stat)
 
 
 def _verdict(views: list[View], hits: list[View], target: float, target_kind: str, searched: int

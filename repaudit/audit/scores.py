@@ -18,24 +18,24 @@ Which test a row gets (every number in the metric's display unit, :mod:`repaudit
 * **no verdict** — fewer than :data:`~repaudit.audit.docsets.MIN_DOCS` docs, a stderr of 0, no stderr at
   all, or per-doc values that do not average to the reported score.
 
-Verdicts are given afterwards on multiplicity-adjusted p-values (:func:`judge`).
+Verdicts are given afterwards on multiplicity-adjusted p-values (:func:`repaudit.audit.verdicts.judge`).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from repaudit.audit.docsets import MIN_DOCS
-from repaudit.audit.flips import FlipList, list_flips
+from repaudit.audit.flips import FlipList, FlippedDoc, list_flips
 from repaudit.audit.mde import RowPower, binary_power, z_power
+from repaudit.audit.picks import Scoring
+from repaudit.audit.stat_settings import StatSettings
 from repaudit.audit.stats import (
-    benjamini_hochberg,
-    holm,
-    level,
     mcnemar_exact,
     newcombe_interval,
     newcombe_pvalue,
@@ -48,12 +48,9 @@ from repaudit.audit.stats import (
 )
 from repaudit.boundary import finite
 from repaudit.importers.comparable import TaskOutcome
-from repaudit.importers.metric_kinds import MetricKind, delta_range, metric_kind, moved, pair_kinds
+from repaudit.importers.metric_kinds import MetricKind, delta_range, metric_kind, pair_kinds
 
 Verdict = Literal["within noise", "significant", "not comparable", "no verdict"]
-
-#: names of the multiplicity adjustments (``--adjust``) as reports and notes print them
-ADJUST = {"holm": "Holm", "bh": "Benjamini–Hochberg", "none": "no adjustment"}
 
 
 class ScoreRow(BaseModel):
@@ -145,11 +142,64 @@ def _finite(x) -> float | None:
     return float(x) if x is not None and math.isfinite(x) else None
 
 
-def _row(task: str, metric: str, kind: MetricKind, va: float, vb: float, method: str, verdict: Verdict, note: str,
-         n: int = 0, **kw) -> ScoreRow:
-    return ScoreRow(task=task, metric=metric, kind=kind.kind, unit=kind.display_unit, direction=kind.direction,
-                    a=va, b=vb, delta=vb - va, method=method, n_paired=n, verdict=verdict, note=note,
-                    **{"se": None, "ci_low": None, "ci_high": None, **kw})
+@dataclass(frozen=True)
+class RowInput:
+    """One task and one metric of two runs, as a score row is built from them.
+
+    Attributes:
+        task: the task, under the name the two runs were paired by.
+        metric: the metric key both runs report.
+        a, b: each run's outcome of the task.
+        shared: doc ids both runs scored; ``None`` when a side has no per-doc results.
+        reason: why the doc sets are not comparable; ``None`` when they are.
+        same_task: both runs come from one harness and name the task alike (:func:`row_kind`).
+        scoring_a, scoring_b: how each run's metrics pick their answers, for the flipped docs' columns
+            (:func:`repaudit.audit.picks.scoring_of`).
+    """
+
+    task: str
+    metric: str
+    a: TaskOutcome
+    b: TaskOutcome
+    shared: list[int] | None = None
+    reason: str | None = None
+    same_task: bool = False
+    scoring_a: Scoring = field(default_factory=Scoring)
+    scoring_b: Scoring = field(default_factory=Scoring)
+
+
+@dataclass
+class ScoredRow:
+    """A score row before the multiplicity correction (:func:`~repaudit.audit.verdicts.judge` gives the verdict)
+    and the docs whose 0/1 outcome flipped on its metric (empty for other metrics), in doc order."""
+
+    row: ScoreRow
+    flips: list[FlippedDoc]
+
+
+@dataclass
+class _Row:
+    """What every step of one row needs: its input, the statistics, each side's kind and the pair's (``kind``: None
+    when the units are incompatible, ``why`` then says so), the fields every row carries, where the flips go."""
+
+    inp: RowInput
+    stat: StatSettings
+    ka: MetricKind
+    kb: MetricKind
+    kind: MetricKind | None
+    why: str
+    extra: dict[str, Any]
+    flips: FlipList
+
+    def make(self, va: float, vb: float, method: str, verdict: Verdict, note: str, n: int = 0, **kw: Any
+             ) -> ScoreRow:
+        """A row of this task and metric in the pair's kind (A's where the units are incompatible), without a test
+        unless ``kw`` gives one."""
+        k = self.kind or self.ka
+        return ScoreRow(**{"task": self.inp.task, "metric": self.inp.metric, "kind": k.kind, "unit": k.display_unit,
+                           "direction": k.direction, "a": va, "b": vb, "delta": vb - va, "method": method,
+                           "n_paired": n, "verdict": verdict, "note": note, "se": None, "ci_low": None,
+                           "ci_high": None, **self.extra, **kw})
 
 
 def side_kind(metric: str, t: TaskOutcome) -> MetricKind:
@@ -171,55 +221,59 @@ def row_kind(metric: str, ta: TaskOutcome, tb: TaskOutcome, same_task: bool = Fa
     return ka, kb, kind, why or ""
 
 
-def score_row(task: str, metric: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | None,
-              reason: str | None, tie_eps: float, n_boot: int, alpha: float, flips: FlipList,
-              same_task: bool = False) -> ScoreRow:
-    """One score row before the multiplicity correction (:func:`judge` gives the verdict).
+def score_row(inp: RowInput, stat: StatSettings) -> ScoredRow:
+    """One score row before the multiplicity correction (:func:`~repaudit.audit.verdicts.judge` gives the
+    verdict), and its flipped docs.
 
-    Args:
-        shared: doc ids both runs scored (``None`` when a side has no per-doc results).
-        reason: why the doc sets are not comparable, or ``None``.
-        flips: where the flipped docs of a 0/1 metric go, with each run's scoring of the task
-            (:class:`~repaudit.audit.flips.FlipList`).
-        same_task: both runs come from one harness and name the task alike (:func:`row_kind`).
+    ``stat`` is compare's record (:func:`repaudit.audit.stat_settings.for_command`): its ``n_boot`` resamples seeded
+    with ``boot_seed``, (1 − ``alpha``) intervals, flips within ``tie_eps`` nats counted as churn.
     """
-    ka, kb, kind, why = row_kind(metric, ta, tb, same_task)
-    ra, rb = ta.reported[metric][0] * ka.scale, tb.reported[metric][0] * kb.scale
-    extra = dict(a_reported=_finite(ra), b_reported=_finite(rb), is_group=ta.is_group or tb.is_group,
+    ta, tb, metric = inp.a, inp.b, inp.metric
+    ka, kb, kind, why = row_kind(metric, ta, tb, inp.same_task)
+    extra = dict(a_reported=_finite(ta.reported[metric][0] * ka.scale),
+                 b_reported=_finite(tb.reported[metric][0] * kb.scale), is_group=ta.is_group or tb.is_group,
                  n_a=len(ta.docs) if ta.docs else ta.n_docs, n_b=len(tb.docs) if tb.docs else tb.n_docs,
                  a_name=ta.metric_names.get(metric) or _renamed(ta, metric),
                  b_name=tb.metric_names.get(metric) or _renamed(tb, metric))
-    n = len(shared or [])
-    if kind is None:
-        return _row(task, metric, ka, ra, rb, "none", "not comparable", why, n, **extra)
-    row = _score_row(task, metric, ta, tb, shared, reason, tie_eps, n_boot, alpha, flips, ka, kb, kind, extra)
-    scales = {k: side.kind for k, side in (("A", ka), ("B", kb))}
+    r = _Row(inp, stat, ka, kb, kind, why, extra, FlipList([], inp.scoring_a, inp.scoring_b))
+    row = _score_row(r) if kind is not None else r.make(ta.reported[metric][0] * ka.scale,
+                                                        tb.reported[metric][0] * kb.scale, "none", "not comparable",
+                                                        why, len(inp.shared or []))
+    if kind is not None:
+        _explain_units(row, r)
+    return ScoredRow(row, r.flips.out)
+
+
+def _explain_units(row: ScoreRow, r: _Row) -> None:
+    """Prepend to ``row.note`` what the units say: two scales shown in points, the pair's reason, an unknown metric."""
+    scales = {k: side.kind for k, side in (("A", r.ka), ("B", r.kb))}
     if len(set(scales.values())) > 1:  # a proportion and a percentage: both shown in points
         said = "; ".join(f"{k} reports it as a {v} ({'0–1' if v == 'proportion' else '0–100'})"
                          for k, v in scales.items())
         row.note = f"{said}: both shown in points" + (f"; {row.note}" if row.note else "")
-    if why:
-        row.note = f"{why}; {row.note}" if row.note else why
-    if kind.kind == "score":
-        unknown = (f"repaudit does not know the metric '{metric}'" + (
+    if r.why:
+        row.note = f"{r.why}; {row.note}" if row.note else r.why
+    kind = r.kind
+    if kind is not None and kind.kind == "score":
+        unknown = (f"repaudit does not know the metric '{r.inp.metric}'" + (
             f"; {kind.declared}" if kind.declared else ": its unit and scale are unknown") +
             ", so the values are shown as the files report them" + (" and its direction is unknown" if
                                                                      kind.direction == "unknown" else ""))
         row.note = f"{unknown}; {row.note}" if row.note else unknown
-    return row
 
 
-def _score_row(task, metric, ta, tb, shared, reason, tie_eps, n_boot, alpha, flips, ka, kb, kind, extra) -> ScoreRow:
+def _score_row(r: _Row) -> ScoreRow:
+    inp, metric = r.inp, r.inp.metric
+    ta, tb, shared = inp.a, inp.b, inp.shared
     (va, sa), (vb, sb) = ta.reported[metric], tb.reported[metric]
-    ra, rb = va * ka.scale, vb * kb.scale
+    ra, rb = va * r.ka.scale, vb * r.kb.scale
     n = len(shared or [])
-    if reason is not None:
-        return _row(task, metric, kind, ra, rb, "none", "not comparable", reason, n, **extra)
+    if inp.reason is not None:
+        return r.make(ra, rb, "none", "not comparable", inp.reason, n)
     if not (finite(va) and finite(vb)):
-        return _row(task, metric, kind, ra, rb, "none", "no verdict", f"a reported value is not finite (A {va}, "
-                                                                       f"B {vb})", n, **extra)
+        return r.make(ra, rb, "none", "no verdict", f"a reported value is not finite (A {va}, B {vb})", n)
     if shared:
-        paired = _paired(task, metric, ta, tb, shared, ka, kb, kind, tie_eps, n_boot, alpha, flips, extra)
+        paired = _paired(r)
         if paired is not None:
             return paired
         why = "per-doc values are not a mean of the reported score; compared unpaired"
@@ -229,8 +283,7 @@ def _score_row(task, metric, ta, tb, shared, reason, tie_eps, n_boot, alpha, fli
         why = "unpaired (no per-doc values in " + ("both runs" if not ta.docs and not tb.docs else
                                                    "A" if not ta.docs else "B") + "): wider than a paired interval"
     read = [f"{side}: {how}" for side, t in (("A", ta), ("B", tb)) if (how := t.stderr_notes.get(metric))]
-    return _unpaired(task, metric, kind, ra, rb, sa, sb, ka.scale, kb.scale, alpha, "; ".join([why, *read]) if why
-                     else "; ".join(read), extra)
+    return _unpaired(r, ra, rb, sa, sb, "; ".join([why, *read]) if why else "; ".join(read))
 
 
 def _renamed(t: TaskOutcome, metric: str) -> str | None:
@@ -249,14 +302,15 @@ def unpaired_proportion(value: float, stderr: float, n: int | None) -> bool:
     return any(math.isclose(stderr, math.sqrt(value * (1 - value) / m), rel_tol=0.02) for m in (n - 1, n))
 
 
-def _unpaired(task, metric, kind, ra, rb, sa, sb, scale_a, scale_b, alpha, why, extra) -> ScoreRow:
+def _unpaired(r: _Row, ra: float, rb: float, sa: float, sb: float, why: str) -> ScoreRow:
+    kind, extra, alpha = r.kind, r.extra, r.stat.alpha
+    scale_a, scale_b = r.ka.scale, r.kb.scale
     n = min((x for x in (extra["n_a"], extra["n_b"]) if x is not None), default=None)
     if not (finite(sa) and finite(sb)):
-        return _row(task, metric, kind, ra, rb, "none", "no verdict", "neither per-doc values nor finite stderrs "
-                    "in both runs (a corpus-level metric has none)", **extra)
+        return r.make(ra, rb, "none", "no verdict", "neither per-doc values nor finite stderrs in both runs (a "
+                      "corpus-level metric has none)")
     if n is not None and n < MIN_DOCS:
-        return _row(task, metric, kind, ra, rb, "none", "no verdict",
-                    f"{n} docs: fewer than the floor of {MIN_DOCS} for a verdict", **extra)
+        return r.make(ra, rb, "none", "no verdict", f"{n} docs: fewer than the floor of {MIN_DOCS} for a verdict")
     dlo, dhi = delta_range(kind)
     se = math.sqrt((sa * scale_a) ** 2 + (sb * scale_b) ** 2)
     if kind.display_unit == "pts":  # a proportion (fraction ×100, or a percentage): are both 0/1 means of known docs?
@@ -265,15 +319,14 @@ def _unpaired(task, metric, kind, ra, rb, sa, sb, scale_a, scale_b, alpha, why, 
             lo, hi = newcombe_interval(fa, na, fb, nb, alpha)
             note = "; ".join(x for x in (why, f"Newcombe's hybrid score interval of the two Wilson intervals ({na} "
                                               f"and {nb} docs): the recorded stderrs are 0/1 means'") if x)
-            return _row(task, metric, kind, ra, rb, "unpaired_newcombe", "within noise", note, se=se,
-                        ci_low=max(100 * lo, dlo), ci_high=min(100 * hi, dhi),
-                        p_value=newcombe_pvalue(fa, na, fb, nb), **extra)
+            return r.make(ra, rb, "unpaired_newcombe", "within noise", note, se=se, ci_low=max(100 * lo, dlo),
+                          ci_high=min(100 * hi, dhi), p_value=newcombe_pvalue(fa, na, fb, nb))
     if sa == 0 or sb == 0:
-        return _row(task, metric, kind, ra, rb, "none", "no verdict",
-                    f"a recorded stderr of 0 ({'A' if sa == 0 else 'B'}) is not an estimate of noise", **extra)
+        return r.make(ra, rb, "none", "no verdict",
+                      f"a recorded stderr of 0 ({'A' if sa == 0 else 'B'}) is not an estimate of noise")
     se, lo, hi = unpaired_interval(ra, sa * scale_a, rb, sb * scale_b, alpha)
-    return _row(task, metric, kind, ra, rb, "unpaired_stderr", "within noise", why, se=se,
-                ci_low=max(lo, dlo), ci_high=min(hi, dhi), p_value=z_pvalue(rb - ra, se), **extra)
+    return r.make(ra, rb, "unpaired_stderr", "within noise", why, se=se, ci_low=max(lo, dlo), ci_high=min(hi, dhi),
+                  p_value=z_pvalue(rb - ra, se))
 
 
 _RATIO = {"perplexity": lambda x: np.exp(-x), "weighted_perplexity": lambda x: np.exp(-x),
@@ -293,31 +346,35 @@ def _side_scale(t: TaskOutcome, metric: str, k: MetricKind, reported: float) -> 
     return None
 
 
-def _paired(task, metric, ta, tb, shared, ka, kb, kind, tie_eps, n_boot, alpha, flips, extra) -> ScoreRow | None:
+def _few_docs(n: int) -> str:
+    return f"{n} shared doc{'' if n == 1 else 's'}: fewer than the floor of {MIN_DOCS} for a verdict"
+
+
+def _paired(r: _Row) -> ScoreRow | None:
+    inp, kind, stat, extra = r.inp, r.kind, r.stat, r.extra
+    ta, tb, metric, shared = inp.a, inp.b, inp.metric, inp.shared
     if kind.aggregation in _RATIO:
-        return _paired_corpus(task, metric, ta, tb, shared, kind, n_boot, alpha, extra)
+        return _paired_corpus(r)
     if not all(metric in ta.docs[i].metrics and metric in tb.docs[i].metrics for i in shared):
         return None
-    s_a = _side_scale(ta, metric, ka, ta.reported[metric][0])
-    s_b = _side_scale(tb, metric, kb, tb.reported[metric][0])
+    s_a = _side_scale(ta, metric, r.ka, ta.reported[metric][0])
+    s_b = _side_scale(tb, metric, r.kb, tb.reported[metric][0])
     if s_a is None or s_b is None:
         return None
     xa = np.array([ta.docs[i].metrics[metric] for i in shared], dtype=np.float64)
     xb = np.array([tb.docs[i].metrics[metric] for i in shared], dtype=np.float64)
     bad = [i for i, x, y in zip(shared, xa, xb) if not (math.isfinite(x) and math.isfinite(y))]
     if bad:
-        return _row(task, metric, kind, extra["a_reported"] or 0.0, extra["b_reported"] or 0.0, "none", "no verdict",
-                    f"{len(bad)} docs have a non-finite per-doc {metric} (e.g. doc {bad[0]})", len(shared), **extra)
+        return r.make(extra["a_reported"] or 0.0, extra["b_reported"] or 0.0, "none", "no verdict",
+                      f"{len(bad)} docs have a non-finite per-doc {metric} (e.g. doc {bad[0]})", len(shared))
     subset = len(shared) < max(len(ta.docs), len(tb.docs))
     binary = set(np.unique(np.concatenate([xa, xb]))) <= {0.0, 1.0}
     if len(shared) < MIN_DOCS:  # the floor withholds a verdict; the flips are facts and are always listed
-        row = _row(task, metric, kind, float(xa.mean() * s_a), float(xb.mean() * s_b), "none", "no verdict",
-                   f"{len(shared)} shared doc{'' if len(shared) == 1 else 's'}: fewer than the floor of {MIN_DOCS} "
-                   "for a verdict", len(shared),
-                   subset=subset, **extra)
+        row = r.make(float(xa.mean() * s_a), float(xb.mean() * s_b), "none", "no verdict", _few_docs(len(shared)),
+                     len(shared), subset=subset)
         if binary:
             _, row.right_to_wrong, row.wrong_to_right = mcnemar_exact(xa, xb)
-            row.flip_ids = list_flips(task, metric, ta, tb, shared, xa, xb, tie_eps, flips)
+            row.flip_ids = list_flips(inp.task, metric, ta, tb, shared, xa, xb, stat.tie_eps, r.flips)
             row.near_tie_flips = len(row.flip_ids["churn"])
         return row
     cl = [ta.docs[i].cluster or tb.docs[i].cluster for i in shared]
@@ -325,32 +382,29 @@ def _paired(task, metric, ta, tb, shared, ka, kb, kind, tie_eps, n_boot, alpha, 
     one_cluster = clusters is not None and len(set(cl)) < 2
     if one_cluster:  # a cluster-robust SE needs two clusters at least: with one, it is 0 by construction
         clusters = None
-    res = paired_bootstrap(xa * s_a, xb * s_b, clusters, n_boot=n_boot, alpha=alpha)
-    row = ScoreRow(task=task, metric=metric, kind=kind.kind, unit=kind.display_unit, direction=kind.direction,
-                   a=float(xa.mean() * s_a), b=float(xb.mean() * s_b), delta=res.delta, se=res.se,
-                   ci_low=res.ci_low, ci_high=res.ci_high,
-                   method="paired_cluster_bootstrap" if clusters is not None else "paired_bootstrap",
-                   n_paired=len(shared), n_clusters=res.n_clusters, subset=subset, verdict="within noise",
-                   p_value=z_pvalue(res.delta, res.se),
-                   note=(f"every doc is in one cluster ('{cl[0]}'): a clustered interval needs two clusters at least, "
-                         "so docs were resampled one by one" if one_cluster else "" if clusters is not None
-                         or not any(cl) else "only some docs carry a cluster: not clustered"),
-                   **extra)
+    res = paired_bootstrap(xa * s_a, xb * s_b, clusters, n_boot=stat.n_boot, alpha=stat.alpha, seed=stat.boot_seed)
+    row = r.make(float(xa.mean() * s_a), float(xb.mean() * s_b),
+                 "paired_cluster_bootstrap" if clusters is not None else "paired_bootstrap", "within noise",
+                 (f"every doc is in one cluster ('{cl[0]}'): a clustered interval needs two clusters at least, so docs "
+                  "were resampled one by one" if one_cluster else "" if clusters is not None or not any(cl) else
+                  "only some docs carry a cluster: not clustered"), len(shared),
+                 delta=res.delta, se=res.se, ci_low=res.ci_low, ci_high=res.ci_high, n_clusters=res.n_clusters,
+                 subset=subset, p_value=z_pvalue(res.delta, res.se))
     n_avail = max((x for x in (row.n_a, row.n_b) if x is not None), default=None)
     row.power = z_power(res.se, paired_se(xb * s_b - xa * s_a) if clusters is not None else None, len(shared),
-                        alpha, row.unit, n_avail)
+                        stat.alpha, row.unit, n_avail)
     if binary:
         p, r2w, w2r = mcnemar_exact(xa, xb)
         row.mcnemar_p, row.right_to_wrong, row.wrong_to_right = p, r2w, w2r
         if clusters is None:
             row.p_value = p
-            row.power = binary_power(r2w, w2r, len(shared), alpha, s_a, row.unit, n_avail)
+            row.power = binary_power(r2w, w2r, len(shared), stat.alpha, s_a, row.unit, n_avail)
             if s_a == s_b:
                 # the percentile bootstrap is too narrow when few docs flip (4 flips of 40 one way: [+2.5, +20]
                 # pts while McNemar's p is 0.125); the score interval keeps its level there (Newcombe 1998)
-                lo, hi = paired_score_interval(r2w, w2r, len(shared), alpha / 2)
+                lo, hi = paired_score_interval(r2w, w2r, len(shared), stat.alpha / 2)
                 row.ci_low, row.ci_high, row.method = s_a * lo, s_a * hi, "paired_score"
-        row.flip_ids = list_flips(task, metric, ta, tb, shared, xa, xb, tie_eps, flips)
+        row.flip_ids = list_flips(inp.task, metric, ta, tb, shared, xa, xb, stat.tie_eps, r.flips)
         row.near_tie_flips = len(row.flip_ids["churn"])
     return row
 
@@ -367,10 +421,11 @@ def _ratio_parts(t: TaskOutcome, metric: str, ids: list[int], aggregation: str):
     return arr[:, 0], arr[:, 1]
 
 
-def _paired_corpus(task, metric, ta, tb, shared, kind, n_boot, alpha, extra) -> ScoreRow | None:
+def _paired_corpus(r: _Row) -> ScoreRow | None:
+    inp, kind, stat = r.inp, r.kind, r.stat
+    ta, tb, metric, shared = inp.a, inp.b, inp.metric, inp.shared
     f = _RATIO[kind.aggregation]
-    parts_a, parts_b = _ratio_parts(ta, metric, shared, kind.aggregation), _ratio_parts(tb, metric, shared,
-                                                                                        kind.aggregation)
+    parts_a, parts_b = (_ratio_parts(t, metric, shared, kind.aggregation) for t in (ta, tb))
     full_a, full_b = (_ratio_parts(t, metric, list(t.docs), kind.aggregation) for t in (ta, tb))
     if None in (parts_a, parts_b, full_a, full_b) or not (np.all(parts_a[1] > 0) and np.all(parts_b[1] > 0)):
         return None
@@ -378,59 +433,12 @@ def _paired_corpus(task, metric, ta, tb, shared, kind, n_boot, alpha, extra) -> 
         if not math.isclose(float(f(num.sum() / den.sum())), t.reported[metric][0], rel_tol=1e-5):
             return None
     subset = len(shared) < max(len(ta.docs), len(tb.docs))
+    va, vb = (float(f(p[0].sum() / p[1].sum())) for p in (parts_a, parts_b))
     if len(shared) < MIN_DOCS:
-        return _row(task, metric, kind, float(f(parts_a[0].sum() / parts_a[1].sum())),
-                    float(f(parts_b[0].sum() / parts_b[1].sum())), "none", "no verdict",
-                    f"{len(shared)} shared doc{'' if len(shared) == 1 else 's'}: fewer than the floor of {MIN_DOCS} "
-                    "for a verdict", len(shared),
-                    subset=subset, **extra)
-    res = paired_bootstrap_ratio(*parts_a, *parts_b, f, n_boot=n_boot, alpha=alpha)
-    n_avail = max((x for x in (extra["n_a"], extra["n_b"]) if x is not None), default=None)
-    return _row(task, metric, kind, float(f(parts_a[0].sum() / parts_a[1].sum())),
-                float(f(parts_b[0].sum() / parts_b[1].sum())), "paired_corpus_bootstrap", "within noise",
-                f"paired bootstrap of the corpus-level {kind.aggregation.replace('_', ' ')}", len(shared),
-                se=res.se, ci_low=res.ci_low, ci_high=res.ci_high, p_value=z_pvalue(res.delta, res.se),
-                subset=subset, power=z_power(res.se, None, len(shared), alpha, kind.display_unit, n_avail), **extra)
-
-
-def judge(rows: list[ScoreRow], alpha: float, adjust: str = "holm") -> None:
-    """Adjust the p-values of the tested rows for multiplicity and set each row's verdict, in place.
-
-    Task rows and group rows (aggregates of task rows) are two families, so a group never counts
-    twice with its own subtasks. ``adjust`` is ``holm`` (family-wise error; Holm 1979), ``bh``
-    (false discovery rate; Benjamini & Hochberg 1995) or ``none``. A row is *significant* when its
-    adjusted p is below ``alpha``; its ``moved`` says better/worse by the metric's direction.
-    """
-    for family in (False, True):
-        tested = [r for r in rows if r.is_group == family and r.method != "none" and r.p_value is not None
-                  and math.isfinite(r.p_value)]
-        ps = [r.p_value for r in tested]
-        adj = holm(ps) if adjust == "holm" else benjamini_hochberg(ps) if adjust == "bh" else ps
-        for r, p in zip(tested, adj):
-            r.p_adjusted = p
-            r.verdict = "significant" if p < alpha else "within noise"
-            r.moved = moved(r.delta, MetricKind(r.kind, r.unit, r.direction)) if r.verdict == "significant" else None
-            _say_where_interval_and_verdict_part(r, alpha, adjust, len(tested))
-        for r in rows:
-            if r.is_group == family and r.method != "none" and r not in tested:
-                r.verdict = "no verdict"
-                r.note = "; ".join(x for x in (r.note, "no p-value (the interval has no spread)") if x)
-
-
-def _say_where_interval_and_verdict_part(r: ScoreRow, alpha: float, adjust: str, n_tested: int) -> None:
-    """Append to ``r.note`` when its unadjusted interval and its verdict point different ways: the interval
-    excludes 0 but the adjusted p does not reach ``alpha`` (the multiplicity adjustment, or the test and the
-    interval disagreeing at the margin), or the reverse. A reader then sees why, instead of two answers."""
-    if r.ci_low is None or r.ci_high is None or r.p_adjusted is None:
-        return
-    excludes = r.ci_low > 0 or r.ci_high < 0
-    adjusted = "not adjusted" if adjust == "none" else f"{ADJUST[adjust]}-adjusted over {n_tested} rows"
-    if excludes and r.verdict == "within noise":
-        text = (f"the unadjusted {level(alpha)} % interval excludes 0, but p adj = {r.p_adjusted:.3g} ({adjusted}) "
-                f"is not below {alpha:g}: within noise")
-    elif not excludes and r.verdict == "significant":
-        text = (f"p adj = {r.p_adjusted:.3g} ({adjusted}) is below {alpha:g}, but the {level(alpha)} % interval "
-                "includes 0: the test and the interval disagree at the margin")
-    else:
-        return
-    r.note = "; ".join(x for x in (r.note, text) if x)
+        return r.make(va, vb, "none", "no verdict", _few_docs(len(shared)), len(shared), subset=subset)
+    res = paired_bootstrap_ratio(*parts_a, *parts_b, f, n_boot=stat.n_boot, alpha=stat.alpha, seed=stat.boot_seed)
+    n_avail = max((x for x in (r.extra["n_a"], r.extra["n_b"]) if x is not None), default=None)
+    return r.make(va, vb, "paired_corpus_bootstrap", "within noise",
+                  f"paired bootstrap of the corpus-level {kind.aggregation.replace('_', ' ')}", len(shared),
+                  se=res.se, ci_low=res.ci_low, ci_high=res.ci_high, p_value=z_pvalue(res.delta, res.se),
+                  subset=subset, power=z_power(res.se, None, len(shared), stat.alpha, kind.display_unit, n_avail))

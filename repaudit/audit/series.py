@@ -14,6 +14,7 @@ import fnmatch
 import math
 from collections import Counter
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -37,6 +38,7 @@ from repaudit.audit.series_stats import (
     model_row,
     seed_row,
 )
+from repaudit.audit.stat_settings import StatSettings, for_command
 from repaudit.audit.stats import bootstrap_mean, level
 from repaudit.errors import RepauditError, UsageError
 from repaudit.importers.comparable import ComparableRun
@@ -57,6 +59,9 @@ class SeriesReport(BaseModel):
     """Bootstrap replicates per run (per-doc values only)."""
     alpha: float = 0.05
     """Every interval (per run over docs; the seed mean's t interval) is (1 − alpha), two-sided."""
+    stat_settings: StatSettings | None = None
+    """How the intervals were made (``alpha`` and ``n_boot`` above, the bootstrap's seed; ``adjust`` none: each
+    row's p-value stands alone); None: not recorded (older report)."""
     runs: list[SeriesRun]
     """Every file, as the series reads it."""
     checkpoint: list[CheckpointRow] = []
@@ -79,7 +84,7 @@ Member = tuple[SeriesRun, ComparableRun]
 
 
 def series(runs: list[ComparableRun], across: Across, last: int = 5, step_from: str | None = None,
-           n_boot: int = 2000, tasks: list[str] | None = None, alpha: float = 0.05) -> SeriesReport:
+           tasks: list[str] | None = None, stat: StatSettings | None = None, **changes: Any) -> SeriesReport:
     """Measure every task × metric that all ``runs`` report, across checkpoints, seeds or models (see the module
     docstring).
 
@@ -88,18 +93,17 @@ def series(runs: list[ComparableRun], across: Across, last: int = 5, step_from: 
         last: checkpoints in the noise window (k ≥ 2).
         step_from: a regular expression with one group that reads the step from a file name where the run
             records none.
-        n_boot: bootstrap replicates per run, where it has per-doc values.
         tasks: only tasks matching one of these ``fnmatch`` patterns.
-        alpha: every interval is (1 − alpha), two-sided.
+        stat: alpha (every interval is (1 − alpha), two-sided) and the bootstrap of each run with per-doc values
+            (``variance --across``'s defaults where None: 2000 resamples, seed 0); ``changes`` override its fields.
 
     Raises:
         RepauditError: fewer than two runs; no task × metric reported by all of them; a checkpoint series with a
-            run whose step is not recorded; a model series of one model; ``last``/``n_boot``/``step_from``/``alpha``
-            out of range.
+            run whose step is not recorded; a model series of one model; ``last`` or ``step_from`` out of range.
+        UsageError: a statistics setting out of range.
     """
-    _check(runs, across, last, n_boot)
-    if not 0 < alpha < 1:
-        raise RepauditError(f"--alpha must be in (0, 1), got {alpha}")
+    stat = for_command("series", stat, **changes)
+    _check(runs, across, last)
     members = list(zip(describe_runs(runs, step_from), runs))
     if across == "checkpoint":
         _need_steps(members)
@@ -108,8 +112,8 @@ def series(runs: list[ComparableRun], across: Across, last: int = 5, step_from: 
     if across == "model" and len(groups) < 2:
         raise RepauditError(f"--across model needs runs of two or more models: all {len(runs)} files record "
                             f"'{next(iter(groups))}' (for one model's checkpoints: --across checkpoint)")
-    report = SeriesReport(across=across, last=last, n_boot=n_boot, alpha=alpha, runs=[s for s, _ in members],
-                          left_out=left)
+    report = SeriesReport(across=across, last=last, n_boot=stat.n_boot, alpha=stat.alpha, stat_settings=stat,
+                          runs=[s for s, _ in members], left_out=left)
     pools = {ALL_RUNS: members} if across != "checkpoint" else groups
     for series_name, pool in pools.items():
         if across == "checkpoint" and len(pool) < 2:
@@ -128,7 +132,7 @@ def series(runs: list[ComparableRun], across: Across, last: int = 5, step_from: 
     return report
 
 
-def _check(runs: list[ComparableRun], across: str, last: int, n_boot: int) -> None:
+def _check(runs: list[ComparableRun], across: str, last: int) -> None:
     if across not in ("checkpoint", "seed", "model"):
         raise UsageError(f"--across must be checkpoint, seed or model, got '{across}'")
     if len(runs) < 2:
@@ -137,8 +141,6 @@ def _check(runs: list[ComparableRun], across: str, last: int, n_boot: int) -> No
     if not 2 <= last <= 10_000:
         raise UsageError(f"--last must be between 2 and 10000 checkpoints (a standard deviation needs two), "
                             f"got {last}")
-    if not 100 <= n_boot <= 1_000_000:
-        raise UsageError(f"--n-boot must be between 100 and 1000000, got {n_boot}")
 
 
 def _need_steps(members: list[Member]) -> None:
@@ -216,7 +218,7 @@ def _measure(report: SeriesReport, series_name: str, pool: list[Member], groups:
                                                runs=[name for name, why in out if why == reason], reason=reason))
         members = kept_by_task[task]
         kind = _kind(task, metric, members)
-        points, bad = _points(task, metric, members, kind, report.n_boot, report.alpha)
+        points, bad = _points(task, metric, members, kind, report.stat_settings)
         if bad:
             report.left_out.append(LeftOut(series=series_name, task=task, metric=metric, runs=bad,
                                            reason="the reported score is not a finite number"))
@@ -241,7 +243,7 @@ def _kind(task: str, metric: str, members: list[Member]) -> MetricKind:
     return replace(kind, direction="unknown", source="conflict") if len(flags) > 1 else kind
 
 
-def _points(task: str, metric: str, members: list[Member], kind: MetricKind, n_boot: int, alpha: float = 0.05
+def _points(task: str, metric: str, members: list[Member], kind: MetricKind, stat: StatSettings
             ) -> tuple[list[Point], list[str]]:
     """One point per run with a finite score (display unit), with a bootstrap interval and SE over docs where the
     run has a per-doc value of a mean-aggregated metric for every doc; the labels of runs without a finite score."""
@@ -258,7 +260,8 @@ def _points(task: str, metric: str, members: list[Member], kind: MetricKind, n_b
         if kind.aggregation == "mean" and docs and all(v is not None and math.isfinite(v) for v in vals):
             clusters = [d.cluster for d in docs]
             b = bootstrap_mean(np.array(vals, dtype=np.float64),
-                               np.array(clusters) if all(c is not None for c in clusters) else None, n_boot, alpha)
+                               np.array(clusters) if all(c is not None for c in clusters) else None, stat.n_boot,
+                               stat.alpha, seed=stat.boot_seed)
             p.ci_low, p.ci_high, p.se, p.se_from = (kind.scale * b.ci_low, kind.scale * b.ci_high, kind.scale * b.se,
                                                     "bootstrap over docs")
         elif stderr is not None and math.isfinite(stderr):

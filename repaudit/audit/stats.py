@@ -211,18 +211,6 @@ def newcombe_pvalue(pa: float, na: int, pb: float, nb: int) -> float:
     return float(brentq(gap, lo_a, hi_a, xtol=1e-18, rtol=1e-10))
 
 
-def check_alpha(alpha: float) -> None:
-    """Refuse a significance level outside (0, 1).
-
-    Raises:
-        UsageError: ``alpha`` outside (0, 1) (one line naming ``--alpha``).
-    """
-    if not 0 < alpha < 1:
-        from repaudit.errors import UsageError
-
-        raise UsageError(f"--alpha must be in (0, 1), got {alpha}")
-
-
 def level(alpha: float) -> str:
     """An interval's confidence level ``1 − alpha`` in percent, as labels print it without the sign: ``90`` for
     ``alpha`` 0.1, ``99.9`` for 0.001 (two-sided; a gate's (1 − 2α) interval passes ``2 * alpha``)."""

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from repaudit.audit.docsets import MIN_DOCS
 from repaudit.audit.executor_placement import Placed, placed
 from repaudit.audit.sequential import SequentialReport
+from repaudit.audit.stat_settings import StatSettings, for_command
 from repaudit.audit.stats import paired_bootstrap
 from repaudit.errors import RepauditError, UsageError
 from repaudit.run.records import RunRecord
@@ -99,7 +100,10 @@ class SweepResult(BaseModel):
     sequential: SequentialReport | None = None
     """How a ``--precision`` estimate was reached; None: every doc, bootstrap intervals."""
     alpha: float = 0.05
-    """The intervals are (1 − alpha), two-sided."""
+    """The intervals are (1 − alpha), two-sided (``stat_settings.alpha``)."""
+    stat_settings: StatSettings | None = None
+    """How the intervals were made: alpha, the bootstrap's resamples and seed; ``adjust`` none (each value is judged
+    alone); None: written by a repaudit that did not record it."""
     placements: list[Placed] = []
     """Where each configuration ran (a served model's endpoint among replicas, a Ray node): the base, the noise
     floor's runs, then each value."""
@@ -213,7 +217,7 @@ def _merged(so_far: list[RunRecord] | None, recs: list[RunRecord]) -> list[RunRe
 
 def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds: int = 3,
           metric: str | None = None, progress=None, precision: float | None = None, precision_seed: int = 0,
-           round_docs: int | None = None, noise_floor=None, alpha: float = 0.05) -> SweepResult:
+           round_docs: int | None = None, noise_floor=None, stat: StatSettings | None = None) -> SweepResult:
     """Run ``base`` with ``factor`` set to each of ``values`` and judge each against the noise floor.
 
     ``executor`` is a :class:`repaudit.executor.Executor` (local or Ray) or a function
@@ -224,7 +228,8 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
     With ``precision`` (metric units), every configuration runs on the same seeded random rounds
     of docs until each value's Δ has a (1 − ``alpha``) repeated confidence interval at most that wide on
     each side (:mod:`repaudit.audit.sequential`); the floor is then measured on the same docs. Every
-    interval is (1 − ``alpha``), two-sided.
+    interval is (1 − ``alpha``), two-sided; ``stat`` sets alpha and the bootstrap (sweep's defaults where None:
+    10,000 resamples, seed 0).
 
     ``noise_floor`` (the path of a ``repaudit determinism`` JSON report of the base's task, backend and dtype) is the
     floor instead: no floor configuration runs (:func:`repaudit.audit.determinism.noise_floor`).
@@ -232,12 +237,10 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
     Raises:
         RepauditError: unknown factor, no values, a metric the task does not report, or a noise-floor report of
             another configuration.
-        UsageError: ``alpha`` outside (0, 1).
     """
     from repaudit.audit.executor import as_executor
-    from repaudit.audit.stats import check_alpha
 
-    check_alpha(alpha)
+    stat = for_command("sweep", stat)
 
     field = _factor(factor).fields[0]
     value_cfgs = _value_configs(base, field, values, noise_seeds)
@@ -257,8 +260,8 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
 
         available = sweep_doc_ids(base)
         st["total"] = len(plan_rounds(available, precision_seed, round_docs))
-        _, seq = run_rounds(available, precision, precision_seed, round_docs, run_round, alpha=alpha)
-    return _result(base, factor, getattr(base, field), values, st, seq, alpha)
+        _, seq = run_rounds(available, precision, precision_seed, round_docs, run_round, alpha=stat.alpha)
+    return _result(base, factor, getattr(base, field), values, st, seq, stat)
 
 
 def _round_runner(base: RunConfig, executor, st: dict[str, Any], values: list[Any], value_cfgs: list[RunConfig],
@@ -300,7 +303,7 @@ def _decide_floor(st: dict[str, Any], base: RunConfig, base_rec: RunRecord, nois
 
 
 def _result(base: RunConfig, factor: str, base_value: Any, values: list[Any], st: dict[str, Any],
-            seq: SequentialReport | None, alpha: float = 0.05) -> SweepResult:
+            seq: SequentialReport | None, stat: StatSettings) -> SweepResult:
     """The sweep's result from every round's records (``st``): the noise floor's spread, then each value's point."""
     metric = st["metric"]
     base_rec, floor_recs = st["recs"][0], st["recs"][1:1 + len(st["floor"])]
@@ -309,18 +312,19 @@ def _result(base: RunConfig, factor: str, base_value: Any, values: list[Any], st
     if st.get("given") is not None:  # a determinism report's configurations, on its probed docs
         floor_scores = st["given"].scores
     floor_sd = float(np.std(floor_scores, ddof=1)) if len(floor_scores) > 1 else 0.0
-    points = _points(factor, values, base_rec, st["recs"][1 + len(st["floor"]):], metric, floor_sd, seq, alpha)
+    points = _points(factor, values, base_rec, st["recs"][1 + len(st["floor"]):], metric, floor_sd, seq, stat)
     labels = ["base", *(f"noise floor {k + 1}" for k in range(len(floor_recs))),
               *(f"{factor}={v}" for v in values)]
     return SweepResult(task=base.task, metric=metric, factor=factor, base_value=base_value,
                        base_score=float(xb.mean()), noise_floor_sd=floor_sd, noise_floor_method=st["method"],
                        noise_floor_scores=floor_scores, points=points, sequential=seq,
-                       computed_batches=st["computed"], cached_batches=st["cached"], alpha=alpha,
+                       computed_batches=st["computed"], cached_batches=st["cached"], alpha=stat.alpha,
+                       stat_settings=stat,
                        placements=placed(list(zip(labels, st["recs"]))))
 
 
 def _points(factor: str, values: list[Any], base_rec, value_recs: list, metric: str, floor_sd: float,
-            seq, alpha: float = 0.05) -> list[SweepPoint]:
+            seq, stat: StatSettings) -> list[SweepPoint]:
     """One :class:`SweepPoint` per value: paired Δ against the base (bootstrap, or the sequential
     design's repeated interval when ``seq`` is given) and a verdict against 2× the floor's sd (none below
     :data:`repaudit.audit.docsets.MIN_DOCS` docs)."""
@@ -331,7 +335,7 @@ def _points(factor: str, values: list[Any], base_rec, value_recs: list, metric: 
         if len(xv) != len(xb) or [d.doc_id for d in rec.docs] != [d.doc_id for d in base_rec.docs]:
             raise RepauditError(f"{factor}={value} evaluated other docs than the base: cannot pair them")
         res = paired_bootstrap(xb, xv, np.array([d.cluster for d in rec.docs]) if rec.docs[0].cluster else None,
-                               alpha=alpha)
+                               n_boot=stat.n_boot, alpha=stat.alpha, seed=stat.boot_seed)
         lo, hi = res.ci_low, res.ci_high
         if seq is not None:  # the sequential design's interval replaces the fixed-n bootstrap one
             lo, hi = res.delta - seq.half_widths[j], res.delta + seq.half_widths[j]

@@ -45,12 +45,14 @@ from __future__ import annotations
 
 import math
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 from scipy import stats as sps
 
 from repaudit.audit.noise import NoiseSplit, split_noise
+from repaudit.audit.stat_settings import StatSettings, for_command
 from repaudit.audit.stats import paired_bootstrap
 from repaudit.errors import RepauditError
 from repaudit.run.records import DocResult, RunRecord
@@ -167,6 +169,9 @@ class VarianceReport(BaseModel):
     """Power the MDE is computed for."""
     n_boot: int
     """Bootstrap replicates."""
+    stat_settings: StatSettings | None = None
+    """How the intervals were made (``alpha`` and ``n_boot`` above, and the bootstrap's seed); None: not recorded
+    (older report)."""
     runs: list[VarianceRun]
     """Every configuration of the grid, per format: the seed runs, then the order runs."""
     noise: list[MetricNoise]
@@ -223,13 +228,14 @@ def _z(alpha: float, power: float) -> float:
 
 def noise_of(fmt: str, metric: str, seed_vals: list[np.ndarray], order_scores: list[float],
              pair_vals: list[tuple[np.ndarray, np.ndarray]], docs: list[DocResult], clusters: np.ndarray | None,
-             n_boot: int, alpha: float, power: float) -> MetricNoise:
+             stat: StatSettings, power: float) -> MetricNoise:
     """The :class:`MetricNoise` of one metric from its per-doc values in each seed run (first = base seed),
     the scores of the order runs (sampler order first) and the per-doc values of the noise pairs (runs
-    whose prompts differ); no pair leaves the paired MDE undefined (``None``)."""
+    whose prompts differ); no pair leaves the paired MDE undefined (``None``). ``stat``: alpha and the bootstrap."""
     scores = np.array([v.mean() for v in seed_vals])
-    first = seed_vals[0]
-    boot = paired_bootstrap(np.zeros_like(first), first, clusters, n_boot=n_boot, alpha=alpha)
+    first, alpha = seed_vals[0], stat.alpha
+    boot = paired_bootstrap(np.zeros_like(first), first, clusters, n_boot=stat.n_boot, alpha=alpha,
+                            seed=stat.boot_seed)
     seed_sd = float(np.std(scores, ddof=1)) if len(scores) > 1 else float("nan")
     diffs = [np.var(a - b, ddof=1) for a, b in pair_vals]
     sd_diff = float(math.sqrt(np.mean(diffs))) if diffs else None
@@ -285,19 +291,22 @@ def variance_grid(base: RunConfig, formats: list[str], fewshot_seeds: int, order
 
 
 def variance(base: RunConfig, executor, formats: list[str], fewshot_seeds: int = 5, order_seeds: int | None = None,
-             n_boot: int = 2000, alpha: float = 0.05, power: float = 0.8, progress=None) -> VarianceReport:
+             stat: StatSettings | None = None, power: float = 0.8, progress=None, **changes: Any) -> VarianceReport:
     """Run the grid of :func:`variance_grid` and measure every spread (see the module docstring).
 
     ``executor``: an :class:`~repaudit.audit.executor.Executor` or a function ``RunConfig -> RunRecord``;
-    ``order_seeds`` defaults to ``fewshot_seeds − 1`` (as many order runs as seed runs).
+    ``order_seeds`` defaults to ``fewshot_seeds − 1`` (as many order runs as seed runs); ``stat``: alpha and the
+    bootstrap (variance's defaults where None: 2000 resamples, seed 0), ``changes`` over it (``n_boot=500``).
 
     Raises:
-        RepauditError: see :func:`variance_grid`; runs that evaluated different docs.
+        RepauditError: see :func:`variance_grid`; runs that evaluated different docs; ``power`` outside (0, 1).
+        UsageError: a statistics setting out of range.
     """
     from repaudit.audit.executor import as_executor
 
-    if not (0 < alpha < 1 and 0 < power < 1) or not 100 <= n_boot <= 1_000_000:
-        raise RepauditError("alpha and power must be in (0, 1) and n_boot between 100 and 10^6")
+    stat = for_command("variance", stat, **changes)
+    if not 0 < power < 1:
+        raise RepauditError(f"power must be in (0, 1), got {power}")
     m = fewshot_seeds - 1 if order_seeds is None else order_seeds
     grid = variance_grid(base, formats, fewshot_seeds, m)
     recs = as_executor(executor).map([c for _, c in grid], progress)
@@ -323,7 +332,7 @@ def variance(base: RunConfig, executor, formats: list[str], fewshot_seeds: int =
             seed_vals = [v[metric] for v in vals[:fewshot_seeds]]
             orders = [float(seed_vals[0].mean())] + [float(v[metric].mean()) for v in vals[fewshot_seeds:]]
             pair_vals = [(vals[i][metric], vals[j][metric]) for i, j in pairs]
-            noise.append(noise_of(fmt, metric, seed_vals, orders, pair_vals, docs, clusters, n_boot, alpha, power))
+            noise.append(noise_of(fmt, metric, seed_vals, orders, pair_vals, docs, clusters, stat, power))
     metrics = [x.metric for x in noise if x.format == formats[0]]
     spread = []
     for metric in metrics:
@@ -335,7 +344,8 @@ def variance(base: RunConfig, executor, formats: list[str], fewshot_seeds: int =
                           num_fewshot=fp.settings.fewshot.num_fewshot,
                           sampler=fp.fewshot.sampler,
                           formats=list(formats), fewshot_seeds=[c.fewshot_seed for _, c in grid[:fewshot_seeds]],
-                          order_seeds=list(range(1, m + 1)), alpha=alpha, power=power, n_boot=n_boot, runs=runs,
+                          order_seeds=list(range(1, m + 1)), alpha=stat.alpha, power=power, n_boot=stat.n_boot,
+                          stat_settings=stat, runs=runs,
                           noise=noise, format_spread=spread,
                           computed_batches=sum(r.timings.computed_batches for r in recs),
                           cached_batches=sum(r.timings.cached_batches for r in recs))

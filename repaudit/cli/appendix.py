@@ -9,8 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from repaudit.cli.common import AlphaOption, check_alpha, user_errors
-from repaudit.cli.groups import grouped
+from repaudit.cli.common import user_errors
+from repaudit.cli.groups import StatOptions, grouped
 
 
 @dataclass
@@ -25,21 +25,13 @@ class ReportFiles:
                      ] = None
 
 
-@dataclass
-class IntervalOptions:
-    """The level and bootstrap size of the intervals the appendix computes (the runs' scores, the comparisons)."""
-
-    alpha: AlphaOption = 0.05
-    n_boot: Annotated[int, typer.Option(help="Bootstrap replicates per score and per comparison.")] = 2000
-
-
 @grouped
 def appendix_command(
     runs: Annotated[list[Path], typer.Argument(metavar="RUN...", show_default=False, help=(
         "Run files: anything compare reads (repaudit runs, lm-eval results files or output directories, lighteval "
         "output, inspect_ai logs, EEE records)."))],
     reports: ReportFiles,
-    intervals: IntervalOptions,
+    intervals: StatOptions,
     output: Annotated[Optional[Path], typer.Option("-o", "--output", show_default=False, help=(
         "Write the appendix here: .tex (LaTeX: booktabs, longtable, array, siunitx) or .md (Markdown, the same "
         "content); without it, the Markdown goes to stdout."))] = None,
@@ -72,15 +64,15 @@ def appendix_command(
         suffix = ".md" if output is None else output.suffix.lower()
         if suffix not in (".tex", ".md"):
             raise UsageError(f"-o '{output}': the appendix is written as .tex (LaTeX) or .md (Markdown)")
+        stat = intervals.settings()
         if output is not None:
             check_target(output, "output")
-        check_alpha(intervals.alpha)
         pairs = [tuple(x.strip() for x in p.split(",")) for p in compare or []]
         if any(len(p) != 2 or not all(p) for p in pairs):
             raise UsageError("--compare takes two runs as A,B (names or positions, e.g. 1,2)")
         req = Requested(paths=list(runs), names=[n.strip() for n in names.split(",")] if names else None,
                         pairs=pairs, attributions=reports.attribution or [], variances=reports.variance or [],
-                        sweeps=reports.sweep or [], alpha=intervals.alpha, n_boot=intervals.n_boot)
+                        sweeps=reports.sweep or [], stat=stat)
         appendix = build_appendix(req)
         text = render_latex(appendix, title, document) if suffix == ".tex" else render_markdown(appendix, title)
         if output is None:

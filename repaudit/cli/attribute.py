@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -10,9 +10,7 @@ import typer
 
 from repaudit.cli.attribution import attribute_runs, attribution_html, replay_sources
 from repaudit.cli.common import (
-    AlphaOption,
     DocTextOption,
-    check_alpha,
     check_outputs,
     check_precision,
     emit_dry_run,
@@ -26,6 +24,7 @@ from repaudit.cli.groups import (
     ReplayEndpointOptions,
     ReportOptions,
     SourceOptions,
+    StatOptions,
     grouped,
 )
 
@@ -38,8 +37,7 @@ class AttributeOptions:
     task_config: Annotated[Optional[Path], typer.Option(
         help="An lm-eval task YAML (or results file) that defines the task, for runs whose files record no "
              "configuration (lm-eval 0.3).", readable=False)] = None
-    n_boot: Annotated[int, typer.Option(help="Bootstrap replicates over docs.")] = 2000
-    alpha: AlphaOption = 0.05
+    stats: StatOptions = field(default_factory=StatOptions)
     plot: Annotated[Optional[Path], typer.Option(help="Draw the waterfall to PATH.png and PATH.pdf.")] = None
     doc_text: DocTextOption = True
     noise_floor: Annotated[Optional[Path], typer.Option(
@@ -77,10 +75,10 @@ def attribute_command(
 
     r, pr = report, precision
     with user_errors():
+        stat = what.stats.settings()
         check_outputs(r.output, what.plot, r.fmt, r.as_json, csv=not grid.dry_run, html=not grid.dry_run,
                       mkdir=r.mkdir)
         check_precision(pr.precision, pr.round_docs)
-        check_alpha(what.alpha)
         if what.noise_floor is not None:  # an unreadable or empty report is refused before anything runs
             from repaudit.audit.determinism import check_floor
 
@@ -88,10 +86,10 @@ def attribute_command(
         if grid.dry_run:
             _dry_run(run_a, run_b, what, source, r, pr, served)
             return
-        result = attribute_runs(run_a, run_b, source.data_dir, source.model, what.metric, what.n_boot,
+        result = attribute_runs(run_a, run_b, source.data_dir, source.model, what.metric, stat,
                                 source.cache_dir, what.plot, grid.open_executor(served),
                                 None if pr.precision is None else pr.precision / 100, pr.precision_seed,
-                                pr.round_docs, what.task_config, what.alpha, served)
+                                pr.round_docs, what.task_config, served)
         if what.noise_floor is not None:
             from repaudit.audit.determinism import noise_floor
 

@@ -25,17 +25,17 @@ def replay_sources(run_a: Path, run_b: Path, data_dir, model, cache_dir, task_co
     return served.point(sources, model) if served is not None else sources
 
 
-def attribute_runs(run_a: Path, run_b: Path, data_dir, model, metric, n_boot, cache_dir, plot, executor,
+def attribute_runs(run_a: Path, run_b: Path, data_dir, model, metric, stat, cache_dir, plot, executor,
                    precision=None, precision_seed: int = 0, round_docs=None, task_config: Path | None = None,
-                   alpha: float = 0.05, served=None):
-    """Shared by ``attribute`` and ``compare --attribute``; raises RepauditError on bad input."""
+                   served=None):
+    """Shared by ``attribute``, ``compare --attribute`` and ``gate --attribute`` (``stat``: the statistics
+    settings, attribute's fields taken from it); raises RepauditError on bad input."""
     from repaudit.audit.attribution import run_attribution
 
     src_a, src_b = replay_sources(run_a, run_b, data_dir, model, cache_dir, task_config, served)
     with grid_progress("attribution") as tick:
-        result = run_attribution(src_a, src_b, executor, metric=metric, n_boot=n_boot, progress=tick,
-                                 precision=precision, precision_seed=precision_seed, round_docs=round_docs,
-                                 alpha=alpha)
+        result = run_attribution(src_a, src_b, executor, metric=metric, stat=stat, progress=tick,
+                                 precision=precision, precision_seed=precision_seed, round_docs=round_docs)
     if plot is not None:
         from repaudit.report.plots import waterfall
 

@@ -240,20 +240,6 @@ def write_report(path: Path, text: str | bytes, what: str = "output") -> None:
     err.print(rich_text(f"wrote {path}"), highlight=False, soft_wrap=True)
 
 
-AlphaOption = Annotated[float, typer.Option(
-    "--alpha", help="Intervals are (1 − alpha), two-sided, and every label says so (0.05: 95 %).")]
-
-
-def check_alpha(alpha: float) -> None:
-    """``--alpha`` in (0, 0.5], before any work.
-
-    Raises:
-        UsageError: out of range or not a number.
-    """
-    if not 0 < alpha <= 0.5:
-        raise UsageError(f"--alpha must be in (0, 0.5], got {alpha}")
-
-
 PrecisionOption = Annotated[Optional[float], typer.Option(
     "--precision", metavar="PTS", help="Stop when every (1 − alpha) interval is at most ±PTS points wide on each "
                                        "side: docs run in seeded random rounds shared by all configurations (repeated "

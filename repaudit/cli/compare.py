@@ -26,27 +26,15 @@ from repaudit.cli.common import (
     user_errors,
     write_report,
 )
-from repaudit.cli.groups import PairOptions, ReportOptions, SourceOptions, grouped
-
-
-@dataclass
-class StatOptions:
-    """The comparison's statistics."""
-
-    tie_eps: Annotated[float, typer.Option(
-        help="Near-tie: a run's margin by the flipped metric at most this (nats).")] = 0.01
-    n_boot: Annotated[int, typer.Option(help="Bootstrap replicates.")] = 10_000
-    alpha: Annotated[float, typer.Option(help="Significance level of every row's test, before the multiplicity "
-                                              "adjustment; intervals are (1 − alpha).")] = 0.05
-    adjust: Annotated[str, typer.Option(help="Multiplicity adjustment of the rows' p-values: holm (family-wise "
-                                             "error), bh (false discovery rate) or none.")] = "holm"
-    top: Annotated[int, typer.Option(help="Flipped docs to show per task and metric (all are in the JSON).")] = 10
+from repaudit.cli.groups import PairOptions, ReportOptions, SourceOptions, StatOptions, grouped
 
 
 @dataclass
 class ExtraOptions:
-    """What compare adds beyond the report: generation token counts, every paired doc as CSV, the HTML's doc
-    text."""
+    """What compare shows beyond the scores: flipped docs per row, generation token counts, every paired doc as
+    CSV, the HTML's doc text."""
+
+    top: Annotated[int, typer.Option(help="Flipped docs to show per task and metric (all are in the JSON).")] = 10
 
     tokenizer: Annotated[Optional[str], typer.Option(
         help="The runs' tokenizer (a model folder, a hub id, or 'default'): counts the tokens of lm-eval "
@@ -95,12 +83,15 @@ def compare_command(
 
     Example: repaudit compare run.json fingerprints/lmeval_0.4_defaults.yaml
     """
-    from repaudit.audit.compare import check_options, compare, load_run
+    from repaudit.audit.compare import compare, load_run
+    from repaudit.errors import UsageError
     from repaudit.report.frames import paired_docs_frame, to_csv
 
     r, att_on = report, attribution.attribute
     with user_errors():
-        check_options(stats.tie_eps, stats.n_boot, stats.alpha, stats.adjust, stats.top)
+        stat = stats.settings()
+        if not 0 <= extra.top <= 1_000_000:
+            raise UsageError(f"--top must be between 0 and 1000000, got {extra.top}")
         check_outputs(r.output, attribution.plot, r.fmt, r.as_json, csv=not att_on, html=not att_on, mkdir=r.mkdir)
         _check_docs_csv(extra.docs_csv, r.mkdir)
         from repaudit.importers.detect import looks_like_protocol
@@ -111,14 +102,14 @@ def compare_command(
         task_map = task_map_of(pair.pair_tasks or [])
         tok = _tokenizer(extra.tokenizer, source.cache_dir) if extra.tokenizer else None
         ra, rb = load_run(run_a, pair.samples_a, tok), load_run(run_b, pair.samples_b, tok)
-        comparison = compare(ra, rb, tie_eps=stats.tie_eps, n_boot=stats.n_boot, alpha=stats.alpha,
-                             task_map=task_map, adjust=stats.adjust, names=(pair.name_a, pair.name_b))
-        att = (attribute_runs(run_a, run_b, source.data_dir, source.model, None, 2000, source.cache_dir,
-                              attribution.plot, make_executor(attribution.executor, attribution.ray_address,
-                                                              attribution.workers), alpha=stats.alpha)
-               if att_on else None)
+        comparison = compare(ra, rb, stat, task_map=task_map, names=(pair.name_a, pair.name_b))
+        att = None
+        if att_on:  # the attribution's own bootstrap: attribute's 2000 resamples (compare's 10,000 are for its rows)
+            executor = make_executor(attribution.executor, attribution.ray_address, attribution.workers)
+            att = attribute_runs(run_a, run_b, source.data_dir, source.model, None,
+                                 stat.model_copy(update={"n_boot": 2000}), source.cache_dir, attribution.plot, executor)
         _emit(comparison, att, report_format(r.fmt, r.output, r.as_json, csv=not att_on, html=not att_on), r.output,
-              stats.top, lambda: _html(comparison, (run_a, ra), (run_b, rb), task_map, source, extra.doc_text))
+              extra.top, lambda: _html(comparison, (run_a, ra), (run_b, rb), task_map, source, extra.doc_text))
         if extra.docs_csv is not None:
             write_report(extra.docs_csv, to_csv(paired_docs_frame(ra, rb, task_map)), "--docs-csv")
 

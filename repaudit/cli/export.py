@@ -9,8 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from repaudit.cli.common import AlphaOption, check_alpha, err, out, user_errors
-from repaudit.cli.groups import grouped
+from repaudit.cli.common import err, out, user_errors
+from repaudit.cli.groups import StatOptions, grouped
 from repaudit.escape import rich_text
 
 
@@ -57,9 +57,9 @@ def export_command(
                                                                 "if missing; its parent must exist).",
                                          show_default=False)],
     record: RecordOptions,
+    stats: StatOptions,
     fmt: Annotated[ExportFormat, typer.Option("--format", help="eee: Every Eval Ever schema 0.3.0.")
                    ] = ExportFormat.eee,
-    alpha: AlphaOption = 0.05,
     data_dir: Annotated[Optional[Path], typer.Option(help="Local data as run --data-dir reads it, to rebuild "
                                                           "a repaudit run's prompts.", show_default=False)] = None,
 ) -> None:
@@ -77,10 +77,10 @@ def export_command(
 
     rec = record
     with user_errors():
-        check_alpha(alpha)
+        stat = stats.settings()
         opts = ExportOptions(relationship=rec.relationship.value if rec.relationship is not None else None,
                              model_id=rec.model_id, developer=rec.developer, organization=rec.organization,
-                             data_dir=data_dir, alpha=alpha)
+                             data_dir=data_dir, alpha=stat.alpha)
         written, notes = export(runs, output, opts)
         for note in notes:
             err.print(rich_text("note: " + note), highlight=False, soft_wrap=True)

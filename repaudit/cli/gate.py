@@ -7,7 +7,7 @@ or policy file; one ``error:`` line), 74 a report cannot be written, 130 interru
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 import typer
 
 from repaudit.cli.common import Format, check_outputs, emit_report, err
-from repaudit.cli.groups import DocTextOptions, PairOptions, SourceOptions, grouped
+from repaudit.cli.groups import DocTextOptions, PairOptions, SourceOptions, StatOptions, grouped
 from repaudit.errors import EX_DATAERR, EX_IOERR, EX_USAGE
 from repaudit.escape import rich_text
 
@@ -24,7 +24,7 @@ EXIT = {"GO": 0, "NO-GO": 1, "INCONCLUSIVE": 2}
 
 @dataclass
 class PolicyOptions:
-    """The gate's policy: a YAML file, or one test on every task and metric."""
+    """The gate's policy: a YAML file, or one test on every task and metric; its statistics."""
 
     policy: Annotated[Optional[Path], typer.Option(help="Policy YAML: alpha, multiplicity, rows of task/metric "
                                                         "globs with test, margin and tier.", readable=False)] = None
@@ -34,9 +34,7 @@ class PolicyOptions:
     margin: Annotated[Optional[float], typer.Option(
         "--margin", metavar="PTS", help="One-line gate: equivalence (TOST) with this margin on every task and "
                                         "metric.")] = None
-    alpha: Annotated[float, typer.Option(help="With --max-drop/--margin: the level of each one-sided test.")] = 0.05
-    multiplicity: Annotated[str, typer.Option(help="With --max-drop/--margin: holm, bh or none.")] = "holm"
-    n_boot: Annotated[int, typer.Option(help="Bootstrap replicates of the comparison.")] = 2000
+    stats: StatOptions = field(default_factory=StatOptions)
 
 
 class GateFormat(str, Enum):
@@ -103,8 +101,9 @@ def gate_command(
 
     r = report
     with user_errors(EX_DATAERR, EX_IOERR, EX_USAGE):
-        chosen = _check_gate_outputs(r, policy.n_boot)
-        result, runs, task_map = _run_gate(baseline, candidate, policy, pair)
+        stat = policy.stats.settings()
+        chosen = _check_gate_outputs(r)
+        result, runs, task_map = _run_gate(baseline, candidate, policy, pair, stat)
         if attribution.attribute:
             _attribution(result, baseline, candidate, source, attribution.precision)
         emit_report(chosen, r.output, lambda c: render_rich(result, c), lambda: render_markdown(result),
@@ -124,20 +123,18 @@ def gate_command(
     raise typer.Exit(code=1 if r.strict and code == 2 else code)
 
 
-def _check_gate_outputs(r: GateReportOptions, n_boot: int) -> Format:
-    """The report format, and every output and option checked before any file is read.
+def _check_gate_outputs(r: GateReportOptions) -> Format:
+    """The report format, and every output checked before any file is read.
 
     Raises:
-        UsageError: a format gate does not write, ``n_boot`` out of range.
+        UsageError: a format gate does not write.
         OutputError: an output that cannot be written.
     """
-    from repaudit.audit.compare import check_options
     from repaudit.cli.common import report_format
 
     fmt = Format(r.fmt.value)
     chosen = report_format(fmt, r.output, r.as_json, html=True, latex=False)  # JUnit XML: --junit
     check_outputs(r.output, None, fmt, r.as_json, html=True, mkdir=r.mkdir, latex=False)
-    check_options(0.01, n_boot, 0.25, "holm")
     if r.junit is not None:
         from repaudit.outputs import check_target
 
@@ -145,25 +142,26 @@ def _check_gate_outputs(r: GateReportOptions, n_boot: int) -> Format:
     return chosen
 
 
-def _run_gate(baseline: Path, candidate: Path, opts: PolicyOptions, pair: PairOptions):
-    """The policy, both runs, their comparison and the gate's result.
+def _run_gate(baseline: Path, candidate: Path, opts: PolicyOptions, pair: PairOptions, stat):
+    """The policy, both runs, their comparison (``stat``'s bootstrap and near ties, the policy's alpha and
+    multiplicity) and the gate's result.
 
     Raises:
         UsageError: a policy file with --max-drop/--margin, or neither; RepauditError: what the inputs raise.
     """
     from repaudit.audit.compare import compare, load_run
     from repaudit.audit.gate import gate, inline_policy, read_policy
+    from repaudit.audit.stat_settings import for_command
     from repaudit.cli.common import task_map_of
     from repaudit.errors import UsageError
 
     if opts.policy is not None and (opts.max_drop is not None or opts.margin is not None):
         raise UsageError("give --policy or --max-drop/--margin, not both")
-    policy = read_policy(opts.policy) if opts.policy is not None else inline_policy(
-        opts.max_drop, opts.margin, opts.alpha, opts.multiplicity)
+    policy = read_policy(opts.policy) if opts.policy is not None else inline_policy(opts.max_drop, opts.margin, stat)
+    stat = for_command("gate", stat, alpha=policy.alpha, adjust=policy.multiplicity)
     task_map = task_map_of(pair.pair_tasks or [])
     runs = load_run(baseline, pair.samples_a), load_run(candidate, pair.samples_b)
-    comparison = compare(*runs, n_boot=opts.n_boot, alpha=policy.alpha, task_map=task_map,
-                         adjust=policy.multiplicity, names=(pair.name_a, pair.name_b))
+    comparison = compare(*runs, stat, task_map=task_map, names=(pair.name_a, pair.name_b))
     return gate(comparison, policy), runs, task_map
 
 
@@ -188,9 +186,9 @@ def _attribution(result, baseline, candidate, source: SourceOptions, precision) 
         return
     row = failing[0]
     try:
-        att = attribute_runs(baseline, candidate, source.data_dir, source.model, row.metric, 2000, source.cache_dir,
-                             None, LocalExecutor(), None if precision is None else precision / 100,
-                             alpha=result.policy.alpha)
+        att = attribute_runs(baseline, candidate, source.data_dir, source.model, row.metric,
+                             result.stat_settings.model_copy(update={"n_boot": 2000}), source.cache_dir, None,
+                             LocalExecutor(), None if precision is None else precision / 100)
     except RepauditError as exc:  # the gate's decision stands; the note says why nothing was attributed
         result.notes.append(f"--attribute: {row.task} {row.metric} could not be re-executed: {exc}")
         return

@@ -216,15 +216,91 @@ class DocTextOptions:
     doc_text: DocTextOption = True
 
 
+@dataclass
+class StatOptions:
+    """A command's statistics options, generated from :class:`~repaudit.audit.stat_settings.StatSettings`: one
+    option per field the command takes (:data:`~repaudit.audit.stat_settings.COMMANDS`), named, typed, documented and
+    defaulted from the record (:func:`stat_parameters`); a field the command does not take stays None here.
+    :meth:`settings` validates them into the command's record, with the one message a bad value gets on every
+    command."""
+
+    command: str = ""
+    alpha: Optional[float] = None
+    adjust: Optional[str] = None
+    n_boot: Optional[int] = None
+    boot_seed: Optional[int] = None
+    tie_eps: Optional[float] = None
+    multiplicity: Optional[str] = None
+    """gate: the old name of ``--adjust`` (hidden; ``gate --multiplicity bh`` in CI scripts keeps working)."""
+
+    def settings(self, command: Optional[str] = None):
+        """The :class:`~repaudit.audit.stat_settings.StatSettings` of ``command`` (default: this group's; ``series``
+        for ``variance --across``) with the values given.
+
+        Raises:
+            UsageError: a value out of range (:func:`~repaudit.audit.stat_settings.refusal`), or ``--multiplicity``
+                with another ``--adjust``.
+        """
+        from repaudit.audit.stat_settings import COMMANDS, for_command
+        from repaudit.errors import UsageError
+
+        values = {k: getattr(self, k) for k in COMMANDS[self.command].options if getattr(self, k) is not None}
+        if self.multiplicity is not None:
+            if values.get("adjust", self.multiplicity) not in (self.multiplicity,
+                                                                COMMANDS[self.command].defaults.adjust):
+                raise UsageError("--multiplicity is the old name of --adjust: give one of them")
+            values["adjust"] = self.multiplicity
+        return for_command(command or self.command, **values)
+
+
+#: a sentence a command adds to a statistics option's help, where the command uses it in its own way
+STAT_NOTES = {("gate", "alpha"): "With --policy: the policy file's alpha.",
+              ("gate", "adjust"): "With --policy: the policy file's multiplicity."}
+#: an old name a command keeps taking for a statistics option (hidden from --help; see :class:`StatOptions`)
+STAT_ALIASES = {("gate", "adjust"): "multiplicity"}
+
+
+def stat_parameters(command: str) -> list[inspect.Parameter]:
+    """One keyword parameter per statistics field ``command`` takes, from the record's declaration: the option's
+    name (:func:`~repaudit.audit.stat_settings.option_name`), its type, the command's default and the field's
+    docstring as its help (a closed set's values added; :data:`STAT_NOTES`); the hidden old names
+    (:data:`STAT_ALIASES`) after them."""
+    from repaudit.audit.stat_settings import COMMANDS, StatSettings, base_type, choices, option_name
+
+    spec, out = COMMANDS[command], []
+    for name in spec.options:
+        info = StatSettings.model_fields[name]
+        text = " ".join((info.description or "").split()).partition(" None: ")[0]  # a command always sets it
+        if choices(name):
+            text += f" (one of {', '.join(choices(name))})"
+        if (command, name) in STAT_NOTES:
+            text += " " + STAT_NOTES[(command, name)]
+        out.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=getattr(spec.defaults, name),
+                                     annotation=Annotated[base_type(name), typer.Option(option_name(name),
+                                                                                        help=text)]))
+        if (command, name) in STAT_ALIASES:
+            alias = STAT_ALIASES[(command, name)]
+            hidden = typer.Option(option_name(alias), hidden=True, help=f"Old name of {option_name(name)}.")
+            out.append(inspect.Parameter(alias, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                         annotation=Annotated[Optional[str], hidden]))
+    return out
+
+
 def _is_group(annotation: Any) -> bool:
     return inspect.isclass(annotation) and dataclasses.is_dataclass(annotation)
 
 
-def _fields(cls: type) -> list[inspect.Parameter]:
-    """A group's fields as keyword parameters, with their resolved ``Annotated`` types and defaults."""
+def _fields(cls: type, command: str) -> list[inspect.Parameter]:
+    """A group's fields as keyword parameters, with their resolved ``Annotated`` types and defaults; a field that is
+    a group in turn is spread too (:class:`StatOptions`: the options ``command`` takes)."""
+    if issubclass(cls, StatOptions):
+        return stat_parameters(command)
     hints = typing.get_type_hints(cls, include_extras=True)
     out = []
     for f in dataclasses.fields(cls):
+        if _is_group(hints[f.name]):
+            out += _fields(hints[f.name], command)
+            continue
         if f.default is not dataclasses.MISSING:
             default = f.default
         elif f.default_factory is not dataclasses.MISSING:
@@ -236,15 +312,26 @@ def _fields(cls: type) -> list[inspect.Parameter]:
     return out
 
 
+def _pack(cls: type, kwargs: dict[str, Any], command: str) -> Any:
+    """The group ``cls`` from the parsed options in ``kwargs`` (popped), nested groups included."""
+    if issubclass(cls, StatOptions):
+        return cls(command=command, **{p.name: kwargs.pop(p.name) for p in stat_parameters(command)})
+    hints = typing.get_type_hints(cls, include_extras=True)
+    return cls(**{f.name: _pack(hints[f.name], kwargs, command) if _is_group(hints[f.name]) else kwargs.pop(f.name)
+                  for f in dataclasses.fields(cls)})
+
+
 def grouped(fn: Callable) -> Callable:
     """Decorator: spread every parameter annotated with an option group into the group's fields (for typer), and
-    pack them back into the group when the command is called (see the module docstring)."""
+    pack them back into the group when the command is called (see the module docstring). The command's name
+    (``compare`` for ``compare_command``) picks its statistics options (:class:`StatOptions`)."""
     sig = inspect.signature(fn, eval_str=True)
+    name_of_command = fn.__name__.removesuffix("_command")
     groups = {name: p.annotation for name, p in sig.parameters.items() if _is_group(p.annotation)}
     plain, spread, var = [], [], []
     for name, p in sig.parameters.items():
         if name in groups:
-            spread += _fields(groups[name])
+            spread += _fields(groups[name], name_of_command)
         elif p.kind is inspect.Parameter.VAR_KEYWORD:
             var.append(p)
         else:
@@ -253,7 +340,7 @@ def grouped(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def command(**kwargs: Any) -> Any:
         for name, cls in groups.items():
-            kwargs[name] = cls(**{f.name: kwargs.pop(f.name) for f in dataclasses.fields(cls)})
+            kwargs[name] = _pack(cls, kwargs, name_of_command)
         return fn(**kwargs)
 
     params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD

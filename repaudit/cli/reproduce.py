@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Optional
 
 import typer
 
 from repaudit.cli.common import (
-    AlphaOption,
     RoundDocsOption,
-    check_alpha,
     check_precision,
     emit_dry_run,
     emit_report,
     grid_progress,
     user_errors,
 )
-from repaudit.cli.groups import BaseOptions, GridOptions, ReportOptions, grouped
+from repaudit.cli.groups import BaseOptions, GridOptions, ReportOptions, StatOptions, grouped
 from repaudit.cli.options import factor_settings, with_factor_options
 
 
@@ -55,7 +53,7 @@ class SearchOptions:
                                                                  "is within PTS points of a matching score.")] = 0.0
     race_seed: Annotated[int, typer.Option(help="With --race: seed of the doc order.")] = 0
     round_docs: RoundDocsOption = None
-    alpha: AlphaOption = 0.05
+    stats: StatOptions = field(default_factory=StatOptions)
 
 
 @with_factor_options()
@@ -76,10 +74,10 @@ def reproduce_command(target: TargetOptions, search: SearchOptions, base: BaseOp
 
     t, s = target, search
     with user_errors():
+        stat = s.stats.settings()
         report.check()
         value = parse_target(t.target)
         check_precision(None, s.round_docs)
-        check_alpha(s.alpha)
         if not 0 <= s.tolerance <= 100:
             raise RepauditError(f"--tolerance must be between 0 and 100 points, got {s.tolerance:g}")
         settings = factor_settings(factors)
@@ -99,7 +97,7 @@ def reproduce_command(target: TargetOptions, search: SearchOptions, base: BaseOp
         with grid_progress("reproduce") as tick:
             result = reproduce(cfg, value, grid.open_executor(base), target_kind=t.target_kind, metric=t.metric,
                                budget=s.budget, moves=chosen, progress=tick, race=s.race, tolerance=s.tolerance / 100,
-                               race_seed=s.race_seed, round_docs=s.round_docs, alpha=s.alpha)
+                               race_seed=s.race_seed, round_docs=s.round_docs, stat=stat)
         emit_report(report.format(), report.output, lambda c: render_reproduce_rich(result, c, t.top),
                     lambda: render_reproduce_markdown(result, t.top), lambda: render_reproduce_latex(result, t.top),
                     lambda: result.model_dump_json(indent=1))

@@ -74,9 +74,10 @@ def _rich(r, console: Console) -> None:
 
 
 def series_mode(files: list[Path], across: Optional[Across], tasks: Optional[str], last: int,
-                step_from: Optional[str], n_boot: int, fmt: Format, output: Optional[Path], plot: Optional[Path],
-                plot_metric: Optional[str], as_json: bool, mkdir: bool = False, alpha: float = 0.05) -> None:
-    """Read ``files``, measure the series, plot and render (the CLI's part of ``variance FILE… --across``).
+                step_from: Optional[str], stat, fmt: Format, output: Optional[Path], plot: Optional[Path],
+                plot_metric: Optional[str], as_json: bool, mkdir: bool = False) -> None:
+    """Read ``files``, measure the series (``stat``: its :class:`~repaudit.audit.stat_settings.StatSettings`), plot
+    and render (the CLI's part of ``variance FILE… --across``).
 
     Raises:
         RepauditError: files without ``--across``, a plot of a seed series or of panels the report has no row for,
@@ -103,7 +104,7 @@ def series_mode(files: list[Path], across: Optional[Across], tasks: Optional[str
         raise UsageError("--plot draws score over training step: it needs --across checkpoint or model")
     runs = [load_run(f) for f in files]
     patterns = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
-    report = series(runs, across.value, last=last, step_from=step_from, n_boot=n_boot, tasks=patterns, alpha=alpha)
+    report = series(runs, across.value, last=last, step_from=step_from, tasks=patterns, stat=stat)
     keys = _panels(report, _keys(plot_metric))
     if plot is not None and not report.checkpoint and all(s.step is None for s in report.runs):
         raise RepauditError("--plot draws score over training step, and no run records one (--step-from reads it "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -11,8 +11,6 @@ from rich.console import Console
 from rich.table import Table
 
 from repaudit.cli.common import (
-    AlphaOption,
-    check_alpha,
     check_precision,
     emit_dry_run,
     emit_report,
@@ -25,6 +23,7 @@ from repaudit.cli.groups import (
     GridOptions,
     PrecisionOptions,
     ReportOptions,
+    StatOptions,
     grouped,
 )
 from repaudit.cli.options import factor_settings, with_factor_options
@@ -65,9 +64,9 @@ class SweepOptions:
         help="A repaudit determinism report (JSON) of the base's task, backend and dtype: the spread of the metric "
              "over its configurations is the noise floor (the backend's numerics), and no floor run is made.",
         readable=False)] = None
-    alpha: AlphaOption = 0.05
     plot: Annotated[Optional[Path], typer.Option(help="Draw score vs value with the noise band to PATH.png and "
                                                       "PATH.pdf.")] = None
+    stats: StatOptions = field(default_factory=StatOptions)
 
 
 @with_factor_options()
@@ -88,9 +87,9 @@ def sweep_command(what: SweepOptions, base: BaseOptions, report: ReportOptions, 
 
     pr = precision
     with user_errors():
+        stat = what.stats.settings()
         report.check(what.plot, html=not grid.dry_run)
         check_precision(pr.precision, pr.round_docs)
-        check_alpha(what.alpha)
         vals = parse_values(what.factor, what.values)
         cfg = base.config(**factor_settings(factors))
         if grid.dry_run:
@@ -101,7 +100,7 @@ def sweep_command(what: SweepOptions, base: BaseOptions, report: ReportOptions, 
                            metric=what.metric, progress=tick,
                            precision=None if pr.precision is None else pr.precision / 100,
                            precision_seed=pr.precision_seed, round_docs=pr.round_docs, noise_floor=what.noise_floor,
-                           alpha=what.alpha)
+                           stat=stat)
         if what.plot is not None:
             from repaudit.report.plots import sweep_plot
 

@@ -3,7 +3,7 @@ prompt format, and the smallest difference a comparison on it can detect."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -11,9 +11,7 @@ import typer
 from rich.console import Console
 
 from repaudit.cli.common import (
-    AlphaOption,
     Format,
-    check_alpha,
     emit_dry_run,
     emit_report,
     err,
@@ -22,7 +20,7 @@ from repaudit.cli.common import (
     report_format,
     user_errors,
 )
-from repaudit.cli.groups import BaseOptions, GridOptions, ReportOptions, grouped
+from repaudit.cli.groups import BaseOptions, GridOptions, ReportOptions, StatOptions, grouped
 from repaudit.cli.options import factor_settings, with_factor_options
 from repaudit.cli.series import AcrossOption, FilesArgument, LastOption, StepFromOption
 from repaudit.errors import RepauditError
@@ -59,8 +57,6 @@ def _variance_rich(r, console: Console) -> None:
 
 TaskOption = Annotated[Optional[str], typer.Option(help="Task (default arc_easy). With --across: only rows of "
                                                       "these tasks (comma-separated, * wildcards).")]
-NBootOption = Annotated[int, typer.Option(help="Bootstrap replicates of the intervals over docs (with --across: per "
-                                               "run that has per-doc values).")]
 PlotOption = Annotated[Optional[Path], typer.Option(help="Draw every run's score per seed and format to PATH.png and "
                                                          "PATH.pdf (with --across: score over training step).")]
 PlotMetricOption = Annotated[Optional[str], typer.Option(help="Metric of --plot and of the HTML plot (default: the "
@@ -89,8 +85,7 @@ class NoiseOptions:
     formats: Annotated[str, typer.Option(help="Comma-separated prompt formats: lmeval, lettered, cloze.")
                        ] = "cloze,lettered"
     doc_ids: Annotated[Optional[str], typer.Option(help="Only these doc ids, e.g. '0,7,42'.")] = None
-    n_boot: NBootOption = 2000
-    alpha: AlphaOption = 0.05
+    stats: StatOptions = field(default_factory=StatOptions)
 
 
 @dataclass
@@ -132,14 +127,14 @@ def variance_command(series: SeriesOptions, noise: NoiseOptions, base: VarianceB
         from repaudit.cli.series import series_mode
 
         with user_errors():
-            check_alpha(n.alpha)
-            series_mode(files or [], series.across, base.task, series.last, series.step_from, n.n_boot, r.fmt,
-                        r.output, figure.plot, figure.plot_metric, r.as_json, r.mkdir, n.alpha)
+            stat = n.stats.settings("series")  # variance's options, a series' record (its rows' p unadjusted)
+            series_mode(files or [], series.across, base.task, series.last, series.step_from, stat, r.fmt,
+                        r.output, figure.plot, figure.plot_metric, r.as_json, r.mkdir)
         return
     base.task = base.task or "arc_easy"
     with user_errors():
+        stat = n.stats.settings()
         r.check(figure.plot, html=not grid.dry_run)
-        check_alpha(n.alpha)
         fmts = [f.strip() for f in n.formats.split(",") if f.strip()]
         from repaudit.tasks.fewshot import parse_fewshot_ids
 
@@ -154,8 +149,8 @@ def variance_command(series: SeriesOptions, noise: NoiseOptions, base: VarianceB
             emit_dry_run(plan, r.format(), r.output)
             return
         with grid_progress("variance") as tick:
-            result = variance(cfg, grid.open_executor(base), fmts, n.fewshot_seeds, n.order_seeds, n_boot=n.n_boot,
-                              alpha=n.alpha, progress=tick)
+            result = variance(cfg, grid.open_executor(base), fmts, n.fewshot_seeds, n.order_seeds, stat=stat,
+                              progress=tick)
         _emit(result, r.fmt, r.output, r.as_json, figure.plot, figure.plot_metric)
 
 

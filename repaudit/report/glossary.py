@@ -6,7 +6,7 @@ The JSON output keeps the identifiers; every text format shows these labels inst
 from __future__ import annotations
 
 from repaudit.audit.intervals import COMMAND_STATISTICS, STATISTICS, stat_label  # noqa: F401  (re-exported)
-from repaudit.audit.scores import ADJUST  # noqa: F401  (re-exported: the reports import it from here)
+from repaudit.audit.stat_settings import ADJUST  # noqa: F401  (re-exported: the reports import it from here)
 
 METHODS = {
     "paired_score": "Tango 1998 score interval for paired proportions",
