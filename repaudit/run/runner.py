@@ -410,11 +410,15 @@ def run_timings(cfg: RunConfig, backend, ans: Answers, n_docs: int, load: tuple[
                    gpu_memory_peak_mib=peak_memory_mib(cfg.serving.device) if cfg.serving.backend == "hf" else None)
 
 
-def context_cut(backend, rendered: list[RenderedDoc], generation: GenerationSettings | None) -> list[int]:
+def context_cut(backend, rendered: list[RenderedDoc], generation: GenerationSettings | None) -> list[int] | None:
     """Docs with a request the backend cut from the left: context + continuation over ``max_length``
     (lm-eval keeps the last ``max_length + 1`` tokens), or a generation context over
-    ``max_length - max_gen_toks``. Read after the run: the encoder's BOS counts are already recorded."""
+    ``max_length - max_gen_toks``. Read after the run: the encoder's BOS counts are already recorded. None where the
+    backend cannot tell: a served model whose server tells no window (its requests are sent uncut, and the server
+    refuses what does not fit) or that has no tokenizer (text is sent; what the server cuts is not seen)."""
     limit = backend.info.max_length
+    if limit is None or backend.tokenizer is None:
+        return None
     cut = []
     for rd in rendered:
         if generation is not None:
@@ -427,12 +431,14 @@ def context_cut(backend, rendered: list[RenderedDoc], generation: GenerationSett
     return cut
 
 
-def run_diagnostics(task: Task, docset: DocSet, results: list, split: str, cut: list[int]) -> Diagnostics:
+def run_diagnostics(task: Task, docset: DocSet, results: list, split: str, cut: list[int] | None) -> Diagnostics:
     """Stage: :func:`repaudit.run.diagnostics.diagnose` with the few-shot facts only the runner knows —
     docs whose own content (``doc_hash``) is among their examples, and a pool that is the evaluation split."""
     pool = {d.doc_id: doc_hash(d.row) for d in docset.pool}
     own = {d.doc_id: doc_hash(d.row) for d in docset.docs}
     leaked = [i for i, ids in docset.fewshot_ids.items() if any(pool.get(j) == own[i] for j in ids)]
     from_eval = bool(docset.num_fewshot and docset.pool) and docset.pool_split == split
+    unknown = {} if cut is not None else {"context_truncated": "a served model whose server tells no context window "
+                                                               "or tokenises nothing: what it cuts is not seen"}
     return diagnose(results, task.output_type is OutputType.generate_until, leaked=leaked, from_eval_split=from_eval,
-                    context_truncated=cut)
+                    context_truncated=cut, unknown=unknown)
