@@ -27,9 +27,12 @@ import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, TypeVar, Union
 
 from pydantic import BaseModel, ValidationError
+
+#: the model a validation returns an instance of
+M = TypeVar("M", bound=BaseModel)
 
 from repaudit.errors import RepauditError
 
@@ -314,8 +317,8 @@ def _data_loc(obj: Any, loc: tuple) -> tuple:
     return tuple(out)
 
 
-def validate(model: type[BaseModel], obj: Any, path: Path, prefix: tuple = (), where: str = "",
-             schema: str = "") -> tuple[BaseModel, list[str]]:
+def validate(model: type[M], obj: Any, path: Path, prefix: tuple = (), where: str = "",
+             schema: str = "") -> tuple[M, list[str]]:
     """Validate ``obj`` against ``model``; values under Lenient fields that fail become ``None`` with a note.
 
     ``prefix`` is the JSON location of ``obj`` inside its file, ``where`` a location before it
