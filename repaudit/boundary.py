@@ -31,10 +31,10 @@ from typing import Any, TypeVar, Union
 
 from pydantic import BaseModel, ValidationError
 
+from repaudit.errors import RepauditError
+
 #: the model a validation returns an instance of
 M = TypeVar("M", bound=BaseModel)
-
-from repaudit.errors import RepauditError
 
 
 @dataclass(frozen=True)
