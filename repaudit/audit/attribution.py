@@ -226,7 +226,7 @@ def _grid(src_a, src_b, n_perm: int | None, n_boot: int) -> _Grid:
     if not 100 <= n_boot <= 1_000_000:
         raise RepauditError(f"--n-boot must be between 100 and 1000000, got {n_boot}")
     configs = attribution_configs(src_a, src_b, factors, subs)
-    order = sorted(subs, key=lambda s: (configs[s].backend, configs[s].dtype, len(s)))
+    order = sorted(subs, key=lambda s: (configs[s].serving.backend, configs[s].serving.dtype, len(s)))
     return _Grid(factors, fixed, unknown, method, w, subs, per, configs, order)
 
 
