@@ -86,7 +86,6 @@ class Adapter(ABC):
         map_name: the harness's name in the settings fields' declarations (:func:`repaudit.settings.harness_map`),
             ``None`` where its reader maps no declared keys (repaudit's own run files record every setting as is).
         sources: the dicts its reader builds for those declarations (:mod:`repaudit.importers.declared`).
-        not_replayed: registry factor → why a replay of this harness's runs cannot set it.
         folder_runs: a run may span several files of one folder (Every Eval Ever writes one record per task):
             a folder where this adapter recognises every results file is loaded whole, ``load`` getting the folder.
     """
@@ -95,7 +94,6 @@ class Adapter(ABC):
     harness: ClassVar[str]
     map_name: ClassVar[str | None] = None
     sources: ClassVar[tuple[str, ...]] = ()
-    not_replayed: ClassVar[dict[str, str]] = {}
     folder_runs: ClassVar[bool] = False
 
     def recognise_path(self, path: Path) -> Recognition:

@@ -28,7 +28,6 @@ class RunFileAdapter(Adapter):
 
     name = "repaudit"
     harness = "repaudit"
-    not_replayed = {"device": "a replay runs on this machine's device"}
 
     def recognise(self, obj: Any) -> Recognition:
         return Recognition(isinstance(obj, dict) and obj.get("kind") == "repaudit.run")

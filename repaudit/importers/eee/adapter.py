@@ -52,7 +52,6 @@ class EeeAdapter(Adapter):
     folder_runs = True
     map_name = "eee"
     sources = SOURCES
-    not_replayed = {"device": "a replay runs on this machine's device"}
 
     def recognise(self, obj: Any) -> Recognition:
         if is_aggregate(obj):

@@ -18,7 +18,6 @@ class InspectAdapter(Adapter):
     harness = "inspect_ai"
     map_name = "inspect"
     sources = SOURCES
-    not_replayed = {"device": "a replay runs on this machine's device"}
 
     def recognise_path(self, path: Path) -> Recognition:
         from repaudit.importers.inspectai.log import is_zip

@@ -19,8 +19,6 @@ class LightevalAdapter(Adapter):
     harness = "lighteval"
     map_name = "lighteval"
     sources = SOURCES
-    not_replayed = {"chat_template": "lighteval does not record the templated prompt",
-                    "device": "a replay runs on this machine's device"}
 
     def recognise_path(self, path: Path) -> Recognition:
         try:

@@ -31,8 +31,6 @@ class LmevalAdapter(Adapter):
     harness = "lm-evaluation-harness"
     map_name = "lmeval"
     sources = SOURCES
-    not_replayed = {"device": "a replay runs on this machine's device",
-                    "scoring_strategy": "lm-eval scores full sequences: the replay does too"}
 
     def recognise(self, obj: Any) -> Recognition:
         from repaudit.importers.lmeval.table import is_table
