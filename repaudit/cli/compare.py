@@ -27,6 +27,7 @@ from repaudit.cli.common import (
     write_report,
 )
 from repaudit.cli.groups import PairOptions, ReportOptions, SourceOptions, grouped
+from repaudit.importers.detect import run_files
 
 
 @dataclass
@@ -71,9 +72,7 @@ class AttributionOptions:
 
 @grouped
 def compare_command(
-    run_a: Annotated[Path, typer.Argument(metavar="RUN_A", help="Run A: a repaudit run, an lm-eval or lighteval "
-                                                               "results file, an inspect_ai log (.eval or .json), "
-                                                               "or an output directory.", readable=False)],
+    run_a: Annotated[Path, typer.Argument(metavar="RUN_A", help=f"Run A: {run_files()}.", readable=False)],
     run_b: Annotated[Path, typer.Argument(metavar="RUN_B", help="Run B, likewise.", readable=False)],
     pair: PairOptions,
     stats: StatOptions,

@@ -83,6 +83,9 @@ class Adapter(ABC):
     Class attributes:
         name: the registry key (``lmeval``, ``lighteval``, ``inspect``, ``repaudit``).
         harness: the harness as users name it.
+        files: its run files as the command-line help names them (``lm-eval 0.3–0.4 results files or output
+            directories``): :func:`repaudit.importers.detect.run_files` lists every adapter's.
+        replays: the runs of it a replay re-executes, as the help names them; empty where none is.
         map_name: the harness's name in the settings fields' declarations (:func:`repaudit.settings.harness_map`),
             ``None`` where its reader maps no declared keys (repaudit's own run files record every setting as is).
         sources: the dicts its reader builds for those declarations (:mod:`repaudit.importers.declared`).
@@ -92,6 +95,8 @@ class Adapter(ABC):
 
     name: ClassVar[str]
     harness: ClassVar[str]
+    files: ClassVar[str]
+    replays: ClassVar[str] = ""
     map_name: ClassVar[str | None] = None
     sources: ClassVar[tuple[str, ...]] = ()
     folder_runs: ClassVar[bool] = False

@@ -42,6 +42,14 @@ _CACHE_SIZE = 16
 _cache: OrderedDict[tuple, Loaded] = OrderedDict()
 
 
+def run_files(replayed: bool = False) -> str:
+    """What a command reads as a run, for its help text: every registered adapter's files, in registration order
+    (``inspect_ai logs (.eval or .json); lighteval results files or output directories; …``); with ``replayed``,
+    only the runs a replay re-executes (:attr:`Adapter.replays`)."""
+    names = [cls.replays if replayed else cls.files for cls in registered().values()]
+    return "; ".join(n for n in names if n)
+
+
 def adapters() -> list[Adapter]:
     """One instance of every registered adapter, in registration order."""
     return [cls() for cls in registered().values()]

@@ -28,6 +28,8 @@ class RunFileAdapter(Adapter):
 
     name = "repaudit"
     harness = "repaudit"
+    files = "repaudit run files"
+    replays = files
 
     def recognise(self, obj: Any) -> Recognition:
         return Recognition(isinstance(obj, dict) and obj.get("kind") == "repaudit.run")

@@ -49,6 +49,8 @@ class EeeAdapter(Adapter):
 
     name = "eee"
     harness = "Every Eval Ever"
+    files = "Every Eval Ever records or folders of them"
+    replays = "Every Eval Ever records that repaudit export wrote"
     folder_runs = True
     map_name = "eee"
     sources = SOURCES

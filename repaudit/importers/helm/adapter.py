@@ -57,6 +57,7 @@ class HelmAdapter(Adapter):
 
     name = "helm"
     harness = "HELM"
+    files = "HELM run folders"
     map_name = "helm"
     sources = SOURCES
     folder_runs = True

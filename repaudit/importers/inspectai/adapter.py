@@ -16,6 +16,8 @@ class InspectAdapter(Adapter):
 
     name = "inspect"
     harness = "inspect_ai"
+    files = "inspect_ai logs (.eval or .json)"
+    replays = "inspect_ai logs (multiple_choice on hf/)"
     map_name = "inspect"
     sources = SOURCES
 

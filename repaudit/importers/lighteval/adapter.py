@@ -17,6 +17,8 @@ class LightevalAdapter(Adapter):
 
     name = "lighteval"
     harness = "lighteval"
+    files = "lighteval results files or output directories"
+    replays = "lighteval results files (ARC, log-likelihood)"
     map_name = "lighteval"
     sources = SOURCES
 

@@ -29,6 +29,8 @@ class LmevalAdapter(Adapter):
 
     name = "lmeval"
     harness = "lm-evaluation-harness"
+    files = "lm-eval 0.3–0.4 results files or output directories"
+    replays = files
     map_name = "lmeval"
     sources = SOURCES
 

@@ -47,6 +47,7 @@ class NemoAdapter(Adapter):
 
     name = "nemo"
     harness = "NeMo Evaluator"
+    files = "NeMo Evaluator results (results.yml, a folder of them, processed_results.json)"
     map_name = "nemo"
     sources = SOURCES
     folder_runs = True
