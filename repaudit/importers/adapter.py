@@ -22,10 +22,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from repaudit.importers.comparable import ComparableRun
-from repaudit.vocabulary import Recorded
+if TYPE_CHECKING:  # for the annotations only: the registry is imported at start-up (issue 62)
+    from repaudit.importers.comparable import ComparableRun
+    from repaudit.vocabulary import Recorded
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,37 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from repaudit.errors import RepauditError
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
-from repaudit.importers.comparable import ComparableRun, TaskOutcome
-from repaudit.importers.eee.files import folder_records, is_aggregate, is_row, read_record
-from repaudit.importers.eee.native import SOURCES
-from repaudit.run.records import RunRecord
-from repaudit.vocabulary import Recorded
+
+if TYPE_CHECKING:  # the reader's modules are imported when a record is read (start-up: issue 62)
+    from repaudit.importers.comparable import ComparableRun
+    from repaudit.run.records import RunRecord
+
+#: the sources the reader builds for the eee keys of the settings fields, and where each is in a 0.3.0 record
+#: (``evaluation_results[]``: the result read; :mod:`.native` builds them, docs/eee.md's table of the settings read is
+#: generated from them)
+SOURCE_PATHS = {"generation_args": "evaluation_results[].generation_config.generation_args",
+                "generation_details": "evaluation_results[].generation_config.additional_details",
+                "model_details": "model_info.additional_details",
+                "source_data": "evaluation_results[].source_data"}
+SOURCES = tuple(SOURCE_PATHS)
+
+
+def is_aggregate(obj: Any) -> bool:
+    """Whether a parsed JSON document looks like an EEE aggregate record (any schema version: another version is
+    then refused by :func:`repaudit.importers.eee.files.read_record` in one line, not mistaken for something
+    else)."""
+    return (isinstance(obj, dict) and "schema_version" in obj and "evaluation_id" in obj
+            and "evaluation_results" in obj and "model_info" in obj)
+
+
+def is_row(obj: Any) -> bool:
+    """Whether a parsed JSON document looks like one EEE sidecar row."""
+    return (isinstance(obj, dict) and "schema_version" in obj and "evaluation_id" in obj and "sample_id" in obj
+            and "interaction_type" in obj)
 
 
 @dataclass
@@ -65,6 +87,7 @@ class EeeAdapter(Adapter):
 
     def load(self, path: Path, obj: Any, samples: list[Path] | None = None, tokenizer: Any = None) -> Loaded:
         from repaudit.boundary import InputError
+        from repaudit.importers.eee.files import folder_records, read_record
 
         path = Path(path)
         if samples:
@@ -102,8 +125,10 @@ def assemble(records: list[Any], origin: Path) -> tuple[ComparableRun, EeeParsed
         RepauditError: a repaudit export's per-doc means that differ from its reported scores.
     """
     from repaudit.boundary import InputError
+    from repaudit.importers.comparable import ComparableRun, TaskOutcome
     from repaudit.importers.eee import legacy_record, native, payload
     from repaudit.importers.eee.legacy import LegacyRecord, library_label, source_line
+    from repaudit.vocabulary import Recorded
 
     if not records:
         raise InputError(origin, None, "holds no Every Eval Ever record")

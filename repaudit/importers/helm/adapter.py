@@ -14,7 +14,9 @@ from typing import Any
 
 from repaudit.errors import RepauditError
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
-from repaudit.importers.helm.record import SOURCES
+
+#: the sources the reader builds for the helm keys of the settings fields (:mod:`.record`)
+SOURCES = ("adapter_spec",)
 
 #: most run folders a folder given to compare is searched for (a suite's ``runs/v1`` holds hundreds)
 MAX_RUNS = 2000

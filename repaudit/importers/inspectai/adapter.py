@@ -7,7 +7,24 @@ from pathlib import Path
 from typing import Any
 
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
-from repaudit.importers.inspectai.factors import SOURCES
+
+#: the sources the reader builds for the inspect keys of the settings fields (:mod:`.factors`)
+SOURCES = ("generate_config", "model_args", "eval_config")
+
+
+def is_zip(path: Path) -> bool:
+    """Whether ``path`` starts like a ZIP archive (a ``.eval`` log is one); a missing file is not."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) in (b"PK\x03\x04", b"PK\x05\x06")
+    except OSError:
+        return False
+
+
+def looks_like_log(obj: Any) -> bool:
+    """Whether a parsed JSON document is an inspect ``EvalLog`` (``.json`` format)."""
+    return (isinstance(obj, dict) and isinstance(obj.get("eval"), dict) and "task" in obj["eval"]
+            and "version" in obj and ("plan" in obj or "samples" in obj or "results" in obj))
 
 
 @register
@@ -22,14 +39,10 @@ class InspectAdapter(Adapter):
     sources = SOURCES
 
     def recognise_path(self, path: Path) -> Recognition:
-        from repaudit.importers.inspectai.log import is_zip
-
         # an .eval log, or a ZIP that is not one (its reader says which)
         return Recognition(is_zip(path))
 
     def recognise(self, obj: Any) -> Recognition:
-        from repaudit.importers.inspectai.log import looks_like_log
-
         return Recognition(looks_like_log(obj))
 
     def load(self, path: Path, obj: Any, samples: list[Path] | None = None, tokenizer: Any = None) -> Loaded:

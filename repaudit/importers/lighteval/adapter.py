@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
-from repaudit.importers.lighteval.record import SOURCES
+
+#: the sources the reader builds for the lighteval keys of the settings fields (:mod:`.record`)
+SOURCES = ("model_config", "generation_parameters", "config_general", "task")
 
 
 @register

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
-from repaudit.importers.lmeval.record import SOURCES
-from repaudit.importers.lmeval.schema import LmevalResults
+
+if TYPE_CHECKING:  # the reader's modules are imported when a file is read (start-up: issue 62)
+    from repaudit.importers.lmeval.schema import LmevalResults
+
+#: the sources the reader builds for the lmeval keys of the settings fields (:mod:`.record`)
+SOURCES = ("config", "top", "model_args", "gen_kwargs", "task")
 
 
 @dataclass

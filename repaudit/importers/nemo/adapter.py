@@ -11,7 +11,11 @@ from typing import Any
 
 from repaudit.errors import RepauditError
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
-from repaudit.importers.nemo.results import RESULTS_NAMES, SOURCES
+
+#: the sources the reader builds for the nemo keys of the settings fields (:mod:`.results`)
+SOURCES = ("params", "command", "interceptors")
+#: the file names NeMo Evaluator writes a task's results under
+RESULTS_NAMES = ("results.yml", "results.yaml")
 
 #: the largest YAML file looked at to tell whether it is a results file (bytes)
 MAX_SNIFF = 16 << 20
