@@ -271,7 +271,7 @@ def gen_factors() -> str:
 
 
 #: the reader module of a harness whose sources say where they sit in a file (its ``SOURCE_PATHS``)
-_SOURCE_PATHS = {"eee": "repaudit.importers.eee.adapter"}
+_SOURCE_PATHS = {"eee": "repaudit.importers.eee.native"}
 
 
 def gen_harness_map(harness: str) -> str:

@@ -36,7 +36,7 @@ def test_every_harness_has_one_registered_adapter_whose_declared_map_its_reader_
             assert harness == "helm" or harness in mapped, f"no reader executes the {harness} declarations"
             continue
         used = {src for places in harness_map(harness).values() for src, _ in places}
-        assert used <= set(mapped[harness].sources), (harness, used - set(mapped[harness].sources))
+        assert used <= set(mapped[harness].sources()), (harness, used - set(mapped[harness].sources()))
 
 
 @pytest.mark.parametrize("name", list(FILES))

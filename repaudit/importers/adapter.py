@@ -89,7 +89,6 @@ class Adapter(ABC):
         replays: the runs of it a replay re-executes, as the help names them; empty where none is.
         map_name: the harness's name in the settings fields' declarations (:func:`repaudit.settings.harness_map`),
             ``None`` where its reader maps no declared keys (repaudit's own run files record every setting as is).
-        sources: the dicts its reader builds for those declarations (:mod:`repaudit.importers.declared`).
         folder_runs: a run may span several files of one folder (Every Eval Ever writes one record per task):
             a folder where this adapter recognises every results file is loaded whole, ``load`` getting the folder.
     """
@@ -99,8 +98,13 @@ class Adapter(ABC):
     files: ClassVar[str]
     replays: ClassVar[str] = ""
     map_name: ClassVar[str | None] = None
-    sources: ClassVar[tuple[str, ...]] = ()
     folder_runs: ClassVar[bool] = False
+
+    @classmethod
+    def sources(cls) -> tuple[str, ...]:
+        """The dicts its reader builds for the declarations it executes (:mod:`repaudit.importers.declared`; the
+        reader's ``SOURCES``, imported here so that the registry stays light); none by default."""
+        return ()
 
     def recognise_path(self, path: Path) -> Recognition:
         """Whether ``path`` is one of this harness's runs before any JSON is parsed (a ZIP log); default: no."""

@@ -21,30 +21,6 @@ if TYPE_CHECKING:  # the reader's modules are imported when a record is read (st
     from repaudit.importers.comparable import ComparableRun
     from repaudit.run.records import RunRecord
 
-#: the sources the reader builds for the eee keys of the settings fields, and where each is in a 0.3.0 record
-#: (``evaluation_results[]``: the result read; :mod:`.native` builds them, docs/eee.md's table of the settings read is
-#: generated from them)
-SOURCE_PATHS = {"generation_args": "evaluation_results[].generation_config.generation_args",
-                "generation_details": "evaluation_results[].generation_config.additional_details",
-                "model_details": "model_info.additional_details",
-                "source_data": "evaluation_results[].source_data"}
-SOURCES = tuple(SOURCE_PATHS)
-
-
-def is_aggregate(obj: Any) -> bool:
-    """Whether a parsed JSON document looks like an EEE aggregate record (any schema version: another version is
-    then refused by :func:`repaudit.importers.eee.files.read_record` in one line, not mistaken for something
-    else)."""
-    return (isinstance(obj, dict) and "schema_version" in obj and "evaluation_id" in obj
-            and "evaluation_results" in obj and "model_info" in obj)
-
-
-def is_row(obj: Any) -> bool:
-    """Whether a parsed JSON document looks like one EEE sidecar row."""
-    return (isinstance(obj, dict) and "schema_version" in obj and "evaluation_id" in obj and "sample_id" in obj
-            and "interaction_type" in obj)
-
-
 @dataclass
 class EeeParsed:
     """What a load of EEE records keeps for the replay and for a re-export.
@@ -75,9 +51,16 @@ class EeeAdapter(Adapter):
     replays = "Every Eval Ever records that repaudit export wrote"
     folder_runs = True
     map_name = "eee"
-    sources = SOURCES
+
+    @classmethod
+    def sources(cls) -> tuple[str, ...]:
+        from repaudit.importers.eee.native import SOURCES
+
+        return SOURCES
 
     def recognise(self, obj: Any) -> Recognition:
+        from repaudit.importers.eee.files import is_aggregate, is_row  # the last adapter asked: rarely reached
+
         if is_aggregate(obj):
             return Recognition(True)
         if is_row(obj):

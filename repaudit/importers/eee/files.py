@@ -17,7 +17,6 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from repaudit.boundary import LIMITS, InputError, decode, parse_json, read_bytes, read_json, validate
-from repaudit.importers.eee.adapter import is_aggregate
 from repaudit.importers.eee.legacy_schema import LEGACY_VERSION
 from repaudit.importers.eee.schema import SCHEMA_VERSION, Aggregate, Row, check
 
@@ -43,6 +42,19 @@ class Record:
     agg: Aggregate
     sidecar: Path | None
     rows: list[tuple[int, Row]] | None
+
+
+def is_aggregate(obj: Any) -> bool:
+    """Whether a parsed JSON document looks like an EEE aggregate record (any schema version: another version is
+    then refused by :func:`read_record` in one line, not mistaken for something else)."""
+    return (isinstance(obj, dict) and "schema_version" in obj and "evaluation_id" in obj
+            and "evaluation_results" in obj and "model_info" in obj)
+
+
+def is_row(obj: Any) -> bool:
+    """Whether a parsed JSON document looks like one EEE sidecar row."""
+    return (isinstance(obj, dict) and "schema_version" in obj and "evaluation_id" in obj and "sample_id" in obj
+            and "interaction_type" in obj)
 
 
 def read_record(path: Path, obj: Any = None) -> Record | LegacyRecord:

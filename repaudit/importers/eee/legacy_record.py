@@ -183,7 +183,7 @@ def record(agg: Aggregate, result: Result, index: int, n_docs: int | None) -> Re
 
 
 def sources(agg: Aggregate, result: Result, index: int) -> dict[str, dict[str, tuple[Any, str]]]:
-    """The dicts the settings fields' ``eee`` keys name (:data:`repaudit.importers.eee.adapter.SOURCES`), each value
+    """The dicts the settings fields' ``eee`` keys name (:data:`repaudit.importers.eee.native.SOURCES`), each value
     with its JSON path; ``null`` and ``unknown`` values left out."""
     from repaudit.importers.declared import source
 

@@ -27,7 +27,6 @@ from typing import Any
 from repaudit.boundary import InputError
 from repaudit.hashing import sha256_json, sha256_text
 from repaudit.importers.comparable import DocOutcome, TaskOutcome, per_doc_warnings
-from repaudit.importers.eee.adapter import SOURCE_PATHS
 from repaudit.importers.eee.files import Record
 from repaudit.importers.eee.schema import (
     K_DIRECTION,
@@ -57,6 +56,13 @@ def task_name(evaluation_name: str, metric: str) -> str:
     return evaluation_name[: -len(flt) - 1] if flt and evaluation_name.endswith("/" + flt) else evaluation_name
 
 
+#: the sources this reader builds for the eee keys of the settings fields, and where each is in a 0.3.0 record
+#: (``evaluation_results[]``: the result read; docs/eee.md's table of the settings read is generated from these)
+SOURCE_PATHS = {"generation_args": "evaluation_results[].generation_config.generation_args",
+                "generation_details": "evaluation_results[].generation_config.additional_details",
+                "model_details": "model_info.additional_details",
+                "source_data": "evaluation_results[].source_data"}
+SOURCES = tuple(SOURCE_PATHS)
 
 
 def record(agg: Aggregate, result: EvaluationResult, n_docs: int | None, where: str) -> Recorded:

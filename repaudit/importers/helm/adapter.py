@@ -15,9 +15,6 @@ from typing import Any
 from repaudit.errors import RepauditError
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
 
-#: the sources the reader builds for the helm keys of the settings fields (:mod:`.record`)
-SOURCES = ("adapter_spec",)
-
 #: most run folders a folder given to compare is searched for (a suite's ``runs/v1`` holds hundreds)
 MAX_RUNS = 2000
 _PASS = "not a run: pass its run folder (the folder holding run_spec.json)"
@@ -61,7 +58,12 @@ class HelmAdapter(Adapter):
     harness = "HELM"
     files = "HELM run folders"
     map_name = "helm"
-    sources = SOURCES
+
+    @classmethod
+    def sources(cls) -> tuple[str, ...]:
+        from repaudit.importers.helm.record import SOURCES
+
+        return SOURCES
     folder_runs = True
 
     def recognise_path(self, path: Path) -> Recognition:

@@ -18,12 +18,13 @@ from __future__ import annotations
 from typing import Any
 
 from repaudit.importers.declared import HarnessDefault, apply_defaults, greedy_at_zero, read_declared, source
-from repaudit.importers.helm.adapter import SOURCES  # noqa: F401  (the sources built here)
 from repaudit.importers.helm.schema import RunSpec
 from repaudit.settings import harness_map
 from repaudit.vocabulary import Recorded, apply_conditions, derived, setting_paths
 
 HARNESS = "HELM"
+#: the sources this reader builds for the helm keys of the settings fields
+SOURCES = ("adapter_spec",)
 #: where each adapter-spec value sits in the run folder
 AT = "run_spec.adapter_spec."
 _SPEC = "helm/benchmark/adaptation/adapter_spec.py AdapterSpec"

@@ -7,18 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
-
-#: the sources the reader builds for the inspect keys of the settings fields (:mod:`.factors`)
-SOURCES = ("generate_config", "model_args", "eval_config")
-
-
-def is_zip(path: Path) -> bool:
-    """Whether ``path`` starts like a ZIP archive (a ``.eval`` log is one); a missing file is not."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) in (b"PK\x03\x04", b"PK\x05\x06")
-    except OSError:
-        return False
+from repaudit.ziparchive import is_zip
 
 
 def looks_like_log(obj: Any) -> bool:
@@ -36,7 +25,12 @@ class InspectAdapter(Adapter):
     files = "inspect_ai logs (.eval or .json)"
     replays = "inspect_ai logs (multiple_choice on hf/)"
     map_name = "inspect"
-    sources = SOURCES
+
+    @classmethod
+    def sources(cls) -> tuple[str, ...]:
+        from repaudit.importers.inspectai.factors import SOURCES
+
+        return SOURCES
 
     def recognise_path(self, path: Path) -> Recognition:
         # an .eval log, or a ZIP that is not one (its reader says which)

@@ -17,11 +17,12 @@ from typing import Any
 from repaudit.hashing import sha256_text
 from repaudit.importers.comparable import DocOutcome
 from repaudit.importers.declared import HarnessDefault, Source, apply_defaults, read_declared, source
-from repaudit.importers.inspectai.adapter import SOURCES  # noqa: F401  (the sources built here)
 from repaudit.importers.inspectai.schema import EvalLog, EvalSample, EvalSpec, GenerateConfig
 from repaudit.vocabulary import Recorded, apply_conditions, derived, setting_paths
 
 HARNESS = "inspect_ai"
+#: the sources this reader builds for the inspect keys of the settings fields
+SOURCES = ("generate_config", "model_args", "eval_config")
 #: metrics that describe another metric's spread, not a score
 SPREAD_METRICS = ("stderr", "std", "var")
 #: inspect's behaviour where a log is silent (its version is the log's ``packages.inspect_ai``)

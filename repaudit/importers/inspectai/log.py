@@ -46,11 +46,10 @@ from typing import Any
 from repaudit.boundary import InputError, validate
 from repaudit.hashing import sha256_json, sha256_text
 from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome
-from repaudit.importers.inspectai.adapter import is_zip
 from repaudit.importers.inspectai.factors import SPREAD_METRICS, task_record
 from repaudit.importers.inspectai.schema import EvalLog, EvalSample, SampleReductions
 from repaudit.tasks.filters import INVALID
-from repaudit.ziparchive import ZipArchive
+from repaudit.ziparchive import ZipArchive, is_zip
 
 #: ``samples/{id}_epoch_{n}.json`` (monolith) and ``samples/{id}_epoch_{n}/sample.json`` (folder shape)
 _MONOLITH = re.compile(r"samples/(?P<id>.+)_epoch_(?P<epoch>\d+)\.json")

@@ -8,9 +8,6 @@ from typing import Any
 
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
 
-#: the sources the reader builds for the lighteval keys of the settings fields (:mod:`.record`)
-SOURCES = ("model_config", "generation_parameters", "config_general", "task")
-
 
 @register
 class LightevalAdapter(Adapter):
@@ -22,7 +19,12 @@ class LightevalAdapter(Adapter):
     files = "lighteval results files or output directories"
     replays = "lighteval results files (ARC, log-likelihood)"
     map_name = "lighteval"
-    sources = SOURCES
+
+    @classmethod
+    def sources(cls) -> tuple[str, ...]:
+        from repaudit.importers.lighteval.record import SOURCES
+
+        return SOURCES
 
     def recognise_path(self, path: Path) -> Recognition:
         try:

@@ -15,13 +15,14 @@ from typing import Any
 from repaudit.hashing import sha256_json
 from repaudit.importers.comparable import DocOutcome
 from repaudit.importers.declared import HarnessDefault, Source, apply_defaults, read_declared, source
-from repaudit.importers.lighteval.adapter import SOURCES  # noqa: F401  (the sources built here)
 from repaudit.importers.lighteval.schema import LightevalResults, ModelConfig, TaskConfig
 from repaudit.importers.lmeval.fields import QUANT_ARGS, quantisation
 from repaudit.settings import harness_map
 from repaudit.vocabulary import Recorded, apply_conditions, derived, setting_paths
 
 HARNESS = "lighteval"
+#: the sources this reader builds for the lighteval keys of the settings fields
+SOURCES = ("model_config", "generation_parameters", "config_general", "task")
 _MC = "config_general.model_config."
 _TASK = "lighteval/tasks/lighteval_task.py"
 #: lighteval's behaviour where its files are silent; its files record no version number, so these are shown as

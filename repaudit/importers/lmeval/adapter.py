@@ -13,9 +13,6 @@ from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, reg
 if TYPE_CHECKING:  # the reader's modules are imported when a file is read (start-up: issue 62)
     from repaudit.importers.lmeval.schema import LmevalResults
 
-#: the sources the reader builds for the lmeval keys of the settings fields (:mod:`.record`)
-SOURCES = ("config", "top", "model_args", "gen_kwargs", "task")
-
 
 @dataclass
 class LmevalParsed:
@@ -36,7 +33,12 @@ class LmevalAdapter(Adapter):
     files = "lm-eval 0.3–0.4 results files or output directories"
     replays = files
     map_name = "lmeval"
-    sources = SOURCES
+
+    @classmethod
+    def sources(cls) -> tuple[str, ...]:
+        from repaudit.importers.lmeval.record import SOURCES
+
+        return SOURCES
 
     def recognise(self, obj: Any) -> Recognition:
         from repaudit.importers.lmeval.table import is_table

@@ -18,7 +18,6 @@ import contextlib
 import re
 
 from repaudit.importers.declared import HarnessDefault, Source, apply_defaults, generative, read_declared, source
-from repaudit.importers.lmeval.adapter import SOURCES  # noqa: F401  (the sources built here)
 from repaudit.importers.lmeval.fields import (
     GGUF_BACKENDS,
     QUANT_ARGS,
@@ -37,6 +36,8 @@ from repaudit.settings import harness_map
 from repaudit.vocabulary import Recorded, apply_conditions, default, derived, not_applicable, recorded, setting_paths
 
 HARNESS = "lm-eval"
+#: the sources this reader builds for the lmeval keys of the settings fields
+SOURCES = ("config", "top", "model_args", "gen_kwargs", "task")
 _HF = "lm_eval/models/huggingface.py"
 _NORM = "lm_eval/models/utils.py normalize_gen_kwargs"
 

@@ -12,11 +12,6 @@ from typing import Any
 from repaudit.errors import RepauditError
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
 
-#: the sources the reader builds for the nemo keys of the settings fields (:mod:`.results`)
-SOURCES = ("params", "command", "interceptors")
-#: the file names NeMo Evaluator writes a task's results under
-RESULTS_NAMES = ("results.yml", "results.yaml")
-
 #: the largest YAML file looked at to tell whether it is a results file (bytes)
 MAX_SNIFF = 16 << 20
 
@@ -53,7 +48,12 @@ class NemoAdapter(Adapter):
     harness = "NeMo Evaluator"
     files = "NeMo Evaluator results (results.yml, a folder of them, processed_results.json)"
     map_name = "nemo"
-    sources = SOURCES
+
+    @classmethod
+    def sources(cls) -> tuple[str, ...]:
+        from repaudit.importers.nemo.results import SOURCES
+
+        return SOURCES
     folder_runs = True
 
     def recognise_path(self, path: Path) -> Recognition:
@@ -75,7 +75,7 @@ class NemoAdapter(Adapter):
             InputError: ``--samples`` given, or a file that fails its checks (:mod:`.results`).
         """
         from repaudit.boundary import InputError
-        from repaudit.importers.nemo.results import load_processed, load_results
+        from repaudit.importers.nemo.results import RESULTS_NAMES, load_processed, load_results
 
         path = Path(path)
         if samples:

@@ -30,11 +30,14 @@ from typing import Any
 from repaudit.boundary import InputError, read_json, read_yaml, validate
 from repaudit.importers.comparable import ComparableRun, TaskOutcome
 from repaudit.importers.declared import Source, greedy_at_zero, read_declared, source
-from repaudit.importers.nemo.adapter import RESULTS_NAMES, SOURCES  # noqa: F401  (the sources built here)
 from repaudit.importers.nemo.schema import ProcessedResults, ResultsYaml, TaskResult
 from repaudit.vocabulary import Recorded, apply_conditions, derived, setting_paths
 
 HARNESS = "NeMo Evaluator"
+#: the sources this reader builds for the nemo keys of the settings fields
+SOURCES = ("params", "command", "interceptors")
+#: the file names NeMo Evaluator writes a task's results under
+RESULTS_NAMES = ("results.yml", "results.yaml")
 #: most results files an output folder is searched for
 MAX_FILES = 2000
 
