@@ -114,7 +114,7 @@ def replay_row(task: str, a: Path, b: Path, data: Path, out: Path) -> dict:
                         for d in docs))
     # float32 noise: the first 100 docs of the 3-shot configuration twice more, uncached, on this machine
     noise_cfg = src_b.config.model_copy(update={"use_batch_cache": False, "cache_dir": cache,
-                                                "limit": min(100, src_b.config.limit or 100)})
+                                                "limit": min(100, src_b.config.data.limit or 100)})
     again = [run(noise_cfg) for _ in range(2)]
     noise = max(abs(x - y) for d1, d2 in zip(again[0].docs, again[1].docs)
                 for x, y in zip(d1.loglikelihoods, d2.loglikelihoods))

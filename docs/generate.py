@@ -270,6 +270,25 @@ def gen_factors() -> str:
     return factors_markdown()
 
 
+#: the reader module of a harness whose sources say where they sit in a file (its ``SOURCE_PATHS``)
+_SOURCE_PATHS = {"eee": "repaudit.importers.eee.native"}
+
+
+def gen_harness_map(harness: str) -> str:
+    """The settings ``harness``'s files record and where, each place a file's JSON path, in the order its reader
+    tries them: the fields' declarations (:func:`repaudit.settings.harness_map`, the map the reader executes) and
+    where each of the reader's sources sits in a file (its module's ``SOURCE_PATHS``)."""
+    import importlib
+
+    from repaudit.settings import harness_map
+
+    where = importlib.import_module(_SOURCE_PATHS[harness]).SOURCE_PATHS
+    rows = ["| setting (as `compare` names it) | read from (the first place present) |", "|---|---|"]
+    for path, places in harness_map(harness).items():
+        rows.append(f"| `{path}` | " + ", else ".join(f"`{where[src]}.{key}`" for src, key in places) + " |")
+    return "\n".join(rows) + "\n"
+
+
 def _type_name(t) -> str:
     import types
     import typing
@@ -450,7 +469,8 @@ def gen_stat_commands() -> str:
 GENERATORS: dict[str, Callable[..., str]] = {"commands": gen_commands, "cli": gen_cli, "factors": gen_factors,
                                              "model": gen_model, "frames": gen_frames, "tasks": gen_tasks,
                                              "exit-codes": gen_exit_codes, "methods": gen_methods,
-                                             "statistics": gen_statistics, "stat-commands": gen_stat_commands}
+                                             "statistics": gen_statistics, "stat-commands": gen_stat_commands,
+                                             "harness-map": gen_harness_map}
 
 
 # ---------------------------------------------------------------- pages

@@ -57,8 +57,12 @@ AccNorm = Literal["char_length", "token_length", "byte_length", "pmi"]
 AnswerMatch = Literal["exact", "quasi_exact", "prefix", "suffix"]
 ScoreNormalisation = Literal["raw", "leaderboard_normalised"]
 Backend = Literal["hf", "vllm", "openai"]
-AttentionBackend = Literal["eager", "sdpa", "flash_attention_2", "TORCH_SDPA", "FLASH_ATTN", "FLASHINFER", "XFORMERS",
-                           "TRITON_ATTN", "FLEX_ATTENTION", "CPU_ATTN"]
+#: transformers' attention implementations (``attn_implementation``)
+HfAttention = Literal["eager", "sdpa", "flash_attention_2"]
+#: vLLM's attention backends (``VLLM_ATTENTION_BACKEND`` / ``attention_backend``)
+VllmAttention = Literal["TORCH_SDPA", "FLASH_ATTN", "FLASHINFER", "XFORMERS", "TRITON_ATTN", "FLEX_ATTENTION",
+                        "CPU_ATTN"]
+AttentionBackend = Literal[HfAttention, VllmAttention]
 KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16", "float32"]
 Quantization = Literal["awq", "gptq", "fp8", "bitsandbytes", "gguf", "compressed-tensors", "marlin", "awq_marlin",
                        "gptq_marlin"]

@@ -15,6 +15,15 @@ from repaudit.boundary import LIMITS, InputError, Limits, parse_json
 ZIP_METHODS = {0: "stored", 8: "deflate", 93: "zstd"}
 
 
+def is_zip(path: Path) -> bool:
+    """Whether ``path`` starts like a ZIP archive (a ``.eval`` log is one); a missing file is not."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) in (b"PK\x03\x04", b"PK\x05\x06")
+    except OSError:
+        return False
+
+
 class ZipArchive:
     """A ZIP archive read member by member, limits first: nothing is decompressed before the central
     directory's entry count, entry names and declared sizes are checked, and no member is ever

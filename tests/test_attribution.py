@@ -123,9 +123,9 @@ def test_lmeval_run_replays_as_a_config(lmeval_runs, shared_data):
 
     src = load_replay_source(lmeval_runs / "s2", shared_data, "default")
     c = src.config
-    assert (c.task, c.dtype, c.batch_size, c.num_fewshot, c.split, c.prompt_format) == (
-        "arc_easy", "float32", 1, 0, "validation", "lmeval")
-    assert (c.seed, c.numpy_seed, c.torch_seed, c.fewshot_seed) == (0, 1234, 1234, 1234)
+    assert (c.task, c.serving.dtype, c.serving.batch_size, c.fewshot.num_fewshot, c.data.split,
+            c.prompt.prompt_format) == ("arc_easy", "float32", 1, 0, "validation", "lmeval")
+    assert (c.seeds.seed, c.seeds.numpy_seed, c.seeds.torch_seed, c.seeds.fewshot_seed) == (0, 1234, 1234, 1234)
     assert len(src.docs) == 570 and src.source.startswith("lm-eval")
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from repaudit.cli import app
+from repaudit.cli import COMMANDS, app
 
 runner = CliRunner()
 
@@ -91,7 +91,7 @@ def test_every_command_has_help_with_an_example_and_a_docs_page():
 
     root = Path(__file__).resolve().parents[1]
     readme = (root / "README.md").read_text()
-    names = [c.name for c in app.registered_commands]
+    names = list(COMMANDS)
     assert {"run", "compare", "sweep"} <= set(names)
     for name in names:
         res = _run([name, "--help"])
@@ -115,6 +115,42 @@ def test_usage_errors_are_one_error_line_with_exit_2(args):
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:") and "--help" in lines[0], res.stderr
     assert "Traceback" not in res.output and "╭" not in res.output
+
+
+#: libraries a command's signature must not import (numerics, data frames, models, plots, schema validation)
+HEAVY = ("numpy", "scipy", "pandas", "pyarrow", "torch", "transformers", "matplotlib", "deepdiff", "jsonschema")
+
+
+def _modules_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    res = subprocess.run([sys.executable, "-c", code + "\nimport sys, json; print(json.dumps(sorted(sys.modules)))"],
+                         capture_output=True, text=True, cwd=root, env=env, check=True)
+    return set(json.loads(res.stdout.splitlines()[-1]))
+
+
+def test_importing_the_command_line_imports_no_command():
+    """``repaudit --version`` and the top-level help pay for ``import repaudit.cli`` alone (issue 62): it imports no
+    command's module, none of repaudit's stages and no heavy library; a command's module is imported when the
+    command is asked for."""
+    mods = _modules_after("import repaudit.cli")
+    assert {m for m in mods if m.startswith("repaudit.")} == {"repaudit.cli", "repaudit.errors"}
+    assert not {m for m in mods if m.split(".")[0] in (*HEAVY, "pydantic", "rich")}
+
+
+def test_building_every_command_imports_no_heavy_library():
+    """Every command's signature (what typer reads to build it: options, help texts) imports no numerical,
+    data-frame, model or plotting library: each command imports those when it runs (issue 62)."""
+    mods = _modules_after("import typer.main\nfrom repaudit.cli import app\n"
+                          "group = typer.main.get_command(app)\nfor name in group.commands: group.commands[name]")
+    assert {m for m in mods if m.startswith("repaudit.cli.")} >= {f"repaudit.cli.{n}" for n in COMMANDS}
+    assert not {m for m in mods if m.split(".")[0] in HEAVY}, sorted(m for m in mods if m.split(".")[0] in HEAVY)
+    assert not {m for m in mods if m.startswith("repaudit.report.")}  # the renderers: imported to render
 
 
 def test_version_and_short_help():

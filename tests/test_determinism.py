@@ -50,7 +50,7 @@ def _docs_and_backend(cfg, limit_extra: int):
 
     task = check_config(cfg)
     resolved = resolve_model(cfg.model, None, cfg.cache_dir or default_cache_dir())
-    docset = load_docs(task, cfg.model_copy(update={"limit": cfg.limit + limit_extra}), Console(quiet=True))
+    docset = load_docs(task, cfg.model_copy(update={"limit": cfg.data.limit + limit_extra}), Console(quiet=True))
     backend = load(resolved, cfg)
     rendered = render_requests(task, cfg, docset, backend, generation_settings(task, cfg, backend.info.eos_token))
     return task, backend, rendered
@@ -67,7 +67,8 @@ def test_batch_axis_equals_the_backend_called_by_hand(tiny_model, shared_data, t
     report, _ = _probe(cfg, axes=("batch",), batch_sizes=sizes, seed=3)
     axis = report.axes[0]
     assert axis.axis == "batch" and [p.label for p in axis.points] == ["B=8", "B=32"]
-    task, backend, rendered = _docs_and_backend(cfg, max(*sizes, cfg.batch_size))  # the docs the probe drew from
+    # the docs the probe drew from
+    task, backend, rendered = _docs_and_backend(cfg, max(*sizes, cfg.serving.batch_size))
     probe = Probe(task, cfg, backend, rendered[:6], rendered[6:], 3)  # the same needle draws
     alone = [_by_hand(backend, cfg, rd.all_requests, 1) for rd in rendered[:6]]
     for point, size in zip(axis.points, sizes[1:]):
@@ -108,9 +109,9 @@ def test_default_model_repeat_and_cache_are_bit_identical_and_threads_is_what_it
     saved = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        one = _by_hand(backend, cfg, reqs, cfg.batch_size)
+        one = _by_hand(backend, cfg, reqs, cfg.serving.batch_size)
         torch.set_num_threads(2)
-        two = _by_hand(backend, cfg, reqs, cfg.batch_size)
+        two = _by_hand(backend, cfg, reqs, cfg.serving.batch_size)
     finally:
         torch.set_num_threads(saved)
     changed, pos, worst_delta = [], 0, 0.0
@@ -309,7 +310,7 @@ def test_generations_are_compared_as_texts_with_their_first_divergent_token(tiny
     assert report.output_type == "generate_until" and "exact_match,strict-match" in report.metrics
     batch = next(a for a in report.axes if a.axis == "batch")
     assert batch.points[0].max_abs_delta is None and batch.points[0].doc_max_abs_delta == []
-    task, backend, rendered = _docs_and_backend(cfg, max(4, cfg.batch_size))  # the docs the probe drew from
+    task, backend, rendered = _docs_and_backend(cfg, max(4, cfg.serving.batch_size))  # the docs the probe drew from
     probe = Probe(task, cfg, backend, rendered[:3], rendered[3:], 0)
     changed = []
     for i, rd in enumerate(rendered[:3]):

@@ -73,8 +73,9 @@ def test_a_replay_of_an_old_run_file_is_its_own_configuration():
     rec = read_record(OLD_RUNS / "gsm8k_2docs.json")
     cfg = config_from_record(rec, None)
     stops = list(rec.fingerprint.generation.stops)  # as sent, the EOS included: stop_at_eos adds none twice
-    assert (cfg.task, cfg.num_fewshot, cfg.max_gen_toks, list(cfg.until)) == ("gsm8k", 1, 8, stops)
-    assert cfg.stop_at_eos and cfg.do_sample is False and cfg.sampling_seed is None
+    g = cfg.generation
+    assert (cfg.task, cfg.fewshot.num_fewshot, g.max_gen_toks, list(g.until)) == ("gsm8k", 1, 8, stops)
+    assert g.stop_at_eos and g.do_sample is False and g.sampling_seed is None
     assert set(replayable()) >= {"temperature", "top_k", "system_prompt", "until", "max_gen_toks"}  # each alone
 
 

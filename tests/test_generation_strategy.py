@@ -82,6 +82,8 @@ def test_lmeval_gsm8k_run_replays_with_unstated_sampling_as_greedy(tiny_model, s
 
     src = load_replay_source(GSM / "gsm8k_32", shared_data, str(tiny_model), need_docs=False)
     cfg = src.config
-    assert (cfg.do_sample, cfg.temperature, cfg.top_p, cfg.top_k) == (False, 0.0, 1.0, 0)
-    assert cfg.max_gen_toks == 32 and cfg.generation_strategy == "exact"
-    assert cfg.model_copy(update={"generation_strategy": "prefix_cache"}).generation_strategy == "prefix_cache"
+    g = cfg.generation
+    assert (g.do_sample, g.temperature, g.top_p, g.top_k) == (False, 0.0, 1.0, 0)
+    assert g.max_gen_toks == 32 and g.generation_strategy == "exact"
+    fast = cfg.model_copy(update={"generation_strategy": "prefix_cache"})
+    assert fast.generation.generation_strategy == "prefix_cache"

@@ -22,11 +22,12 @@ def test_the_replay_configuration_of_two_inspect_runs(tmp_path):
     b = load_replay_source(FIX / "arc_easy_b.eval", None, "default", tmp_path)
     for src, batch in ((a, 4), (b, 16)):
         c = src.config
-        assert (c.batch_size, c.dtype, c.chat_template, c.fewshot_as_multiturn, c.num_fewshot, c.do_sample) == \
-            (batch, "float32", True, True, 2, False)
+        assert (c.serving.batch_size, c.serving.dtype, c.prompt.chat_template, c.prompt.fewshot_as_multiturn,
+                c.fewshot.num_fewshot, c.generation.do_sample) == (batch, "float32", True, True, 2, False)
         assert c.task_config["generation_kwargs"]["max_gen_toks"] == 8 and len(src.docs) == 40
         assert all(set(d.metrics) == {METRIC} and d.doc_hash is None for d in src.docs.values())
-    assert a.config.system_prompt is None and b.config.system_prompt.startswith("You are a careful science teacher")
+    assert a.config.prompt.system_prompt is None
+    assert b.config.prompt.system_prompt.startswith("You are a careful science teacher")
     rows_file = Path(a.config.task_config["dataset_kwargs"]["data_files"]["test"])
     rows = [json.loads(x) for x in rows_file.read_text().splitlines()]
     assert [r["target"] for r in rows] == [d.target for _, d in sorted(a.docs.items())]

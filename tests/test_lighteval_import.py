@@ -180,10 +180,11 @@ def test_replay_config_of_a_lighteval_run(tmp_path):
 
     src = load_replay_source(THREE, None, model="default", cache_dir=tmp_path)
     cfg = src.config
-    assert (cfg.task, cfg.split, cfg.num_fewshot, cfg.fewshot_split, cfg.prompt_format) == \
+    assert (cfg.task, cfg.data.split, cfg.fewshot.num_fewshot, cfg.fewshot.fewshot_split, cfg.prompt.prompt_format) == \
         ("arc_easy", "validation", 3, "validation", "lmeval")
     assert cfg.doc_ids == sorted(src.docs) and len(cfg.doc_ids) == 100
-    assert cfg.fewshot_from is not None and (cfg.dtype, cfg.batch_size, cfg.chat_template) == ("float32", 8, False)
+    assert cfg.fewshot_from is not None
+    assert (cfg.serving.dtype, cfg.serving.batch_size, cfg.prompt.chat_template) == ("float32", 8, False)
     assert sorted(cfg.fewshot_by_doc) == cfg.doc_ids and all(len(v) == 3 for v in cfg.fewshot_by_doc.values())
 
 
@@ -201,7 +202,7 @@ def test_runs_of_different_doc_lists_are_attributed_on_their_shared_docs(tmp_pat
     subs = [frozenset(), frozenset({0})]
     configs = attribution_configs(a, b, ["num_fewshot"], subs)
     assert [c.doc_ids for c in configs.values()] == [sorted(a.docs)] * 2
-    assert [c.num_fewshot for c in configs.values()] == [0, 3]
+    assert [c.fewshot.num_fewshot for c in configs.values()] == [0, 3]
     far = dataclasses.replace(b, docs={10**6: next(iter(b.docs.values()))})
     with pytest.raises(RepauditError, match="no doc in common"):
         attribution_configs(a, far, ["num_fewshot"], subs)

@@ -237,3 +237,19 @@ def test_another_tools_file_is_refused_naming_the_tool(case):
     assert res.exit_code == 1 and "Traceback" not in res.output, res.output
     (line,) = [x for x in res.stderr.splitlines() if x.startswith("error:")]
     assert t["tool"] in line and "does not read" in line, line
+
+
+def test_the_corpus_names_no_path_of_the_machine_that_built_it():
+    """What the project wrote into tests/realworld/ (truths, notes, tools, SOURCES.md, sources.json) names no absolute
+    path of a machine (a checkout, a virtual environment, the data kept beside it, the git mirrors): a clone elsewhere
+    reads the same. The copied files themselves are left byte for byte as their repositories hold them (an lm-eval
+    results file records its author's ``config_source``)."""
+    import re
+
+    root = CASES.parent
+    copied = {root / m["file"] for m in json.loads((root / "sources.json").read_text())}
+    ours = [p for p in root.rglob("*") if p.is_file() and p not in copied and "__pycache__" not in p.parts]
+    absolute = re.compile(r"(?<![\w.])/(?:work|root|home|tmp|Users|opt|mnt)/")
+    bad = [f"{p.relative_to(root)}:{i}" for p in ours for i, line in enumerate(
+        p.read_text(encoding="utf-8", errors="replace").splitlines(), 1) if absolute.search(line)]
+    assert len(ours) > 50 and not bad, bad

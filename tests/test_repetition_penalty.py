@@ -43,7 +43,7 @@ def test_it_moves_generations_is_recorded_compared_and_replayed(tiny_model, shar
     assert ("generation.repetition_penalty", 1.0, 3.0) in differing
     from repaudit.importers.runfile import config_from_record
 
-    assert config_from_record(read_record(b), shared_data).repetition_penalty == 3.0
+    assert config_from_record(read_record(b), shared_data).generation.repetition_penalty == 3.0
     # a record written before the field existed holds no key for it: it reads at the default, same digest
     raw = json.loads(a.read_text())
     raw["fingerprint"]["settings"]["generation"].pop("repetition_penalty")

@@ -149,7 +149,7 @@ def test_a_serving_setting_reaches_the_engine_and_is_recorded_as_asked_and_as_us
     assert engine["max_num_seqs"] == 3 and engine["requested"] == {"max_num_seqs": 3}
     got = record_from_fingerprint(rec.fingerprint).get("serving.max_num_seqs")
     assert got.value == 3 and got.source == "recorded"
-    assert config_from_record(rec, shared_data, str(tiny_model), tmp_path / "c").max_num_seqs == 3
+    assert config_from_record(rec, shared_data, str(tiny_model), tmp_path / "c").serving.max_num_seqs == 3
 
 
 @needs_vllm

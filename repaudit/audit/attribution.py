@@ -226,7 +226,7 @@ def _grid(src_a, src_b, n_perm: int | None) -> _Grid:
         method = "permutation"
         w, subs, per = permutation_weights(k, n_perm or 4 * k)
     configs = attribution_configs(src_a, src_b, factors, subs)
-    order = sorted(subs, key=lambda s: (configs[s].backend, configs[s].dtype, len(s)))
+    order = sorted(subs, key=lambda s: (configs[s].serving.backend, configs[s].serving.dtype, len(s)))
     return _Grid(factors, fixed, unknown, method, w, subs, per, configs, order)
 
 

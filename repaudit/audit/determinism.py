@@ -37,9 +37,8 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from repaudit.audit.stat_settings import StatSettings
@@ -49,8 +48,7 @@ from repaudit.errors import RepauditError
 Axis = Literal["repeat", "batch", "concurrency", "order", "cache", "prefix-cache", "seed", "threads", "process",
                "dtype", "tp"]
 #: every axis, in the order they run and are reported
-AXES: tuple[str, ...] = ("repeat", "batch", "concurrency", "order", "cache", "prefix-cache", "seed", "threads",
-                         "process", "dtype", "tp")
+AXES: tuple[str, ...] = get_args(Axis)
 #: the axes run without --axes, by backend (process loads the model again per repeat, seed samples: asked for)
 DEFAULT_AXES: dict[str, tuple[str, ...]] = {
     "hf": ("repeat", "batch", "order", "cache", "threads", "dtype", "tp"),
@@ -354,6 +352,8 @@ def noise_floor(path, task: str, metric: str, backend: str | None = None, dtype:
     Raises:
         RepauditError: what :func:`check_floor` raises, or a report without ``metric``.
     """
+    import numpy as np
+
     r = check_floor(path, task, backend, dtype)
     if metric not in r.metrics:
         raise RepauditError(f"--noise-floor '{path}' has no metric '{metric}': it has {', '.join(r.metrics)}")

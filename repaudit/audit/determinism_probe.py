@@ -153,8 +153,8 @@ class Probe:
     def score(self, answers: list[list]) -> Pass:
         """The per-doc results of ``answers`` (one list per probed doc)."""
         c = self.cfg
-        opts = em_options(self.task, c.ignore_case, c.ignore_punctuation, c.regexes_to_ignore)
-        return Pass(answers, [doc_result(self.task, rd, a, c.acc_norm, c.answer_match, opts)
+        opts = em_options(self.task, c.scoring.ignore_case, c.scoring.ignore_punctuation, c.scoring.regexes_to_ignore)
+        return Pass(answers, [doc_result(self.task, rd, a, c.scoring.acc_norm, c.scoring.answer_match, opts)
                               for rd, a in zip(self.docs, answers)])
 
     def run_pass(self, bar, batch_size: int | None = None, backend=None, cache=None) -> Pass:
@@ -168,7 +168,7 @@ class Probe:
             bar.advance(sum(share[done[0]:done[0] + n]))
             done[0] += n
 
-        answers = self.answer(flat, batch_size or self.cfg.batch_size, backend, cache, advance)
+        answers = self.answer(flat, batch_size or self.cfg.serving.batch_size, backend, cache, advance)
         out, pos = [], 0
         for reqs in per_doc:
             out.append(answers[pos:pos + len(reqs)])

@@ -86,7 +86,7 @@ def axis_batch(c: Context) -> AxisResult:
 def axis_order(c: Context) -> AxisResult:
     """Each probed doc's batch at the base batch size in ``orders`` other seeded orders, against its first."""
     t0 = time.perf_counter()
-    p, size = c.probe, c.probe.cfg.batch_size
+    p, size = c.probe, c.probe.cfg.serving.batch_size
     with c.bar("order", len(p.docs) * (1 + c.opts.orders)) as bar:
         per_order: list[list[list]] = [[] for _ in range(1 + c.opts.orders)]
         for i in range(len(p.docs)):
@@ -106,7 +106,7 @@ def axis_cache(c: Context) -> AxisResult:
 
     t0 = time.perf_counter()
     p, base, notes = c.probe, c.base_pass(), []
-    vllm = p.cfg.backend == "vllm"
+    vllm = p.cfg.serving.backend == "vllm"
     with tempfile.TemporaryDirectory(prefix="repaudit-determinism-") as tmp, \
             c.bar("cache", len(p.docs) * (4 if vllm else 2)) as bar:
         store = open_store(Path(tmp))
@@ -161,7 +161,7 @@ def axis_threads(c: Context) -> AxisResult:
     notes = []
     if c.probe.backend.info.device != "cpu":
         notes.append(f"the forward pass runs on {c.probe.backend.info.device}: CPU threads reach host-side work only")
-    if c.probe.cfg.backend == "vllm":
+    if c.probe.cfg.serving.backend == "vllm":
         notes.append("vLLM's CPU worker binds its own OpenMP threads at start-up; torch.set_num_threads may not "
                      "reach its kernels")
     if len(counts) == 1:
@@ -176,7 +176,7 @@ def axis_dtype(c: Context) -> AxisResult:
     if cfg.serving.backend == "openai":
         return skipped("dtype", "a served model runs in the dtype its server loaded: repaudit cannot change it through "
                                 "an endpoint", control=True)
-    other = "bfloat16" if cfg.dtype == "float32" else "float32"
+    other = "bfloat16" if cfg.serving.dtype == "float32" else "float32"
     base = c.base_pass()
     backend = c.pool.get(c.resolved, cfg.model_copy(update={"dtype": other}))
     with c.bar(f"dtype {other}", len(c.probe.docs)) as bar:
@@ -186,7 +186,7 @@ def axis_dtype(c: Context) -> AxisResult:
     if pt.verdict == "bit-identical":
         notes.append("the control moved nothing: these docs cannot show a numeric change, so a bit-identical verdict "
                      "on another axis says little")
-    return result("dtype", cfg.dtype, base, [pt], notes, t0, control=True)
+    return result("dtype", cfg.serving.dtype, base, [pt], notes, t0, control=True)
 
 
 def axis_tp(c: Context) -> AxisResult:
@@ -194,7 +194,7 @@ def axis_tp(c: Context) -> AxisResult:
     import torch
 
     cfg = c.probe.cfg
-    if cfg.backend != "vllm":
+    if cfg.serving.backend != "vllm":
         return skipped("tp", "tensor parallelism is a vLLM engine setting: the hf backend runs the model on one device")
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if gpus < 2:
@@ -216,7 +216,7 @@ AXIS_FUNCTIONS = {"repeat": axis_repeat, "batch": axis_batch, "concurrency": axi
 
 
 def probe_determinism(cfg, opts: ProbeOptions, err: Console | None = None, pool=None) -> DeterminismReport:
-    """Run the axes ``opts`` asks for on the first ``cfg.limit`` docs of ``cfg``'s task (all of them without a
+    """Run the axes ``opts`` asks for on the first ``cfg.data.limit`` docs of ``cfg``'s task (all of them without a
     limit) and judge each (:mod:`repaudit.audit.determinism`).
 
     ``pool`` (a :class:`~repaudit.run.pool.BackendPool`) lets the caller share loaded models; the dtype and tp axes
@@ -240,7 +240,7 @@ def probe_determinism(cfg, opts: ProbeOptions, err: Console | None = None, pool=
     task = check_config(cfg)
     resolved = resolve_for(cfg.serving.backend, cfg.model, cfg.revision, cfg.cache_dir or default_cache_dir())
     seed_everything(cfg)
-    n = cfg.limit
+    n = cfg.data.limit
     needles = [*(opts.batch_sizes if "batch" in opts.axes else ()), *(opts.concurrency if "concurrency" in opts.axes
                                                                      else ()), cfg.serving.batch_size]
     extra = max(n for n in needles if isinstance(n, int)) if {"batch", "order", "concurrency"} & set(opts.axes) else 0
@@ -274,7 +274,7 @@ def probe_determinism(cfg, opts: ProbeOptions, err: Console | None = None, pool=
 def _metrics(task, cfg) -> list[str]:
     from repaudit.run.scoring import metric_variants
 
-    return list(metric_variants(task, cfg.acc_norm))
+    return list(metric_variants(task, cfg.scoring.acc_norm))
 
 
 def _modes_now() -> dict:
@@ -295,16 +295,17 @@ def _report(cfg, task, resolved, opts: ProbeOptions, axes: list[AxisResult], doc
     verdict, code = overall(axes)
     modes = dict(engine.get("determinism") or {})
     modes["attention"] = engine.get("attention_backend", engine.get("attn_implementation"))
-    if cfg.backend == "vllm" and "batch_invariant" in engine:  # the engine's own fact, where an engine started
+    if cfg.serving.backend == "vllm" and "batch_invariant" in engine:  # the engine's own fact, where an engine started
         modes["vllm_batch_invariant"] = engine["batch_invariant"]
-    modes["batch_invariant_requested"] = cfg.batch_invariant
+    modes["batch_invariant_requested"] = cfg.serving.batch_invariant
     return DeterminismReport(
         repaudit_version=repaudit.__version__,
         created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         git_commit=started[1], task=task.name, output_type=task.output_type.value,
         model=server.model_id if server is not None else cfg.model, server=server,
-        weights_sha256=resolved.weights_sha256, backend=cfg.backend, device=cfg.device, dtype=cfg.dtype,
-        batch_size=cfg.batch_size, torch_threads=torch.get_num_threads(), n_docs=len(docs),
+        weights_sha256=resolved.weights_sha256, backend=cfg.serving.backend, device=cfg.serving.device,
+        dtype=cfg.serving.dtype, batch_size=cfg.serving.batch_size, torch_threads=torch.get_num_threads(),
+        n_docs=len(docs),
         doc_ids=[d.doc_id for d in docs], metrics=_metrics(task, cfg), axes_asked=[a for a in AXES if a in opts.axes],
         axes=axes, modes=modes, engine=engine, unsupported=unsupported, verdict=verdict, exit_code=code,
         wall_s=round(time.perf_counter() - started[0], 2), traces=traces)

@@ -66,7 +66,7 @@ def rebuild_prompts(record: RunRecord, data_dir: Path | None = None, model: str 
         cfg = config_from_record(record, data_dir, model, cache_dir)
         task = check_config(cfg)
         docset = load_docs(task, cfg, Console(stderr=True, quiet=True))
-        chat = _tokenizer(cfg) if cfg.chat_template else None
+        chat = _tokenizer(cfg) if cfg.prompt.chat_template else None
         eos = getattr(chat.tok, "eos_token", None) if chat is not None else None
         rendered = render_requests(task, cfg, docset, chat, generation_settings(task, cfg, eos))
     except (RepauditError, OSError, ValueError) as e:

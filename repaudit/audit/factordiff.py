@@ -4,10 +4,11 @@ or n/a (a setting that applies to one run only) — the factor rows of a compari
 
 from __future__ import annotations
 
+import functools
 import re
+import sys
 from typing import Any, Literal
 
-from deepdiff import DeepDiff
 from pydantic import BaseModel, ConfigDict
 
 from repaudit.vocabulary import NOT_RECORDED, Recorded, Value, order
@@ -50,10 +51,27 @@ class FactorRow(BaseModel):
         return self.path.partition(".")[2]
 
 
-def _same(va: Any, vb: Any) -> bool:
-    """Structural equality; numbers compare as numbers (1 == 1.0) to 12 significant digits."""
+@functools.cache
+def _deepdiff():
+    """deepdiff's ``DeepDiff``, imported when first needed and without pandas and polars: deepdiff imports them,
+    where they are installed, only to hash their data frames (pandas alone costs ~0.2 s of CPU, a fifth of a
+    compare's start; issue 62), and the values compared here are JSON values. A frame library some other module has
+    imported already is left as it is."""
+    absent = [m for m in ("pandas", "polars") if m not in sys.modules]
+    sys.modules.update(dict.fromkeys(absent))  # a module set to None: importing it raises ImportError
     try:
-        return not DeepDiff(va, vb, ignore_numeric_type_changes=True, significant_digits=12)
+        from deepdiff import DeepDiff
+    finally:
+        for m in absent:
+            sys.modules.pop(m, None)
+    return DeepDiff
+
+
+def _same(va: Any, vb: Any) -> bool:
+    """Structural equality (deepdiff's ``DeepDiff``); numbers compare as numbers (1 == 1.0) to 12 significant
+    digits."""
+    try:
+        return not _deepdiff()(va, vb, ignore_numeric_type_changes=True, significant_digits=12)
     except (OverflowError, ValueError, TypeError, RecursionError):
         return va == vb
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from repaudit.errors import RepauditError
 from repaudit.importers.adapter import Replay as ReplaySource
-from repaudit.run.runner import RunConfig
+from repaudit.run.config import RunConfig, field_value
 
 __all__ = ["ReplaySource", "differing_factors", "hybrid", "load_replay_source", "replay_values", "replayable",
            "serve_from"]
@@ -113,7 +113,7 @@ def replay_values(cfg: RunConfig, factor: str) -> tuple:
 
     values = []
     for f in replayable()[factor][0]:
-        v = getattr(cfg, f)
+        v = field_value(cfg, f)
         if f == "task_config" and v is not None:
             v = {k: x for k, x in v.items() if k not in NOT_TEMPLATE}
         values.append(v)
@@ -148,7 +148,7 @@ def hybrid(cfg_a: RunConfig, cfg_b: RunConfig, factors: list[str], subset: froze
     fields = replayable()
     for i in subset:
         for f in fields[factors[i]][0]:
-            update[f] = getattr(cfg_b, f)
+            update[f] = field_value(cfg_b, f)
     # examples recorded per doc (a lighteval run's details) go with B's n-shot: without them a hybrid with B's
     # n-shot would draw other examples than B's
     if "num_fewshot" in update and (cfg_b.fewshot_from is not None or cfg_b.fewshot_by_doc is not None):

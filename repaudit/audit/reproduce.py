@@ -14,6 +14,7 @@ leaderboard-normalised interval is the raw one's endpoints normalised (the map i
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from typing import Any, Literal
 
@@ -24,12 +25,13 @@ from repaudit.audit.stat_settings import StatSettings, for_command
 from repaudit.errors import RepauditError
 from repaudit.importers.comparable import metric_key
 from repaudit.importers.metric_kinds import metric_kind
-from repaudit.run.config import RunConfig
+from repaudit.run.config import RunConfig, field_value
 from repaudit.run.factors import get as get_factor
 from repaudit.run.factors import moves as registry_moves
 from repaudit.run.metrics import NORMALISED_SUFFIX
 from repaudit.run.normalise import leaderboard_normalise
 from repaudit.run.protocol import apply_protocol, available, read_protocol
+from repaudit.settings import ScoreNormalisation
 
 #: one-factor moves tried by default, and every move ``--moves`` may name (views of :mod:`repaudit.run.factors`)
 DEFAULT_MOVES = registry_moves(default_only=True)
@@ -62,7 +64,7 @@ class View(BaseModel):
     """The candidate's changes from the base."""
     metric: str
     """The metric key (``acc``, ``acc_norm``, ``exact_match,strict-match``)."""
-    form: Literal["raw", "leaderboard_normalised"]
+    form: ScoreNormalisation
     """The score's form."""
     score: float
     """The score, a fraction 0–1 (dropped: its mean over the docs evaluated)."""
@@ -163,12 +165,13 @@ def _field(move: str) -> str:
 
 def _key(cfg: RunConfig, task) -> str:
     """Configurations that evaluate the same thing share a key (seed and order are no-ops at 0-shot)."""
-    d = cfg.flat(mode="json")
+    d = cfg.model_dump(mode="json")
     d.pop("protocol", None)
-    d["num_fewshot"] = cfg.num_fewshot if cfg.num_fewshot is not None else task.default_num_fewshot
-    if d["num_fewshot"] == 0:
-        d.pop("fewshot_seed"), d.pop("fewshot_order_seed")
-    return repr(sorted(d.items()))
+    nshot = cfg.fewshot.num_fewshot if cfg.fewshot.num_fewshot is not None else task.default_num_fewshot
+    d["fewshot"]["num_fewshot"] = nshot
+    if nshot == 0:
+        d["seeds"].pop("fewshot_seed"), d["fewshot"].pop("fewshot_order_seed")
+    return json.dumps(d, sort_keys=True)
 
 
 def candidates(base: RunConfig, moves: tuple[str, ...] = DEFAULT_MOVES) -> list[Candidate]:
@@ -185,11 +188,11 @@ def candidates(base: RunConfig, moves: tuple[str, ...] = DEFAULT_MOVES) -> list[
         proto = read_protocol(path)
         if proto.task_key(base.task) is None or proto.tasks[proto.task_key(base.task)].repaudit_task is None:
             continue
-        keep = {"limit": base.limit} if base.limit is not None else {}  # the user's cost cap wins
+        keep = {"limit": base.data.limit} if base.data.limit is not None else {}  # the user's cost cap wins
         fields, rec = apply_protocol(proto, base.task, keep)
         fields.pop("task")
         cfg = base.model_copy(update={**fields, "protocol": rec})
-        changes = {k: v for k, v in fields.items() if getattr(base, k) != v}
+        changes = {k: v for k, v in fields.items() if field_value(base, k) != v}
         out.append(Candidate(label=f"protocol {proto.name}", kind="protocol", changes=changes, config=cfg))
     singles: list[tuple[str, Any]] = [(m, v) for m in moves for v in _move_values(m, base, task)]
     for m, v in singles:

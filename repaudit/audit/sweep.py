@@ -23,8 +23,8 @@ from repaudit.audit.sequential import SequentialReport
 from repaudit.audit.stat_settings import StatSettings, for_command
 from repaudit.audit.stats import paired_bootstrap
 from repaudit.errors import RepauditError, UsageError
+from repaudit.run.config import RunConfig, field_value
 from repaudit.run.records import RunRecord
-from repaudit.run.runner import RunConfig
 
 
 def _factor(factor: str):
@@ -153,7 +153,7 @@ def floor_configs(base: RunConfig, num_fewshot: int, noise_seeds: int) -> tuple[
     """The noise floor's configurations and their description: ``noise_seeds`` other few-shot seeds
     for an n-shot base, else one repeated uncached run of the base."""
     if num_fewshot > 0:
-        return ([base.model_copy(update={"fewshot_seed": base.fewshot_seed + 1 + s}) for s in range(noise_seeds)],
+        return ([base.model_copy(update={"fewshot_seed": base.seeds.fewshot_seed + 1 + s}) for s in range(noise_seeds)],
                 f"spread across {noise_seeds + 1} few-shot seeds")
     return [base.model_copy(update={"use_batch_cache": False})], "spread across a repeated uncached run of the base"
 
@@ -171,10 +171,10 @@ def sweep_grid(base: RunConfig, factor: str, values: list[Any], noise_seeds: int
     field = _factor(factor).fields[0]
     task = check_config(base)
     nshot = len(base.fewshot_ids) if base.fewshot_ids is not None else (
-        base.num_fewshot if base.num_fewshot is not None else task.default_num_fewshot)
+        base.fewshot.num_fewshot if base.fewshot.num_fewshot is not None else task.default_num_fewshot)
     floor = [] if floor_given else floor_configs(base, nshot, noise_seeds)[0]
-    out = [("base", base)] + [(f"noise floor: fewshot_seed={c.fewshot_seed}" if nshot else "noise floor: uncached "
-                               "repeat", c) for c in floor]
+    out = [("base", base)] + [(f"noise floor: fewshot_seed={c.seeds.fewshot_seed}" if nshot
+                               else "noise floor: uncached repeat", c) for c in floor]
     for value in values:
         cfg = base.model_copy(update={field: value})
         check_config(cfg)
@@ -247,7 +247,7 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
     if noise_floor is not None:  # a report of another configuration is refused before anything runs
         from repaudit.audit.determinism import check_floor
 
-        check_floor(noise_floor, base.task, base.backend, base.dtype)
+        check_floor(noise_floor, base.task, base.serving.backend, base.serving.dtype)
     executor = as_executor(executor)
     st: dict[str, Any] = {"recs": None, "floor": None, "metric": metric, "round": 0, "computed": 0, "cached": 0}
 
@@ -261,7 +261,7 @@ def sweep(base: RunConfig, factor: str, values: list[Any], executor, noise_seeds
         available = sweep_doc_ids(base)
         st["total"] = len(plan_rounds(available, precision_seed, round_docs))
         _, seq = run_rounds(available, precision, precision_seed, round_docs, run_round, alpha=stat.alpha)
-    return _result(base, factor, getattr(base, field), values, st, seq, stat)
+    return _result(base, factor, field_value(base, field), values, st, seq, stat)
 
 
 def _round_runner(base: RunConfig, executor, st: dict[str, Any], values: list[Any], value_cfgs: list[RunConfig],
@@ -298,7 +298,7 @@ def _decide_floor(st: dict[str, Any], base: RunConfig, base_rec: RunRecord, nois
     if noise_floor is not None:
         from repaudit.audit.determinism import noise_floor as numerical_floor
 
-        st["given"] = numerical_floor(noise_floor, base.task, st["metric"], base.backend, base.dtype)
+        st["given"] = numerical_floor(noise_floor, base.task, st["metric"], base.serving.backend, base.serving.dtype)
         st["floor"], st["method"] = [], st["given"].method
 
 

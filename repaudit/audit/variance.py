@@ -274,7 +274,7 @@ def variance_grid(base: RunConfig, formats: list[str], fewshot_seeds: int, order
     if not formats:
         raise RepauditError("--formats is empty: give at least one prompt format")
     task = check_config(base)
-    nshot = base.num_fewshot if base.num_fewshot is not None else task.default_num_fewshot
+    nshot = base.fewshot.num_fewshot if base.fewshot.num_fewshot is not None else task.default_num_fewshot
     if (nshot == 0 or base.fewshot_ids is not None or base.fewshot_from is not None
             or base.fewshot_by_doc is not None):
         raise RepauditError("variance varies the few-shot draw: give an n-shot base (--num-fewshot N > 0) without "
@@ -283,9 +283,10 @@ def variance_grid(base: RunConfig, formats: list[str], fewshot_seeds: int, order
     for fmt in formats:
         cfg = base.model_copy(update={"prompt_format": fmt, "fewshot_order_seed": None})
         check_config(cfg)
-        out += [(f"{fmt} seed={base.fewshot_seed + i}", cfg.model_copy(update={"fewshot_seed": base.fewshot_seed + i}))
+        seed = base.seeds.fewshot_seed
+        out += [(f"{fmt} seed={seed + i}", cfg.model_copy(update={"fewshot_seed": seed + i}))
                 for i in range(fewshot_seeds)]
-        out += [(f"{fmt} seed={base.fewshot_seed} order={o}", cfg.model_copy(update={"fewshot_order_seed": o}))
+        out += [(f"{fmt} seed={base.seeds.fewshot_seed} order={o}", cfg.model_copy(update={"fewshot_order_seed": o}))
                 for o in range(1, order_seeds + 1)]
     return out
 
@@ -319,7 +320,8 @@ def variance(base: RunConfig, executor, formats: list[str], fewshot_seeds: int =
         vals = [per_doc(r) for r in block]
         per.append(vals)
         for (_, cfg), r, v in zip(grid[k * (fewshot_seeds + m):], block, vals):
-            runs.append(VarianceRun(format=fmt, fewshot_seed=cfg.fewshot_seed, order_seed=cfg.fewshot_order_seed,
+            runs.append(VarianceRun(format=fmt, fewshot_seed=cfg.seeds.fewshot_seed,
+                                    order_seed=cfg.fewshot.fewshot_order_seed,
                                     scores={name: float(x.mean()) for name, x in v.items()},
                                     stderr={name: float(np.std(x, ddof=1) / math.sqrt(len(x))) if len(x) > 1
                                             else float("nan") for name, x in v.items()},
@@ -343,7 +345,7 @@ def variance(base: RunConfig, executor, formats: list[str], fewshot_seeds: int =
     return VarianceReport(task=fp.data.task, model=fp.model.name, n_docs=len(ids),
                           num_fewshot=fp.settings.fewshot.num_fewshot,
                           sampler=fp.fewshot.sampler,
-                          formats=list(formats), fewshot_seeds=[c.fewshot_seed for _, c in grid[:fewshot_seeds]],
+                          formats=list(formats), fewshot_seeds=[c.seeds.fewshot_seed for _, c in grid[:fewshot_seeds]],
                           order_seeds=list(range(1, m + 1)), alpha=stat.alpha, power=power, n_boot=stat.n_boot,
                           stat_settings=stat, runs=runs,
                           noise=noise, format_spread=spread,

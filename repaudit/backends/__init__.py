@@ -10,10 +10,13 @@ tokenizer), so they differ only in how they compute.
 
 from __future__ import annotations
 
-from repaudit.errors import RepauditError
+from typing import get_args
 
-#: backend names, as lm-eval's ``--model`` spells them
-BACKENDS = ("hf", "vllm", "openai")
+from repaudit.errors import RepauditError
+from repaudit.settings import Backend
+
+#: backend names, as lm-eval's ``--model`` spells them (the members of :data:`repaudit.settings.Backend`)
+BACKENDS: tuple[str, ...] = get_args(Backend)
 
 
 def check_backend(name: str) -> None:

@@ -15,7 +15,7 @@ sums and greedy checks are made on the device and read back in one transfer
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, get_args
 
 from repaudit.backends.base import Backend, BackendInfo, Progress, generate_in_batches
 from repaudit.backends.batching import auto_batch_tokens, cut, generation_rows
@@ -28,13 +28,9 @@ from repaudit.backends.store import BatchCache, pairs_shape, stored_groups
 from repaudit.backends.tokens import RequestEncoder, tokenizer_identity
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
-from repaudit.settings import ServingSettings
+from repaudit.settings import HfAttention, ServingSettings
 from repaudit.tasks.requests import GenerateRequest, Generation, LoglikelihoodRequest, LoglikelihoodResult
 
-DTYPES = ("float32", "bfloat16", "float16")
-#: exact = lm-eval's ``model.generate`` on length-sorted, left-padded batches; prefix_cache =
-#: :mod:`repaudit.backends.fastgen` (the shared prefix once, rows replaced as they finish; greedy only)
-GENERATION_STRATEGIES = ("exact", "prefix_cache")
 #: prefix_cache: rows per stored queue, in batches (a longer queue keeps the batch full for longer; a shorter
 #: one loses less work to an interruption)
 GEN_QUEUE = 8
@@ -50,8 +46,8 @@ def _max_length(model, tokenizer) -> int:
     return 2048
 
 
-#: transformers' attention implementations (``attn_implementation``)
-ATTN_IMPLEMENTATIONS = ("eager", "sdpa", "flash_attention_2")
+#: transformers' attention implementations (``attn_implementation``): :data:`repaudit.settings.HfAttention`
+ATTN_IMPLEMENTATIONS: tuple[str, ...] = get_args(HfAttention)
 
 
 def _attn_implementation(engine: dict) -> str | None:

@@ -1,6 +1,8 @@
 """The ``repaudit`` command line: parse, call the library, render. No logic of its own.
 
-One module per command; :mod:`repaudit.cli.common` holds what they share.
+One module per command; :mod:`repaudit.cli.common` holds what they share. A command's module is imported when the
+command is asked for (:data:`COMMANDS`, :class:`_Group`): ``repaudit --version`` and the top-level ``--help`` import
+none, ``repaudit compare`` only compare's; each module imports what its command computes with when it runs.
 
 Exit codes (every command but ``gate`` and ``determinism``): 0 success; 1 bad input or any other user error (one
 ``error:`` line on stderr); 2 a usage error — an unknown option, a bad option value, a missing argument (one
@@ -11,23 +13,16 @@ differ, 2 only numbers differ, and 64, 65 (bad input, or nothing measured), 74 a
 
 from __future__ import annotations
 
+import importlib
 import sys
+from collections.abc import Iterator, MutableMapping
 from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
+from typer.main import get_command_from_info
+from typer.models import CommandInfo
 
-from repaudit.cli.appendix import appendix_command
-from repaudit.cli.attribute import attribute_command
-from repaudit.cli.compare import compare_command
-from repaudit.cli.determinism import determinism_command
-from repaudit.cli.export import export_command
-from repaudit.cli.factors import factors_command
-from repaudit.cli.gate import gate_command
-from repaudit.cli.reproduce import reproduce_command
-from repaudit.cli.run import run_command
-from repaudit.cli.sweep import sweep_command
-from repaudit.cli.variance import variance_command
 from repaudit.errors import EX_USAGE, EXIT_INTERRUPTED
 from repaudit.errors import EXIT_USAGE as USAGE_EXIT
 
@@ -51,8 +46,70 @@ def usage_message(message: str) -> str:
     return f"{option}: {rest[:1].lower()}{rest[1:]}"
 
 
+#: every command, in the order the top-level help lists them: name -> (its module, one line for that help; click
+#: cuts a docstring's first sentence at ~45 characters)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("repaudit.cli.run", "Evaluate a model on a benchmark; write a fingerprinted run file."),
+    "compare": ("repaudit.cli.compare", "What differs between two runs, which docs flipped, is the move beyond noise."),
+    "gate": ("repaudit.cli.gate", "GO / NO-GO / INCONCLUSIVE for a candidate run against a baseline (CI)."),
+    "sweep": ("repaudit.cli.sweep", "Vary one factor, hold the rest, measure its effect against the noise floor."),
+    "attribute": ("repaudit.cli.attribute", "Re-run the hybrids of two runs; attribute the score delta to each "
+                                            "factor."),
+    "reproduce": ("repaudit.cli.reproduce", "Search the settings of a model that reproduce a reported number."),
+    "variance": ("repaudit.cli.variance", "A benchmark's noise: doc bootstrap, seeds, few-shot order, prompt "
+                                          "format."),
+    "factors": ("repaudit.cli.factors", "Every factor that can move a score, and what each command does with it."),
+    "export": ("repaudit.cli.export", "Write runs as Every Eval Ever records, every factor kept."),
+    "determinism": ("repaudit.cli.determinism", "Is the serving stack deterministic: repeat, batch, order, cache, "
+                                                "threads."),
+    "appendix": ("repaudit.cli.appendix", "A paper appendix from the run files: setup, scores, error bars, tables."),
+}
+
+
+class _Commands(MutableMapping):
+    """The group's commands, each built the first time it is looked up: its module imported, its function
+    (``<name>_command``) turned into a click command by typer (which reads the function's signature)."""
+
+    def __init__(self, markup: Any) -> None:
+        self._built: dict[str, Any] = {}
+        self._markup = markup
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            module, short = COMMANDS[name]
+            fn = getattr(importlib.import_module(module), f"{name}_command")
+            self._built[name] = get_command_from_info(CommandInfo(name, callback=fn, short_help=short),
+                                                      pretty_exceptions_short=True, rich_markup_mode=self._markup)
+        return self._built[name]
+
+    def __setitem__(self, name: str, cmd: Any) -> None:
+        self._built[name] = cmd
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError("repaudit's commands are fixed")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(COMMANDS)
+
+    def __len__(self) -> int:
+        return len(COMMANDS)
+
+    def __contains__(self, name: object) -> bool:
+        return name in COMMANDS
+
+
 class _Group(TyperGroup):
-    """Typer's group with usage errors as one ``error:`` line (not a box) and a documented exit code."""
+    """Typer's group with the commands built when asked for (:class:`_Commands`; the top-level help lists them from
+    :data:`COMMANDS` without building any), usage errors as one ``error:`` line (not a box) and a documented exit
+    code."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands = _Commands(self.rich_markup_mode)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, short) for name, (_, short) in COMMANDS.items()])
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
@@ -131,26 +188,6 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
     Exit codes: 0 success, 1 bad input (one 'error:' line), 2 usage error, 130 interrupted.
     """
 
-
-#: one line per command for the top-level --help (click cuts a docstring's first sentence at ~45 characters)
-SHORT_HELP = {
-    "run": "Evaluate a model on a benchmark; write a fingerprinted run file.",
-    "compare": "What differs between two runs, which docs flipped, is the move beyond noise.",
-    "gate": "GO / NO-GO / INCONCLUSIVE for a candidate run against a baseline (CI).",
-    "sweep": "Vary one factor, hold the rest, measure its effect against the noise floor.",
-    "attribute": "Re-run the hybrids of two runs; attribute the score delta to each factor.",
-    "reproduce": "Search the settings of a model that reproduce a reported number.",
-    "variance": "A benchmark's noise: doc bootstrap, seeds, few-shot order, prompt format.",
-    "factors": "Every factor that can move a score, and what each command does with it.",
-    "export": "Write runs as Every Eval Ever records, every factor kept.",
-    "determinism": "Is the serving stack deterministic: repeat, batch, order, cache, threads.",
-    "appendix": "A paper appendix from the run files: setup, scores, error bars, tables.",
-}
-for _name, _fn in (("run", run_command), ("compare", compare_command), ("gate", gate_command),
-                   ("sweep", sweep_command), ("attribute", attribute_command), ("reproduce", reproduce_command),
-                   ("variance", variance_command), ("factors", factors_command), ("export", export_command),
-                   ("determinism", determinism_command), ("appendix", appendix_command)):
-    app.command(_name, short_help=SHORT_HELP[_name])(_fn)
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ import typer
 
 from repaudit.cli.common import user_errors
 from repaudit.cli.groups import StatOptions, grouped
+from repaudit.importers.detect import run_files
 
 
 @dataclass
@@ -28,8 +29,7 @@ class ReportFiles:
 @grouped
 def appendix_command(
     runs: Annotated[list[Path], typer.Argument(metavar="RUN...", show_default=False, help=(
-        "Run files: anything compare reads (repaudit runs, lm-eval results files or output directories, lighteval "
-        "output, inspect_ai logs, EEE records)."))],
+        f"Run files: anything compare reads ({run_files()})."))],
     reports: ReportFiles,
     intervals: StatOptions,
     output: Annotated[Optional[Path], typer.Option("-o", "--output", show_default=False, help=(

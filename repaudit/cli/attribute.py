@@ -27,6 +27,7 @@ from repaudit.cli.groups import (
     StatOptions,
     grouped,
 )
+from repaudit.importers.detect import run_files
 
 
 @dataclass
@@ -47,10 +48,8 @@ class AttributeOptions:
 
 @grouped
 def attribute_command(
-    run_a: Annotated[Path, typer.Argument(metavar="RUN_A", help="Run A: a repaudit run, an lm-eval results file or "
-                                          "output directory, a lighteval results file (ARC log-likelihood) or an "
-                                          "inspect_ai log (multiple_choice on hf/); one task, per-doc results.",
-                                          readable=False)],
+    run_a: Annotated[Path, typer.Argument(metavar="RUN_A", help=f"Run A, one task with per-doc results: "
+                                          f"{run_files(replayed=True)}.", readable=False)],
     run_b: Annotated[Path, typer.Argument(metavar="RUN_B", help="Run B, likewise.", readable=False)],
     what: AttributeOptions,
     source: SourceOptions,

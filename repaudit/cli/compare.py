@@ -27,6 +27,7 @@ from repaudit.cli.common import (
     write_report,
 )
 from repaudit.cli.groups import PairOptions, ReportOptions, SourceOptions, StatOptions, grouped
+from repaudit.importers.detect import run_files
 
 
 @dataclass
@@ -59,9 +60,7 @@ class AttributionOptions:
 
 @grouped
 def compare_command(
-    run_a: Annotated[Path, typer.Argument(metavar="RUN_A", help="Run A: a repaudit run, an lm-eval or lighteval "
-                                                               "results file, an inspect_ai log (.eval or .json), "
-                                                               "or an output directory.", readable=False)],
+    run_a: Annotated[Path, typer.Argument(metavar="RUN_A", help=f"Run A: {run_files()}.", readable=False)],
     run_b: Annotated[Path, typer.Argument(metavar="RUN_B", help="Run B, likewise.", readable=False)],
     pair: PairOptions,
     stats: StatOptions,
@@ -111,14 +110,22 @@ def compare_command(
         _emit(comparison, att, report_format(r.fmt, r.output, r.as_json, csv=not att_on, html=not att_on), r.output,
               extra.top, lambda: _html(comparison, (run_a, ra), (run_b, rb), task_map, source, extra.doc_text))
         if extra.docs_csv is not None:
+            from repaudit.report.frames import paired_docs_frame, to_csv
+
             write_report(extra.docs_csv, to_csv(paired_docs_frame(ra, rb, task_map)), "--docs-csv")
 
 
 def _emit(comparison, att, fmt: Format, output: Optional[Path], top: int, html) -> None:
     """The comparison (and its attribution, with --attribute) in the report format asked for."""
-    from repaudit.report.audit import attribution_latex, attribution_markdown, attribution_rich
     from repaudit.report.compare import render_json, render_latex, render_markdown, render_rich
-    from repaudit.report.frames import scores_frame, to_csv
+
+    if att is not None:  # the attribution's renderers (and the sweep's, beside them) only with --attribute
+        from repaudit.report.audit import attribution_latex, attribution_markdown, attribution_rich
+
+    def csv_text() -> str:
+        from repaudit.report.frames import scores_frame, to_csv  # pandas: only for a .csv report
+
+        return to_csv(scores_frame(comparison))
 
     def rich_view(console: Console) -> None:
         render_rich(comparison, console, top)
@@ -134,7 +141,7 @@ def _emit(comparison, att, fmt: Format, output: Optional[Path], top: int, html) 
     emit_report(fmt, output, rich_view,
                 lambda: render_markdown(comparison, top) + ("\n" + attribution_markdown(att) if att else ""),
                 lambda: render_latex(comparison, top) + ("\n" + attribution_latex(att) if att else ""),
-                as_json_text, lambda: to_csv(scores_frame(comparison)), html)
+                as_json_text, csv_text, html)
 
 
 def _html(c, side_a, side_b, task_map, source: SourceOptions, doc_text: bool = True) -> str:

@@ -12,6 +12,7 @@ import typer
 from repaudit.cli.common import err, out, user_errors
 from repaudit.cli.groups import StatOptions, grouped
 from repaudit.escape import rich_text
+from repaudit.importers.detect import run_files
 
 
 class ExportFormat(str, Enum):
@@ -48,10 +49,8 @@ class RecordOptions:
 
 @grouped
 def export_command(
-    runs: Annotated[list[Path], typer.Argument(help="Runs: anything compare reads (a repaudit run, lm-eval results "
-                                                    "or output directory, lighteval output, inspect log, EEE "
-                                                    "record).", show_default=False,
-                                               readable=False)],
+    runs: Annotated[list[Path], typer.Argument(help=f"Runs: anything compare reads ({run_files()}).",
+                                               show_default=False, readable=False)],
     output: Annotated[Path, typer.Option("-o", "--output", help="The datastore folder: records go under "
                                                                 "OUTPUT/data/<task>/<developer>/<model>/ (created "
                                                                 "if missing; its parent must exist).",

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from repaudit.cli.common import Format, MkdirOption, out, user_errors
 from repaudit.escape import rich_text
-from repaudit.run.factors import COMMANDS
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def factors_command(
@@ -56,6 +57,9 @@ def _support_table(rows: list[dict]) -> Table:
     """The registry as a terminal table that fits 80 columns: ✓, or a numbered note (the reason, under the table,
     one per distinct text) for each unsupported cell."""
     from rich import box
+    from rich.table import Table
+
+    from repaudit.run.factors import COMMANDS
 
     notes: dict[str, int] = {}
     table = Table(title="factors: ✓ supported, —N not (note N below)", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0),

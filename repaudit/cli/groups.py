@@ -37,6 +37,7 @@ from repaudit.cli.common import (
     make_executor,
     report_format,
 )
+from repaudit.importers.detect import run_files
 
 DataDirOption = Annotated[Optional[Path], typer.Option(help="Local data the runs read (laid out as the packaged "
                                                             "data: <task>/…).")]
@@ -149,9 +150,8 @@ class BaseOptions(ReplayEndpointOptions):
     served model's endpoint(s) (the options it inherits)."""
 
     base_run: Annotated[Optional[Path], typer.Option(
-        "--base", help="Take the base configuration from this run: a repaudit run, an lm-eval results file or "
-                       "output directory, a lighteval results file or an inspect_ai log; the factor options are "
-                       "then ignored.", readable=False)] = None
+        "--base", help=f"Take the base configuration from this run ({run_files(replayed=True)}); the factor "
+                       "options are then ignored.", readable=False)] = None
     task: Annotated[str, typer.Option(help="Task of the base configuration.")] = "arc_easy"
     model: Annotated[str, typer.Option(help="'default' (the packaged SmolLM2-135M-Instruct), a local directory or "
                                             "a hub id; with --base, replaces the run's model unless 'default'.")

@@ -9,13 +9,11 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.table import Table
 
 from repaudit.cli.common import MkdirOption, err, out, user_errors
 from repaudit.cli.groups import EndpointOptions, grouped
 from repaudit.cli.options import factor_settings, with_factor_options
 from repaudit.escape import rich_text
-from repaudit.report.glossary import plural
 
 _DATA_HELP = ("Read docs from local JSON-lines files, one folder per benchmark (arc/ARC-Easy_validation.jsonl, "
               "mmlu/test.jsonl, …; docs/reference/file-formats.md) (default: $REPAUDIT_DATA_DIR, then the "
@@ -178,6 +176,10 @@ def _settings(what: TaskOptions, weights: ModelOptions, docs: DocOptions, store:
 
 def _print_run(record, output: Optional[Path], as_json: bool) -> None:
     """The metrics table (or JSON) on stdout; protocol, few-shot pool, data and timing lines on stderr."""
+    from rich.table import Table
+
+    from repaudit.report.glossary import plural
+
     if as_json:
         out.print_json(json.dumps([m.model_dump() for m in record.metrics]))
         return

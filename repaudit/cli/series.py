@@ -14,6 +14,7 @@ from repaudit.audit.labels import given_twice
 from repaudit.cli.common import Format, check_outputs, emit_report, err, print_table, report_format
 from repaudit.errors import RepauditError, UsageError
 from repaudit.escape import rich_text
+from repaudit.importers.detect import run_files
 
 
 class Across(str, Enum):
@@ -26,8 +27,7 @@ class Across(str, Enum):
 
 FilesArgument = Annotated[Optional[list[Path]], typer.Argument(
     metavar="FILE", show_default=False, readable=False,
-    help="With --across: run files of a series (anything compare reads: lm-eval 0.3–0.4 results files or output "
-         "directories, lighteval, inspect_ai logs, repaudit runs). Nothing is run.")]
+    help=f"With --across: run files of a series (anything compare reads: {run_files()}). Nothing is run.")]
 AcrossOption = Annotated[Optional[Across], typer.Option(
     help="Measure FILE… as a series: checkpoint (Kendall tau-b of score over training step, range, noise of the "
          "last checkpoints), seed (mean, sd, t (1 − alpha) interval over training seeds) or model (signal-to-noise "

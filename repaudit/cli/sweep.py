@@ -8,7 +8,6 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from repaudit.cli.common import (
     check_precision,
@@ -31,6 +30,8 @@ from repaudit.escape import rich_text
 
 
 def _sweep_rich(result, console: Console) -> None:
+    from rich.table import Table
+
     from repaudit.audit.stats import level
     from repaudit.report.audit import sweep_floor, sweep_rows
 

@@ -22,10 +22,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from repaudit.importers.comparable import ComparableRun
-from repaudit.vocabulary import Recorded
+if TYPE_CHECKING:  # for the annotations only: the registry is imported at start-up (issue 62)
+    from repaudit.importers.comparable import ComparableRun
+    from repaudit.vocabulary import Recorded
 
 
 @dataclass(frozen=True)
@@ -83,20 +84,27 @@ class Adapter(ABC):
     Class attributes:
         name: the registry key (``lmeval``, ``lighteval``, ``inspect``, ``repaudit``).
         harness: the harness as users name it.
+        files: its run files as the command-line help names them (``lm-eval 0.3–0.4 results files or output
+            directories``): :func:`repaudit.importers.detect.run_files` lists every adapter's.
+        replays: the runs of it a replay re-executes, as the help names them; empty where none is.
         map_name: the harness's name in the settings fields' declarations (:func:`repaudit.settings.harness_map`),
             ``None`` where its reader maps no declared keys (repaudit's own run files record every setting as is).
-        sources: the dicts its reader builds for those declarations (:mod:`repaudit.importers.declared`).
-        not_replayed: registry factor → why a replay of this harness's runs cannot set it.
         folder_runs: a run may span several files of one folder (Every Eval Ever writes one record per task):
             a folder where this adapter recognises every results file is loaded whole, ``load`` getting the folder.
     """
 
     name: ClassVar[str]
     harness: ClassVar[str]
+    files: ClassVar[str]
+    replays: ClassVar[str] = ""
     map_name: ClassVar[str | None] = None
-    sources: ClassVar[tuple[str, ...]] = ()
-    not_replayed: ClassVar[dict[str, str]] = {}
     folder_runs: ClassVar[bool] = False
+
+    @classmethod
+    def sources(cls) -> tuple[str, ...]:
+        """The dicts its reader builds for the declarations it executes (:mod:`repaudit.importers.declared`; the
+        reader's ``SOURCES``, imported here so that the registry stays light); none by default."""
+        return ()
 
     def recognise_path(self, path: Path) -> Recognition:
         """Whether ``path`` is one of this harness's runs before any JSON is parsed (a ZIP log); default: no."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # every harness's adapter registers itself when its module is imported; the registry's order is the order
 # adapters are asked and named in messages (Every Eval Ever, added last, after the harnesses whose files it holds)
@@ -31,7 +31,9 @@ import repaudit.importers.nemo.adapter  # noqa: F401
 import repaudit.importers.eee.adapter  # noqa: F401
 from repaudit.boundary import InputError, check_path, path_problem, read_json
 from repaudit.importers.adapter import Adapter, Loaded, registered
-from repaudit.importers.comparable import ComparableRun
+
+if TYPE_CHECKING:
+    from repaudit.importers.comparable import ComparableRun
 
 #: most JSON files looked at when a directory is given
 MAX_DIR_FILES = 2000
@@ -40,6 +42,14 @@ MAX_NAME = 1000
 #: files kept read within one process (a command reads each of its files once)
 _CACHE_SIZE = 16
 _cache: OrderedDict[tuple, Loaded] = OrderedDict()
+
+
+def run_files(replayed: bool = False) -> str:
+    """What a command reads as a run, for its help text: every registered adapter's files, in registration order
+    (``inspect_ai logs (.eval or .json); lighteval results files or output directories; …``); with ``replayed``,
+    only the runs a replay re-executes (:attr:`Adapter.replays`)."""
+    names = [cls.replays if replayed else cls.files for cls in registered().values()]
+    return "; ".join(n for n in names if n)
 
 
 def adapters() -> list[Adapter]:

@@ -9,17 +9,14 @@ reader (``Factor.fingerprint`` in :mod:`repaudit.run.factors`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
-from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome, metric_key
-from repaudit.importers.factors import record_from_fingerprint
-from repaudit.run.config import RunConfig
-from repaudit.run.diagnostics import diagnose
-from repaudit.run.factors import replayable
-from repaudit.run.metrics import NORMALISED_SUFFIX
-from repaudit.run.records import RunRecord, parse_record
-from repaudit.vocabulary import recorded
+
+if TYPE_CHECKING:  # the reading and replaying modules are imported when a run file is read (start-up: issue 62)
+    from repaudit.importers.comparable import ComparableRun
+    from repaudit.run.config import RunConfig
+    from repaudit.run.records import RunRecord
 
 
 @register
@@ -28,13 +25,15 @@ class RunFileAdapter(Adapter):
 
     name = "repaudit"
     harness = "repaudit"
-    not_replayed = {"device": "a replay runs on this machine's device"}
+    files = "repaudit run files"
+    replays = files
 
     def recognise(self, obj: Any) -> Recognition:
         return Recognition(isinstance(obj, dict) and obj.get("kind") == "repaudit.run")
 
     def load(self, path: Path, obj: Any, samples: list[Path] | None = None, tokenizer: Any = None) -> Loaded:
         from repaudit.boundary import InputError
+        from repaudit.run.records import parse_record
 
         if samples:
             raise InputError(path, None, "is a repaudit run, which carries its own per-doc results: drop --samples")
@@ -51,6 +50,12 @@ class RunFileAdapter(Adapter):
 
 def from_record(record: RunRecord, path: Path) -> ComparableRun:
     """A repaudit run file as a :class:`ComparableRun`."""
+    from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome, metric_key
+    from repaudit.importers.factors import record_from_fingerprint
+    from repaudit.run.diagnostics import diagnose
+    from repaudit.run.metrics import NORMALISED_SUFFIX
+    from repaudit.vocabulary import recorded
+
     fp = record.fingerprint
     task = fp.data.task
     reported = {metric_key(m.name, m.variant): (m.value, m.stderr) for m in record.metrics
@@ -92,6 +97,9 @@ def config_from_record(rec: RunRecord, data_dir: Path | None, model: str | None 
     Without ``data_dir`` the docs come from the default resolution (``$REPAUDIT_DATA_DIR``, the
     packaged data, the hub); the attribution checks that they are the docs the run evaluated.
     """
+    from repaudit.run.config import RunConfig
+    from repaudit.run.factors import replayable
+
     fp = rec.fingerprint
     cfg: dict[str, Any] = dict(
         task=fp.data.task, task_config=fp.task_config,

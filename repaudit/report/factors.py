@@ -27,8 +27,8 @@ def factors_markdown() -> str:
         out.append(f"| `{r['factor']}` | {r['stage']} | {md(r['compare'] or '—', False)} | " + " | ".join(cells)
                    + f" | {md(r['doc'], False)} |")
     out += [""] + [f"{i}. {md(n, False)}" for i, n in enumerate(notes, 1)]
-    legend = ("rec: recorded in run files and read from lm-eval/lighteval files; cmp: compared; opt: a `run` option "
-              "(and a base option of sweep, variance and reproduce); proto: a protocol may state it; conf: "
-              "conformance checks it; replay: attribute re-executes it; sweep: `sweep --factor`; repro: a "
-              "`reproduce` move. A number is the reason it does not take part (below the table).")
+    legend = ("rec: recorded in repaudit run files and read from every other harness's files that record it; cmp: "
+              "compared; opt: a `run` option (and a base option of sweep, variance and reproduce); proto: a protocol "
+              "may state it; conf: conformance checks it; replay: attribute re-executes it; sweep: `sweep --factor`; "
+              "repro: a `reproduce` move. A number is the reason it does not take part (below the table).")
     return legend + "\n\n" + "\n".join(out) + "\n"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from repaudit.importers.comparable import ComparableRun
-from repaudit.vocabulary import Recorded, Value, shown
+from repaudit.vocabulary import Recorded, Value, shown, text
 
 Provenance = Literal["recorded", "harness default", "derived", "not recorded", "not applicable"]
 
@@ -57,20 +57,15 @@ _HEX = re.compile(r"^[0-9a-f]{40,64}$")
 
 
 def _text(value: Any) -> str:
-    """A factor value as one line: hashes cut to 12 characters, lists and dicts joined, booleans as yes/no."""
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value)) if abs(value) < 1e15 else str(value)
-    if isinstance(value, str):
-        return value[:12] + "…" if _HEX.match(value) else value.replace("\n", "\\n")
+    """A factor value as one line, spelt as :func:`repaudit.vocabulary.text` spells it (``none``, ``1.0``,
+    ``true``): hashes cut to 12 characters, lists and dicts joined."""
+    if isinstance(value, str) and _HEX.match(value):
+        return value[:12] + "…"
     if isinstance(value, dict):
         return ", ".join(f"{k} {_text(v)}" for k, v in value.items()) or "none"
     if isinstance(value, (list, tuple)):
         return ", ".join(_text(v) for v in value) or "none"
-    return str(value)
+    return text(value).replace("\n", "\\n")
 
 
 def _cell(v: Value | None) -> SetupCell:
@@ -82,8 +77,8 @@ def _cell(v: Value | None) -> SetupCell:
     if v.source == "default":
         if not v.known:  # a default of a version the file does not record: not shown as a value
             return SetupCell("not recorded", "not recorded", shown(v))
-        text = "not set" if v.value is None and v.note else _text(v.value)
-        return SetupCell(text, "harness default", f"default of {v.harness} {v.version} ({v.key})"
+        cell = "not set" if v.value is None and v.note else _text(v.value)
+        return SetupCell(cell, "harness default", f"default of {v.harness} {v.version} ({v.key})"
                          + (f": {v.note}" if v.note else ""))
     if v.source == "derived":
         return SetupCell(_text(v.value), "derived", v.key or "")

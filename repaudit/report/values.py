@@ -19,7 +19,7 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from repaudit.escape import visible_controls
-from repaudit.vocabulary import Value, shown
+from repaudit.vocabulary import Value, shown, text
 
 _MISSING = object()
 #: the narrowest cut of one element of a list or one value of a dict
@@ -30,22 +30,21 @@ _MIN_SHARED = 10
 _FEW_SHARED = 4
 
 
-def display(value: Any) -> str:
-    """A value as one line of text: strings as they are (empty as ``""``), anything else as JSON; control characters
-    visible."""
-    s = (value or '""') if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+def _one_line(s: str) -> str:
     return visible_controls(s).replace("\n", "\\n").replace("\t", " ")
+
+
+def display(value: Any) -> str:
+    """A value as one line of text, spelt as :func:`repaudit.vocabulary.text` spells it (``none``, ``1.0``,
+    ``true``, strings as they are, empty as ``""``, anything else as JSON); control characters visible."""
+    return _one_line(text(value))
 
 
 def display_value(v: Value) -> str:
     """A setting's value with its provenance as one line (:func:`repaudit.vocabulary.shown`): a recorded value
     plainly, a derived one marked, a harness default as ``default of lm-eval 0.4.13: 256``, not recorded and not
     applicable as such."""
-    if v.source == "recorded":
-        return display(v.value)
-    if v.source == "derived":
-        return display(v.value) + " (derived)"
-    return visible_controls(shown(v)).replace("\n", "\\n")
+    return _one_line(shown(v))
 
 
 def short(value: Any, width: int = 48) -> str:

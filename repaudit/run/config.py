@@ -46,9 +46,10 @@ class RunConfig(BaseModel):
     (its own fields), and every factor in the stage's settings record (:mod:`repaudit.settings`). ``None`` in a
     record means "the task's (or tokenizer's) own"; the value actually used is what the fingerprint records.
 
-    A factor is also reachable by its name, which is unique across the records: ``RunConfig(temperature=0.7)``
-    sets ``generation.temperature``, ``cfg.temperature`` reads it, ``model_copy(update={"dtype": …})`` changes
-    ``serving.dtype`` (the factor registry and the command line name factors so).
+    A factor can be set by its name, which is unique across the records: ``RunConfig(temperature=0.7)`` sets
+    ``generation.temperature`` and ``model_copy(update={"dtype": …})`` changes ``serving.dtype`` (the factor registry
+    and the command line name factors so). A read names the record (``cfg.generation.temperature``); code that holds
+    a factor's field name reads it with :func:`field_value`.
     """
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=(), use_attribute_docstrings=True)
@@ -122,20 +123,6 @@ class RunConfig(BaseModel):
                 raise RepauditError("doc ids must be 1 to 10^7 ids, got 0")
         return self
 
-    def __getattr__(self, name: str) -> Any:
-        # a factor by its name (cfg.temperature = cfg.generation.temperature); pydantic's own lookups first
-        stage = stage_of(name) if not name.startswith("_") else None
-        if stage is not None:
-            return getattr(getattr(self, stage), name)
-        return super().__getattr__(name)
-
-    def flat(self, mode: str = "python") -> dict[str, Any]:
-        """Every field by its own name: RunConfig's, then each record's (factor names are unique across them)."""
-        d = self.model_dump(mode=mode)
-        for stage in STAGES:
-            d.update(d.pop(stage))
-        return d
-
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> RunConfig:
         """A copy with ``update`` applied (factor names route into their records) — validated like a new RunConfig
         (pydantic's copy is not)."""
@@ -143,6 +130,17 @@ class RunConfig(BaseModel):
             return super().model_copy(deep=deep)
         return type(self).model_validate({**dict(self), **update})
 
+
+
+def field_value(cfg: RunConfig, name: str) -> Any:
+    """The value of the field a factor names (:attr:`repaudit.run.factors.Factor.fields`): a settings field through
+    its stage's record (``batch_size`` → ``cfg.serving.batch_size``), else RunConfig's own (``task_config``).
+
+    Raises:
+        AttributeError: no such field.
+    """
+    stage = stage_of(name)
+    return getattr(getattr(cfg, stage), name) if stage is not None else getattr(cfg, name)
 
 #: how the closed sets are named in error messages (the field's own name otherwise)
 _LABELS = {"padding_side": "padding side", "scoring_strategy": "scoring strategy",

@@ -54,9 +54,10 @@ def _preferred(cfg: RunConfig, field: str) -> bool:
 
 
 def _resolve_split(task: Task, cfg: RunConfig, root: DataRoot, err: Console) -> str:
-    if cfg.split and not _preferred(cfg, "split"):
-        return cfg.split
-    wanted, whose = (cfg.split, f"protocol {cfg.protocol.name}'s") if cfg.split else (task.eval_split, "lm-eval")
+    if cfg.data.split and not _preferred(cfg, "split"):
+        return cfg.data.split
+    split = cfg.data.split
+    wanted, whose = (split, f"protocol {cfg.protocol.name}'s") if split else (task.eval_split, "lm-eval")
     have = available_splits(task, root)
     if have and wanted not in have:
         err.print(rich_text(f"note: {task.name}'s {whose} split '{wanted}' is not in {root.describe()}; "
@@ -70,16 +71,16 @@ def _fewshot_pool(task: Task, cfg: RunConfig, root: DataRoot, split: str, eval_d
                   ) -> tuple[list[Doc], str, str | None]:
     """The few-shot pool, its split, and why it is the evaluated split where it is (else ``None``)."""
     samples = getattr(task, "fixed_samples", None)
-    if samples is not None and not cfg.fewshot_split:  # lm-eval's fewshot_config.samples: a fixed list
+    if samples is not None and not cfg.fewshot.fewshot_split:  # lm-eval's fewshot_config.samples: a fixed list
         return to_docs(task, samples), "samples", None
-    wanted = cfg.fewshot_split or task.fewshot_split
+    wanted = cfg.fewshot.fewshot_split or task.fewshot_split
     if wanted == split:
         return eval_docs, split, None  # asked for: no fallback to say
     if wanted is None:
         return eval_docs, split, f"{task.name} has no few-shot split in {root.describe()}"
     have = available_splits(task, root)
     if have is not None and wanted not in have:
-        if cfg.fewshot_split and not _preferred(cfg, "fewshot_split"):
+        if cfg.fewshot.fewshot_split and not _preferred(cfg, "fewshot_split"):
             raise RepauditError(f"few-shot split '{wanted}' of {task.name} is not in {root.describe()}")
         return eval_docs, split, f"{task.name}'s few-shot split '{wanted}' is not in {root.describe()}"
     rows, _ = load_rows(task, wanted, root)
@@ -105,7 +106,7 @@ def _select(task: Task, cfg: RunConfig, n: int, eval_docs: list[Doc], pool: list
     by_cluster = task.cluster(pool[0].row) is not None if pool else False
     # a doc is kept out of its own examples by the task's rule (lm-eval's for recorded configurations)
     exclude = same_split if task.fewshot_exclude_self is None else task.fewshot_exclude_self
-    return select_fewshot(eval_docs, pool, n, task.fewshot_sampler, cfg.fewshot_seed, exclude,
+    return select_fewshot(eval_docs, pool, n, task.fewshot_sampler, cfg.seeds.fewshot_seed, exclude,
                           by_cluster=by_cluster), task.fewshot_sampler
 
 
@@ -122,7 +123,7 @@ def load_docs(task: Task, cfg: RunConfig, err: Console) -> DocSet:
     rows, source = load_rows(task, split, root)
     all_docs = to_docs(task, rows)
     n_shot = len(cfg.fewshot_ids) if cfg.fewshot_ids is not None else (
-        cfg.num_fewshot if cfg.num_fewshot is not None else task.default_num_fewshot)
+        cfg.fewshot.num_fewshot if cfg.fewshot.num_fewshot is not None else task.default_num_fewshot)
     fallback = None
     if n_shot or cfg.fewshot_from or cfg.fewshot_by_doc is not None:
         pool, pool_split, fallback = _fewshot_pool(task, cfg, root, split, all_docs)
@@ -136,9 +137,9 @@ def load_docs(task: Task, cfg: RunConfig, err: Console) -> DocSet:
         fewshot_ids, sampler = _select(task, cfg, n_shot, all_docs, pool, pool_split == split)
     else:
         fewshot_ids, sampler = {d.doc_id: [] for d in all_docs}, "none"
-    if cfg.fewshot_order_seed is not None:
-        fewshot_ids = {i: permute(ids, cfg.fewshot_order_seed, i) for i, ids in fewshot_ids.items()}
-    docs = all_docs[: cfg.limit] if cfg.limit else all_docs
+    if cfg.fewshot.fewshot_order_seed is not None:
+        fewshot_ids = {i: permute(ids, cfg.fewshot.fewshot_order_seed, i) for i, ids in fewshot_ids.items()}
+    docs = all_docs[: cfg.data.limit] if cfg.data.limit else all_docs
     if cfg.doc_ids is not None:  # a round of a doc-adaptive audit: few-shot ids were drawn over all docs above
         keep = set(cfg.doc_ids)
         absent = keep - {d.doc_id for d in docs}

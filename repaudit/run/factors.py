@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from repaudit.settings import choices, field_info, get_path, stage_of
+from repaudit.settings import ScoreNormalisation, choices, field_info, get_path, stage_of
 
 if TYPE_CHECKING:
     from repaudit.run.config import RunConfig
@@ -147,7 +147,7 @@ def setting(name: str, **kw: Any) -> Factor:
 
 
 def _gen_moves(values: tuple, field_name: str) -> Callable[[RunConfig, Any], list]:
-    return lambda c, t: ([x for x in values if x != getattr(c, field_name)]
+    return lambda c, t: ([x for x in values if x != getattr(c.generation, field_name)]
                          if t.output_type.value == "generate_until" else [])
 
 
@@ -157,7 +157,7 @@ def _until(fp: Fingerprint) -> tuple:
 
 
 def _shots(cfg: RunConfig, task) -> int:
-    return cfg.num_fewshot if cfg.num_fewshot is not None else task.default_num_fewshot
+    return cfg.fewshot.num_fewshot if cfg.fewshot.num_fewshot is not None else task.default_num_fewshot
 
 
 _NOT_HERE = "a setting of the machine, not of the run: recorded and compared, never set by repaudit"
@@ -195,17 +195,17 @@ FACTORS: tuple[Factor, ...] = (
     setting("backend", protocol=str,
             why_not={"reproduce": "the vllm backend needs its own install: a search tries protocol settings"}),
     setting("dtype", protocol=str,
-            moves=lambda c, t: [d for d in ("bfloat16", "float16", "float32") if d != c.dtype]),
+            moves=lambda c, t: [d for d in ("bfloat16", "float16", "float32") if d != c.serving.dtype]),
     setting("batch_size", protocol=int | Literal["auto"], parse=_int_or("auto"),
-            moves=lambda c, t: [b for b in (1, 32) if b != c.batch_size]),
+            moves=lambda c, t: [b for b in (1, 32) if b != c.serving.batch_size]),
     setting("padding_side", protocol=str,
-            moves=lambda c, t: ["left" if c.padding_side == "right" else "right"]),
+            moves=lambda c, t: ["left" if c.serving.padding_side == "right" else "right"]),
     # the resolved value: a run that got BOS from its tokenizer's default replays as True
     setting("add_bos_token", protocol=bool, default_move=6,
             doc="start every request with BOS (true), never (false), or as the tokenizer does (default)",
             fingerprint=lambda fp: (fp.backend.bos_first if isinstance(fp.backend.bos_first, bool)
                                     else fp.settings.serving.add_bos_token,),
-            moves=lambda c, t: [v for v in (True, False) if v != c.add_bos_token]),
+            moves=lambda c, t: [v for v in (True, False) if v != c.serving.add_bos_token]),
     setting("scoring_strategy", protocol=str,
             why_not={"reproduce": _NUMERIC_PATH}),
     setting("generation_strategy", protocol=str,
@@ -233,7 +233,7 @@ FACTORS: tuple[Factor, ...] = (
             doc="lmeval (lm-eval's templates), lettered (choices with letters) or cloze; a task built from a "
                 "recorded lm-eval configuration replays with its own templates",
             fingerprint=lambda fp: (fp.settings.prompt.prompt_format, fp.task_config),
-            moves=lambda c, t: [f for f in t.formats if f != c.prompt_format], default_move=2),
+            moves=lambda c, t: [f for f in t.formats if f != c.prompt.prompt_format], default_move=2),
     setting("label_style", protocol=str, why_not={"reproduce": _LETTERED}),
     setting("choice_separator", parse=unescape, protocol=str,
             why_not={"reproduce": _LETTERED}),
@@ -242,7 +242,7 @@ FACTORS: tuple[Factor, ...] = (
             doc="text before the examples (task = the task's own, none = no description)",
             why_not={"reproduce": "free text: no finite set of moves"}),
     setting("chat_template", protocol=bool,
-            moves=lambda c, t: [not c.chat_template], default_move=3),
+            moves=lambda c, t: [not c.prompt.chat_template], default_move=3),
     setting("system_prompt", parse=_none_or(unescape), protocol=str | None,
             why_not={"reproduce": "free text: no finite set of moves"}),
     setting("fewshot_as_multiturn", protocol=bool,
@@ -254,10 +254,10 @@ FACTORS: tuple[Factor, ...] = (
             why_not={"replay": "the split is recorded as used and comes with the task definition",
                      "reproduce": "a task's splits are few: pick one with run --fewshot-split"}),
     setting("fewshot_seed", protocol=int,
-            moves=lambda c, t: [c.fewshot_seed + 1], default_move=4),
+            moves=lambda c, t: [c.seeds.fewshot_seed + 1], default_move=4),
     dataclasses.replace(
         setting("fewshot_order_seed", default_move=5,
-                moves=lambda c, t: [1] if c.fewshot_order_seed is None else [None],
+                moves=lambda c, t: [1] if c.fewshot.fewshot_order_seed is None else [None],
                 doc="seed of a per-doc permutation of the selected examples (none = sampler order)",
                 why_not={"protocol": "no protocol fixes an order beyond its sampler's"}), name="fewshot_order"),
     # ---------------------------------------------------------------- generation and sampling
@@ -266,10 +266,10 @@ FACTORS: tuple[Factor, ...] = (
             doc="stop sequences, '|'-separated (none = only EOS); the tokenizer's EOS is added", fingerprint=_until,
             why_not={"reproduce": "free text: no finite set of moves"}),
     setting("max_gen_toks", parse=int, protocol=int,
-            moves=lambda c, t: [b for b in (256, 1024) if b != (c.max_gen_toks or t.max_gen_toks)]
+            moves=lambda c, t: [b for b in (256, 1024) if b != (c.generation.max_gen_toks or t.max_gen_toks)]
             if t.output_type.value == "generate_until" else []),
     setting("do_sample", protocol=bool,
-            moves=lambda c, t: [not c.do_sample] if t.output_type.value == "generate_until" else []),
+            moves=lambda c, t: [not c.generation.do_sample] if t.output_type.value == "generate_until" else []),
     setting("temperature", protocol=float,
             moves=_gen_moves((0.0, 0.7, 1.0), "temperature")),
     setting("top_p", protocol=float, moves=_gen_moves((0.9, 1.0), "top_p")),
@@ -278,8 +278,9 @@ FACTORS: tuple[Factor, ...] = (
             moves=_gen_moves((1.0, 1.1), "repetition_penalty")),
     setting("sampling_seed", parse=_none_or(int, "torch"), protocol=int,
             doc="seed of sampled generations (default: the torch seed)",
-            moves=lambda c, t: [(c.sampling_seed if c.sampling_seed is not None else c.torch_seed) + 1]
-            if t.output_type.value == "generate_until" and c.do_sample else []),
+            moves=lambda c, t: [(c.generation.sampling_seed if c.generation.sampling_seed is not None
+                                 else c.seeds.torch_seed) + 1]
+            if t.output_type.value == "generate_until" and c.generation.do_sample else []),
     # ---------------------------------------------------------------- seeds
     setting("seed", protocol=int,
             why_not={"reproduce": "moves nothing once the few-shot and sampling seeds are fixed"}),
@@ -301,7 +302,7 @@ FACTORS: tuple[Factor, ...] = (
             doc="exact_match option: patterns removed before matching, '|'-separated",
             parse=lambda s: None if s == "task" else [] if s == "none" else s.split("|"), why_not=_EM_OPTION),
     setting("score_normalisation", stage="scoring",
-            protocol=Literal["raw", "leaderboard_normalised"], protocol_names=("score",),
+            protocol=ScoreNormalisation, protocol_names=("score",),
             why_not={"reproduce": "both forms are read from the same inference"}),
     # ---------------------------------------------------------------- data
     setting("split", parse=str, protocol=str, why_not=_OTHER_DOCS),

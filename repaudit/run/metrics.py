@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from typing import get_args
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
+
+from repaudit.settings import AccNorm
 
 
 class Metric(BaseModel):
@@ -48,7 +51,7 @@ def argmax_first(values: list[float]) -> int:
 
 
 #: ``--acc-norm``: what acc_norm divides a choice's log-likelihood by (``pmi``: subtracts)
-ACC_NORMS = ("char_length", "token_length", "byte_length", "pmi")
+ACC_NORMS: tuple[str, ...] = get_args(AccNorm)
 
 
 def multiple_choice_metrics(loglikelihoods: list[float], choices: list[str], gold: int,

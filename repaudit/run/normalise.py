@@ -8,8 +8,6 @@ Scores here are fractions in [0, 1]; the leaderboard multiplies by 100.
 
 from __future__ import annotations
 
-NORMALISATIONS = ("raw", "leaderboard_normalised")
-
 
 def random_baseline(choice_counts: list[int]) -> float:
     """Expected accuracy of a uniform random guess: the mean of ``1/k`` over docs with ``k`` choices.

@@ -23,6 +23,7 @@ from repaudit.boundary import InputError, read_yaml, validate
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
 from repaudit.run.protocol_record import ProtocolRecord
+from repaudit.settings import ScoreNormalisation
 
 
 def _factors() -> dict:
@@ -91,7 +92,7 @@ class Protocol(_Strict):
     """The protocol's short name, recorded in a run's fingerprint (``open_llm_leaderboard_v2``)."""
     title: str
     """A readable title (who published it, where)."""
-    reports: Literal["raw", "leaderboard_normalised"]
+    reports: ScoreNormalisation
     """How the protocol shows scores (see the class docstring)."""
     sources: dict[str, Source]
     """Source id → where values are stated; every setting names one."""

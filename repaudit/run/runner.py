@@ -91,7 +91,7 @@ def check_config(cfg: RunConfig) -> Task:
     # ranges, closed sets and cross-field rules: RunConfig checked itself when it was built
     task = get_task(cfg.task, cfg.task_config)
     task.check_runnable()
-    check_format(task, cfg.prompt_format, prompt_options(cfg))
+    check_format(task, cfg.prompt.prompt_format, prompt_options(cfg))
     check_scoring(task, cfg)
     if cfg.serving.backend != "openai":  # a served model runs where its server runs
         check_device(cfg.serving.device)
@@ -101,9 +101,9 @@ def check_config(cfg: RunConfig) -> Task:
 
 def prompt_options(cfg: RunConfig) -> PromptOptions:
     """The rendering options of ``cfg`` (:class:`repaudit.tasks.prompts.PromptOptions`)."""
-    return PromptOptions(label_style=cfg.label_style, choice_separator=cfg.choice_separator,
-                         description=cfg.description, fewshot_as_multiturn=cfg.fewshot_as_multiturn,
-                         pmi=cfg.acc_norm == "pmi")
+    return PromptOptions(label_style=cfg.prompt.label_style, choice_separator=cfg.prompt.choice_separator,
+                         description=cfg.prompt.description, fewshot_as_multiturn=cfg.prompt.fewshot_as_multiturn,
+                         pmi=cfg.scoring.acc_norm == "pmi")
 
 
 def check_scoring(task: Task, cfg: RunConfig) -> None:
@@ -114,16 +114,16 @@ def check_scoring(task: Task, cfg: RunConfig) -> None:
         RepauditError: an unknown answer match, or a setting the task or run cannot use.
     """
     generative = task.output_type is OutputType.generate_until
-    if not generative and (cfg.answer_match != "exact" or cfg.ignore_case is not None
-                           or cfg.ignore_punctuation is not None or cfg.regexes_to_ignore is not None):
+    if not generative and (cfg.scoring.answer_match != "exact" or cfg.scoring.ignore_case is not None
+                           or cfg.scoring.ignore_punctuation is not None or cfg.scoring.regexes_to_ignore is not None):
         raise RepauditError(f"--answer-match and the exact_match options apply to generate_until tasks; "
                             f"{task.name} is {task.output_type.value}")
-    for pattern in cfg.regexes_to_ignore or []:
+    for pattern in cfg.scoring.regexes_to_ignore or []:
         try:
             re.compile(pattern)
         except re.error as e:
             raise RepauditError(f"--regexes-to-ignore: '{pattern}' is not a valid regular expression ({e})") from None
-    if cfg.acc_norm == "pmi" and "acc_norm" not in task.metrics:
+    if cfg.scoring.acc_norm == "pmi" and "acc_norm" not in task.metrics:
         raise RepauditError(f"--acc-norm pmi: task {task.name} has no acc_norm metric")
 
 
@@ -156,9 +156,9 @@ def seed_everything(cfg: RunConfig) -> None:
     """lm-eval seeds python, numpy and torch before building requests."""
     import torch
 
-    random.seed(cfg.seed)
-    np.random.seed(cfg.numpy_seed)
-    torch.manual_seed(cfg.torch_seed)
+    random.seed(cfg.seeds.seed)
+    np.random.seed(cfg.seeds.numpy_seed)
+    torch.manual_seed(cfg.seeds.torch_seed)
 
 
 def generation_settings(task: Task, cfg: RunConfig, eos_token: str | None) -> GenerationSettings | None:
@@ -184,22 +184,22 @@ def generation_settings(task: Task, cfg: RunConfig, eos_token: str | None) -> Ge
 def render_requests(task: Task, cfg: RunConfig, docset: DocSet, backend,
                     generation: GenerationSettings | None) -> list[RenderedDoc]:
     """Stage: every evaluated doc as requests, few-shot examples in order, chat template applied."""
-    if cfg.chat_template:
+    if cfg.prompt.chat_template:
         def chat(description: str, turns: list[tuple[str, str]], user: str) -> str:
             # lm-eval 0.4.13: the system message is the system prompt and the description, delimited
-            return backend.apply_chat_template(user, _delimit(cfg.system_prompt, description, task.fewshot_delimiter)
-                                               or None, turns)
-    elif cfg.system_prompt:
+            system = _delimit(cfg.prompt.system_prompt, description, task.fewshot_delimiter)
+            return backend.apply_chat_template(user, system or None, turns)
+    elif cfg.prompt.system_prompt:
         def chat(description: str, turns: list[tuple[str, str]], user: str) -> str:
             # lm-eval 0.4.13 without a chat template: the system message is the system prompt and the description
             # joined by maybe_delimit, then the examples and the doc with no delimiter at all (checked against an
             # lm-eval run with --system_instruction: bench/lmeval_mc2_runs.py)
-            return _delimit(cfg.system_prompt, description, task.fewshot_delimiter) + user
+            return _delimit(cfg.prompt.system_prompt, description, task.fewshot_delimiter) + user
     else:
         chat = None
     pool_by_id = {d.doc_id: d for d in docset.pool}
     opts = prompt_options(cfg)
-    return [render(task, d, [pool_by_id[i] for i in docset.fewshot_ids[d.doc_id]], cfg.prompt_format, generation,
+    return [render(task, d, [pool_by_id[i] for i in docset.fewshot_ids[d.doc_id]], cfg.prompt.prompt_format, generation,
                    chat, opts) for d in docset.docs]
 
 
@@ -259,14 +259,15 @@ def build_fingerprint(task: Task, cfg: RunConfig, resolved: ResolvedModel, docse
     was used) and the facts that identify what ran (:mod:`repaudit.run.fingerprint`)."""
     info = backend.info
     src = docset.source
-    em = em_options(task, cfg.ignore_case, cfg.ignore_punctuation, cfg.regexes_to_ignore) if generation else None
+    sc = cfg.scoring
+    em = em_options(task, sc.ignore_case, sc.ignore_punctuation, sc.regexes_to_ignore) if generation else None
     scoring = cfg.scoring if em is None else cfg.scoring.replaced(
         ignore_case=em.ignore_case, ignore_punctuation=em.ignore_punctuation,
         regexes_to_ignore=None if em.regexes_to_ignore is None else tuple(em.regexes_to_ignore))
     settings = RunSettings(
-        data=DataSettings(split=src.split, limit=cfg.limit), seeds=cfg.seeds, prompt=cfg.prompt,
+        data=DataSettings(split=src.split, limit=cfg.data.limit), seeds=cfg.seeds, prompt=cfg.prompt,
         fewshot=FewshotSettings(num_fewshot=docset.num_fewshot, fewshot_split=docset.pool_split or None,
-                                fewshot_order_seed=cfg.fewshot_order_seed),
+                                fewshot_order_seed=cfg.fewshot.fewshot_order_seed),
         serving=cfg.serving.replaced(backend=info.name, device=info.device, dtype=info.dtype),
         # the sampling seed decides sampled generations only: a greedy run records none (as schema 2 did)
         generation=generation if generation is None or generation.do_sample else generation.replaced(
@@ -290,9 +291,9 @@ def build_fingerprint(task: Task, cfg: RunConfig, resolved: ResolvedModel, docse
         backend=BackendFacts(batch_sizes_used={str(k): v for k, v in sorted(backend.batch_sizes_used.items())},
                              max_length=info.max_length, add_special_tokens=info.add_special_tokens,
                              engine=info.engine or None, bos_first=backend.encoder.resolved_bos()),
-        prompt=PromptFacts(template_sha256=template_sha256(task, cfg.prompt_format),
+        prompt=PromptFacts(template_sha256=template_sha256(task, cfg.prompt.prompt_format),
                            target_delimiter=task.target_delimiter, fewshot_delimiter=task.fewshot_delimiter,
-                           chat_template_sha256=info.chat_template_sha256 if cfg.chat_template else None,
+                           chat_template_sha256=info.chat_template_sha256 if cfg.prompt.chat_template else None,
                            description=desc[0], description_sha256=desc[1]),
         fewshot=FewshotFacts(sampler=docset.sampler, ids_sha256=sha256_json([r.fewshot_ids for r in rendered]),
                              pool_fallback=docset.pool_fallback),
@@ -315,7 +316,7 @@ def descriptions(task: Task, cfg: RunConfig, docset: DocSet) -> tuple[str | None
     """(the description the prompts used when one text served every evaluated doc, else ``None``;
     sha256 of every doc's description in doc order). The override, or the task's own (MMLU's
     names the doc's subject)."""
-    texts = [cfg.description if cfg.description is not None else task.description(d) for d in docset.docs]
+    texts = [cfg.prompt.description if cfg.prompt.description is not None else task.description(d) for d in docset.docs]
     return (texts[0] if len(set(texts)) == 1 else None), sha256_json(texts)
 
 
@@ -366,7 +367,7 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
     results, metrics = score_docs(task, cfg, rendered, ans)
     # a served model's id is the one the endpoint named (``default`` resolves to the model it serves)
     fp = build_fingerprint(task, cfg, backend.resolved, docset, backend, rendered, generation)
-    if cfg.score_normalisation == "leaderboard_normalised":
+    if cfg.scoring.score_normalisation == "leaderboard_normalised":
         metrics += normalised_metrics(metrics, fp.metric.random_baseline or 0.0)
     diag = run_diagnostics(task, docset, results, fp.settings.data.split, context_cut(backend, rendered, generation))
     total_s = time.perf_counter() - t_start
@@ -382,15 +383,15 @@ def score_docs(task, cfg: RunConfig, rendered: list[RenderedDoc], ans: Answers) 
     """Stage: ``(per-doc results, aggregated metrics)`` from the answers, in the order of ``rendered`` (each doc
     takes as many answers as it made requests)."""
     results, pos = [], 0
-    options = em_options(task, cfg.ignore_case, cfg.ignore_punctuation, cfg.regexes_to_ignore)
+    options = em_options(task, cfg.scoring.ignore_case, cfg.scoring.ignore_punctuation, cfg.scoring.regexes_to_ignore)
     for rd in rendered:
         n = len(rd.all_requests)
         answers = ans.answers[pos: pos + n]
-        result = doc_result(task, rd, answers, cfg.acc_norm, cfg.answer_match, options)
+        result = doc_result(task, rd, answers, cfg.scoring.acc_norm, cfg.scoring.answer_match, options)
         served = served_doc(answers)
         results.append(result if served is None else result.model_copy(update={"served": served}))
         pos += n
-    metrics = aggregate([r.metrics for r in results], metric_variants(task, cfg.acc_norm),
+    metrics = aggregate([r.metrics for r in results], metric_variants(task, cfg.scoring.acc_norm),
                         [r.cluster for r in results])
     return results, metrics
 

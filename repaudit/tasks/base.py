@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, get_args
 
+from repaudit.settings import PromptFormat
 from repaudit.tasks.filters import ExactMatchOptions, FilterPipeline
 
 
@@ -87,7 +88,7 @@ class Task:
     fewshot_sampler: str = "random"
     default_num_fewshot: int = 0
     metrics: tuple[str, ...] = ("acc", "acc_norm")
-    formats: tuple[str, ...] = ("lmeval", "lettered", "cloze")
+    formats: tuple[str, ...] = get_args(PromptFormat)
     version: float = 1.0
     target_delimiter: str = " "
     fewshot_delimiter: str = "\n\n"

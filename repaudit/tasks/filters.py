@@ -22,9 +22,10 @@ import contextlib
 import re
 import string
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from repaudit.errors import RepauditError
+from repaudit.settings import AnswerMatch
 
 #: lm-eval's fallback answer when a regex finds nothing
 INVALID = "[invalid]"
@@ -135,7 +136,7 @@ def exact_match(prediction: str, target: str, opts: ExactMatchOptions) -> float:
 
 
 #: ``--answer-match``: how an extracted answer is matched against the target
-ANSWER_MATCHES = ("exact", "quasi_exact", "prefix", "suffix")
+ANSWER_MATCHES: tuple[str, ...] = get_args(AnswerMatch)
 
 
 def helm_normalise(text: str) -> str:

@@ -22,17 +22,19 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import get_args
 
 from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_text
+from repaudit.settings import LabelStyle, PromptFormat
 from repaudit.tasks.base import Doc, OutputType, Task
 from repaudit.tasks.definitions import lettered
 from repaudit.tasks.lmeval_config import ConfigTask
 from repaudit.tasks.requests import GenerateRequest, GenerationSettings, LoglikelihoodRequest
 
-FORMATS = ("lmeval", "lettered", "cloze")
+FORMATS: tuple[str, ...] = get_args(PromptFormat)
 #: ``--label-style`` of lettered prompts; ``none`` lists the choices without labels
-LABEL_STYLES = ("A.", "(A)", "A)", "A:", "none")
+LABEL_STYLES: tuple[str, ...] = get_args(LabelStyle)
 
 #: ``chat(description, [(user, assistant) example turns], user) -> prompt``: the backend's chat template
 Chat = Callable[[str, list[tuple[str, str]], str], str]

@@ -12,16 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from repaudit.errors import RepauditError
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
-from repaudit.importers.comparable import ComparableRun, TaskOutcome
-from repaudit.importers.eee.files import folder_records, is_aggregate, is_row, read_record
-from repaudit.importers.eee.native import SOURCES
-from repaudit.run.records import RunRecord
-from repaudit.vocabulary import Recorded
 
+if TYPE_CHECKING:  # the reader's modules are imported when a record is read (start-up: issue 62)
+    from repaudit.importers.comparable import ComparableRun
+    from repaudit.run.records import RunRecord
 
 @dataclass
 class EeeParsed:
@@ -49,12 +47,20 @@ class EeeAdapter(Adapter):
 
     name = "eee"
     harness = "Every Eval Ever"
+    files = "Every Eval Ever records or folders of them"
+    replays = "Every Eval Ever records that repaudit export wrote"
     folder_runs = True
     map_name = "eee"
-    sources = SOURCES
-    not_replayed = {"device": "a replay runs on this machine's device"}
+
+    @classmethod
+    def sources(cls) -> tuple[str, ...]:
+        from repaudit.importers.eee.native import SOURCES
+
+        return SOURCES
 
     def recognise(self, obj: Any) -> Recognition:
+        from repaudit.importers.eee.files import is_aggregate, is_row  # the last adapter asked: rarely reached
+
         if is_aggregate(obj):
             return Recognition(True)
         if is_row(obj):
@@ -64,6 +70,7 @@ class EeeAdapter(Adapter):
 
     def load(self, path: Path, obj: Any, samples: list[Path] | None = None, tokenizer: Any = None) -> Loaded:
         from repaudit.boundary import InputError
+        from repaudit.importers.eee.files import folder_records, read_record
 
         path = Path(path)
         if samples:
@@ -101,8 +108,10 @@ def assemble(records: list[Any], origin: Path) -> tuple[ComparableRun, EeeParsed
         RepauditError: a repaudit export's per-doc means that differ from its reported scores.
     """
     from repaudit.boundary import InputError
+    from repaudit.importers.comparable import ComparableRun, TaskOutcome
     from repaudit.importers.eee import legacy_record, native, payload
     from repaudit.importers.eee.legacy import LegacyRecord, library_label, source_line
+    from repaudit.vocabulary import Recorded
 
     if not records:
         raise InputError(origin, None, "holds no Every Eval Ever record")

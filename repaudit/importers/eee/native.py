@@ -56,8 +56,13 @@ def task_name(evaluation_name: str, metric: str) -> str:
     return evaluation_name[: -len(flt) - 1] if flt and evaluation_name.endswith("/" + flt) else evaluation_name
 
 
-#: the sources this reader builds for the eee keys of the settings fields
-SOURCES = ("generation_args", "generation_details", "model_details", "source_data")
+#: the sources this reader builds for the eee keys of the settings fields, and where each is in a 0.3.0 record
+#: (``evaluation_results[]``: the result read; docs/eee.md's table of the settings read is generated from these)
+SOURCE_PATHS = {"generation_args": "evaluation_results[].generation_config.generation_args",
+                "generation_details": "evaluation_results[].generation_config.additional_details",
+                "model_details": "model_info.additional_details",
+                "source_data": "evaluation_results[].source_data"}
+SOURCES = tuple(SOURCE_PATHS)
 
 
 def record(agg: Aggregate, result: EvaluationResult, n_docs: int | None, where: str) -> Recorded:
@@ -83,12 +88,12 @@ def record(agg: Aggregate, result: EvaluationResult, n_docs: int | None, where: 
     gen = result.generation_config
     args = gen.generation_args if gen is not None else None
     extra = {k: _json_or_text(v) for k, v in ((gen.additional_details if gen is not None else None) or {}).items()}
+    at = {name: path.replace("evaluation_results[]", where) + "." for name, path in SOURCE_PATHS.items()}
     sources = {"generation_args": source(args.model_dump(exclude_none=True) if args is not None else None,
-                                         f"{where}.generation_config.generation_args."),
-               "generation_details": source(extra, f"{where}.generation_config.additional_details."),
-               "model_details": source(ad, "model_info.additional_details."),
-               "source_data": source(result.source_data.model_dump(exclude_none=True),
-                                     f"{where}.source_data.")}
+                                         at["generation_args"]),
+               "generation_details": source(extra, at["generation_details"]),
+               "model_details": source(ad, at["model_details"]),
+               "source_data": source(result.source_data.model_dump(exclude_none=True), at["source_data"])}
     read_declared("eee", sources, rec)
     rec.put("data.task", task_name(result.evaluation_name, metric_key(result)), f"{where}.evaluation_name")
     if n_docs is not None:

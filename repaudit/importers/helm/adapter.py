@@ -14,7 +14,6 @@ from typing import Any
 
 from repaudit.errors import RepauditError
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
-from repaudit.importers.helm.record import SOURCES
 
 #: most run folders a folder given to compare is searched for (a suite's ``runs/v1`` holds hundreds)
 MAX_RUNS = 2000
@@ -57,8 +56,14 @@ class HelmAdapter(Adapter):
 
     name = "helm"
     harness = "HELM"
+    files = "HELM run folders"
     map_name = "helm"
-    sources = SOURCES
+
+    @classmethod
+    def sources(cls) -> tuple[str, ...]:
+        from repaudit.importers.helm.record import SOURCES
+
+        return SOURCES
     folder_runs = True
 
     def recognise_path(self, path: Path) -> Recognition:

@@ -7,7 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
-from repaudit.importers.inspectai.factors import SOURCES
+from repaudit.ziparchive import is_zip
+
+
+def looks_like_log(obj: Any) -> bool:
+    """Whether a parsed JSON document is an inspect ``EvalLog`` (``.json`` format)."""
+    return (isinstance(obj, dict) and isinstance(obj.get("eval"), dict) and "task" in obj["eval"]
+            and "version" in obj and ("plan" in obj or "samples" in obj or "results" in obj))
 
 
 @register
@@ -16,19 +22,21 @@ class InspectAdapter(Adapter):
 
     name = "inspect"
     harness = "inspect_ai"
+    files = "inspect_ai logs (.eval or .json)"
+    replays = "inspect_ai logs (multiple_choice on hf/)"
     map_name = "inspect"
-    sources = SOURCES
-    not_replayed = {"device": "a replay runs on this machine's device"}
+
+    @classmethod
+    def sources(cls) -> tuple[str, ...]:
+        from repaudit.importers.inspectai.factors import SOURCES
+
+        return SOURCES
 
     def recognise_path(self, path: Path) -> Recognition:
-        from repaudit.importers.inspectai.log import is_zip
-
         # an .eval log, or a ZIP that is not one (its reader says which)
         return Recognition(is_zip(path))
 
     def recognise(self, obj: Any) -> Recognition:
-        from repaudit.importers.inspectai.log import looks_like_log
-
         return Recognition(looks_like_log(obj))
 
     def load(self, path: Path, obj: Any, samples: list[Path] | None = None, tokenizer: Any = None) -> Loaded:

@@ -49,7 +49,7 @@ from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome
 from repaudit.importers.inspectai.factors import SPREAD_METRICS, task_record
 from repaudit.importers.inspectai.schema import EvalLog, EvalSample, SampleReductions
 from repaudit.tasks.filters import INVALID
-from repaudit.ziparchive import ZipArchive
+from repaudit.ziparchive import ZipArchive, is_zip
 
 #: ``samples/{id}_epoch_{n}.json`` (monolith) and ``samples/{id}_epoch_{n}/sample.json`` (folder shape)
 _MONOLITH = re.compile(r"samples/(?P<id>.+)_epoch_(?P<epoch>\d+)\.json")
@@ -59,21 +59,6 @@ MEAN_METRICS = ("accuracy", "mean")
 #: inspect's ``stop_reason`` → repaudit's finish reason (``None``: not recorded)
 _FINISH = {"stop": "stop", "max_tokens": "length", "model_length": "length", "tool_calls": "tool_calls",
            "content_filter": "content_filter", "unknown": None}
-
-
-def is_zip(path: Path) -> bool:
-    """Whether ``path`` starts like a ZIP archive (a ``.eval`` log is one); a missing file is not."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) in (b"PK\x03\x04", b"PK\x05\x06")
-    except OSError:
-        return False
-
-
-def looks_like_log(obj: Any) -> bool:
-    """Whether a parsed JSON document is an inspect ``EvalLog`` (``.json`` format)."""
-    return (isinstance(obj, dict) and isinstance(obj.get("eval"), dict) and "task" in obj["eval"]
-            and "version" in obj and ("plan" in obj or "samples" in obj or "results" in obj))
 
 
 def value_to_float(value: Any) -> float | None:

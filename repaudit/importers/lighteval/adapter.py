@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
-from repaudit.importers.lighteval.record import SOURCES
 
 
 @register
@@ -17,10 +16,15 @@ class LightevalAdapter(Adapter):
 
     name = "lighteval"
     harness = "lighteval"
+    files = "lighteval results files or output directories"
+    replays = "lighteval results files (ARC, log-likelihood)"
     map_name = "lighteval"
-    sources = SOURCES
-    not_replayed = {"chat_template": "lighteval does not record the templated prompt",
-                    "device": "a replay runs on this machine's device"}
+
+    @classmethod
+    def sources(cls) -> tuple[str, ...]:
+        from repaudit.importers.lighteval.record import SOURCES
+
+        return SOURCES
 
     def recognise_path(self, path: Path) -> Recognition:
         try:

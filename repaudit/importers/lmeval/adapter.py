@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
-from repaudit.importers.lmeval.record import SOURCES
-from repaudit.importers.lmeval.schema import LmevalResults
+
+if TYPE_CHECKING:  # the reader's modules are imported when a file is read (start-up: issue 62)
+    from repaudit.importers.lmeval.schema import LmevalResults
 
 
 @dataclass
@@ -29,10 +30,15 @@ class LmevalAdapter(Adapter):
 
     name = "lmeval"
     harness = "lm-evaluation-harness"
+    files = "lm-eval 0.3–0.4 results files or output directories"
+    replays = files
     map_name = "lmeval"
-    sources = SOURCES
-    not_replayed = {"device": "a replay runs on this machine's device",
-                    "scoring_strategy": "lm-eval scores full sequences: the replay does too"}
+
+    @classmethod
+    def sources(cls) -> tuple[str, ...]:
+        from repaudit.importers.lmeval.record import SOURCES
+
+        return SOURCES
 
     def recognise(self, obj: Any) -> Recognition:
         from repaudit.importers.lmeval.table import is_table

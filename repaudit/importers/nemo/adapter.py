@@ -11,7 +11,6 @@ from typing import Any
 
 from repaudit.errors import RepauditError
 from repaudit.importers.adapter import Adapter, Loaded, Recognition, Replay, register
-from repaudit.importers.nemo.results import RESULTS_NAMES, SOURCES
 
 #: the largest YAML file looked at to tell whether it is a results file (bytes)
 MAX_SNIFF = 16 << 20
@@ -47,8 +46,14 @@ class NemoAdapter(Adapter):
 
     name = "nemo"
     harness = "NeMo Evaluator"
+    files = "NeMo Evaluator results (results.yml, a folder of them, processed_results.json)"
     map_name = "nemo"
-    sources = SOURCES
+
+    @classmethod
+    def sources(cls) -> tuple[str, ...]:
+        from repaudit.importers.nemo.results import SOURCES
+
+        return SOURCES
     folder_runs = True
 
     def recognise_path(self, path: Path) -> Recognition:
@@ -70,7 +75,7 @@ class NemoAdapter(Adapter):
             InputError: ``--samples`` given, or a file that fails its checks (:mod:`.results`).
         """
         from repaudit.boundary import InputError
-        from repaudit.importers.nemo.results import load_processed, load_results
+        from repaudit.importers.nemo.results import RESULTS_NAMES, load_processed, load_results
 
         path = Path(path)
         if samples:

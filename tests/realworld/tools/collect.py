@@ -5,8 +5,8 @@ byte for byte with ``git --git-dir MIRROR show COMMIT:PATH``; ``trim=N`` keeps t
 (nothing else is changed). Every copy is recorded in ``sources.json`` (repository, path, commit, git blob id of
 the original, bytes before and after, trim), from which SOURCES.md's tables are written.
 
-Run: python tests/realworld/tools/collect.py [CASE ...]   (needs the mirrors under /work/.mirror; not needed to
-use the corpus). Only the standard library.
+Run: python tests/realworld/tools/collect.py --mirrors DIR [CASE ...]   (DIR holds a bare git mirror of each
+repository as ``DIR/<owner>+<name>/repo``; not needed to use the corpus). Only the standard library.
 """
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent
-MIRRORS = Path("/work/.mirror")
+#: the folder of the repositories' git mirrors (``--mirrors``)
+MIRRORS: Path | None = None
 
 LMEVAL = "EleutherAI/lm-evaluation-harness"
 EEE = "evaleval/every_eval_ever"
@@ -49,6 +50,8 @@ def add(case, rows):
 
 
 def mirror(repo: str) -> Path:
+    if MIRRORS is None:
+        raise SystemExit("--mirrors DIR is needed: the folder of the repositories' git mirrors")
     return MIRRORS / repo.replace("/", "+") / "repo"
 
 
@@ -77,6 +80,9 @@ def copy(case, dest, repo, path, commit, trim=None):
 
 
 def main(argv):
+    global MIRRORS
+    if argv[:1] == ["--mirrors"] and len(argv) > 1:
+        MIRRORS, argv = Path(argv[1]), argv[2:]
     manifest_path = HERE / "sources.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else []
     wanted = argv or list(CASES)

@@ -15,7 +15,7 @@ NOTES = [
     "No lm_eval_version key; git_hash 59170e85; seeds are 42 (random/numpy/torch/fewshot), not lm-eval's usual 0/1234.",
     "A chat template is recorded (chat_template non-null, fewshot_as_multiturn true) on a loglikelihood task.",
     "samples rows have no 'filter' or 'metrics' key (0.4.3 era) and resps hold numbers and booleans as strings ([['-9.5e-07', 'True']]).",
-    "B (results and samples) is also in /work/shared/lmeval_public as single files; A is new.",
+    "B (results and samples) is also in the project's collection of public lm-eval files kept outside the repository (lmeval_public), as single files; A is new.",
 ]
 
 if __name__ == "__main__":

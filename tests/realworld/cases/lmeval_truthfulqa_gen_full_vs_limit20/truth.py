@@ -15,7 +15,7 @@ NOTES = [
     "limit null (A, all 817 docs) vs 20 (B); A's samples are trimmed to the first 200 docs, so per_doc n_a is 200 (the file says 817 in n-samples).",
     "The samples carry a non-standard 'hallucination' field (a fork's addition) and target ' ' (a space); per-doc *_acc metrics are ints 0/1, the *_max/*_diff floats.",
     "generation_kwargs: until ['\\n\\n'], do_sample false, temperature 0 (an int in the file).",
-    "B's samples file is also in /work/shared/lmeval_public (as a single file); here it is paired with its results file.",
+    "B's samples file is also in the project's collection of public lm-eval files kept outside the repository (lmeval_public, as a single file); here it is paired with its results file.",
 ]
 
 if __name__ == "__main__":
