@@ -171,7 +171,8 @@ def replay(out: Path, results: list[Path]) -> None:
         dll = max(max(abs(x - y) for x, y in zip(d.loglikelihoods, src.docs[d.doc_id].loglikelihoods)) for d in docs)
         acc_l = sum(src.docs[d.doc_id].metrics["acc"] for d in docs) / len(docs)
         acc_r = sum(d.metrics["acc"] for d in docs) / len(docs)
-        print(f"| {src.config.fewshot.num_fewshot}-shot ({p.parent.parent.parent.name}) | {len(docs)} | {same}/{len(docs)} | "
+        shots = src.config.fewshot.num_fewshot
+        print(f"| {shots}-shot ({p.parent.parent.parent.name}) | {len(docs)} | {same}/{len(docs)} | "
               f"{ph}/{len(docs)} | {dll:.1e} | {acc_l:.4f} / {acc_r:.4f} ({time.perf_counter() - t0:.0f} s) |")
     att = run_attribution(srcs[0], srcs[1], ex, n_boot=2000)
     delta = 100 * (att.recorded_b - att.recorded_a)
