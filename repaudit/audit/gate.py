@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from scipy import stats as sps
+from scipy.special import ndtr, ndtri
 
 from repaudit.audit.compare import Comparison, FactorRow, ScoreRow
 from repaudit.audit.intervals import stat_label
@@ -248,7 +248,7 @@ def _match(row: ScoreRow, rule: PolicyRow) -> bool:
 def _claims(test: Test, z_at) -> tuple[float, float]:
     """One-sided p of the PASS claim and of the FAIL claim; ``z_at(δ0)`` is the test statistic of H0: d = δ0
     (large when d lies above δ0)."""
-    sf, cdf = sps.norm.sf, sps.norm.cdf
+    sf, cdf = (lambda x: ndtr(-x)), ndtr
     if test in ("non_inferiority", "superiority"):  # PASS: d > δ0; FAIL: d < δ0
         z = z_at(None)
         return float(sf(z)), float(cdf(z))
@@ -275,7 +275,7 @@ def _statistic(r: ScoreRow, test: Test, margin: float, sign: float, alpha: float
         lo, hi = paired_score_interval(b, c, n, alpha)
         return z_at, 100 * (c - b) / n, (100 * lo, 100 * hi), stat_label("gate_score")
     d = sign * r.delta
-    zq = float(sps.norm.ppf(1 - alpha))
+    zq = float(ndtri(1 - alpha))
 
     def z_at(side):
         return (d - (delta0 if side is None else side * margin)) / r.se

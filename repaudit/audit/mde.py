@@ -27,8 +27,7 @@ import math
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
-from scipy import stats as sps
-from scipy.optimize import brentq
+from scipy.special import ndtri
 
 POWER = 0.8
 #: beyond this many docs, the docs a move needs come from Connor's normal formula instead of the exact sum
@@ -71,7 +70,9 @@ class RowPower(BaseModel):
 
 def _critical(d: np.ndarray, alpha: float) -> np.ndarray:
     """Per flip count D, the largest k with 2·F(k; D, ½) < α (−1: no outcome rejects)."""
-    k = sps.binom.ppf(alpha / 2, d, 0.5) - 1
+    from scipy.stats import binom
+
+    k = binom.ppf(alpha / 2, d, 0.5) - 1
     return np.where(d > 0, k, -1)
 
 
@@ -83,12 +84,14 @@ def mcnemar_power(n: int, psi: float, delta: float, alpha: float) -> float:
         raise ValueError("a move cannot exceed the share of docs that flip")
     if psi <= 0 or n <= 0:
         return 0.0
+    from scipy.stats import binom  # scipy.stats costs ~0.6 s to import: only the exact power takes it
+
     q = min(max((psi + abs(delta)) / (2 * psi), 0.0), 1.0)
-    lo, hi = (int(x) for x in sps.binom.ppf([1e-12, 1 - 1e-12], n, psi))
+    lo, hi = (int(x) for x in binom.ppf([1e-12, 1 - 1e-12], n, psi))
     d = np.arange(max(lo, 0), min(hi, n) + 1)
     k = _critical(d, alpha)
-    tails = np.where(k >= 0, sps.binom.cdf(k, d, q) + sps.binom.sf(d - k - 1, d, q), 0.0)
-    return float(np.sum(sps.binom.pmf(d, n, psi) * tails))
+    tails = np.where(k >= 0, binom.cdf(k, d, q) + binom.sf(d - k - 1, d, q), 0.0)
+    return float(np.sum(binom.pmf(d, n, psi) * tails))
 
 
 def _binary_mde(n: int, psi: float, alpha: float) -> float | None:
@@ -98,12 +101,14 @@ def _binary_mde(n: int, psi: float, alpha: float) -> float | None:
 
     if gap(1.0) < 0:
         return None
+    from scipy.optimize import brentq
+
     return float(brentq(gap, 1e-9, 1.0, xtol=1e-7))
 
 
 def _connor_docs(psi: float, delta: float, alpha: float) -> int:
     """Connor's (1987) normal-approximation docs for the McNemar test: ((z_a √ψ + z_b √(ψ − δ²)) / δ)²."""
-    za, zb = sps.norm.ppf(1 - alpha / 2), sps.norm.ppf(POWER)
+    za, zb = ndtri(1 - alpha / 2), ndtri(POWER)
     return math.ceil(((za * math.sqrt(psi) + zb * math.sqrt(max(psi - delta * delta, 0.0))) / delta) ** 2)
 
 
@@ -145,7 +150,7 @@ def z_power(se: float, se_docs: float | None, n: int, alpha: float, unit: str, n
     ok = math.isfinite(se) and se > 0
     # a clustered SE of 0 (no spread between clusters) has no design effect to speak of: 1, never n / 0
     deff = (se / se_docs) ** 2 if ok and se_docs and se_docs > 0 and math.isfinite(se_docs) else 1.0
-    mde = (sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(POWER)) * se if ok else None
+    mde = (ndtri(1 - alpha / 2) + ndtri(POWER)) * se if ok else None
     docs = {f"{m:g}": (math.ceil(n * (mde / m) ** 2) if unit == "pts" and mde is not None else None) for m in MOVES}
     return _with_note(RowPower(test="z test", alpha=alpha, mde=None if mde is None else float(mde), n_docs=n,
                                n_effective=n / deff, design_effect=deff, docs_for=docs, docs_available=n_available))

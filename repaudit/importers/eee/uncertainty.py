@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy import stats as sps
+from scipy.special import ndtri
 
 #: the level a confidence interval is read at when its record does not state one
 ASSUMED_LEVEL = 0.95
@@ -53,7 +53,7 @@ def stderr_of(u: Stated, where: str) -> tuple[float | None, str]:
         return u.standard_error, ""
     if _finite(u.lower, u.upper) and u.upper >= u.lower:
         level = u.level if _finite(u.level) and 0 < u.level < 1 else None
-        z = float(sps.norm.isf((1 - (level or ASSUMED_LEVEL)) / 2))
+        z = float(-ndtri((1 - (level or ASSUMED_LEVEL)) / 2))
         plus_minus = (math.isclose(u.lower, -u.upper, abs_tol=1e-12) and u.lower < 0
                       and not u.lower <= u.score <= u.upper)
         if plus_minus:
