@@ -84,7 +84,6 @@ def compare_command(
     """
     from repaudit.audit.compare import compare, load_run
     from repaudit.errors import UsageError
-    from repaudit.report.frames import paired_docs_frame, to_csv
 
     r, att_on = report, attribution.attribute
     with user_errors():
