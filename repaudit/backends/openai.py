@@ -27,6 +27,7 @@ the batch size and concurrency, never by weights it cannot see.
 from __future__ import annotations
 
 import time
+import typing
 from collections import Counter
 from typing import Any
 
@@ -388,7 +389,7 @@ class OpenAIBackend(Backend):
         return ChatPrompt(self.tokenizer.decode(ids), messages)
 
 
-_DTYPES: tuple[str, ...] = Dtype.__args__  # type: ignore[attr-defined]
+_DTYPES: tuple[str, ...] = typing.get_args(Dtype)
 
 
 def _canonical(messages: list[dict[str, str]]) -> str:
