@@ -54,12 +54,14 @@ def test_what_cannot_be_replayed_is_refused_in_one_line(tmp_path):
     def sampled(log):
         log["eval"]["model_args"]["do_sample"] = True
 
-    def openai(log):
-        log["eval"]["model"] = "openai/gpt-4o"
+    def anthropic(log):  # not OpenAI-compatible: no endpoint repaudit can send it to
+        log["eval"]["model"] = "anthropic/claude-3-5-sonnet"
 
     cases = {cot: r"solver\(s\) chain_of_thought cannot be replayed",
              other_prompt: "conversation as rebuilt from the plan differs",
-             sampled: "sampled its generations", openai: "only hf/ runs are re-executed"}
+             sampled: "sampled its generations",
+             anthropic: "ran on inspect's 'anthropic/claude-3-5-sonnet' provider; re-executed here: "
+                        "hf/ and the OpenAI-compatible providers"}
     for edit, message in cases.items():
         with pytest.raises(RepauditError, match=message) as exc:
             load_replay_source(_edited_json_log(tmp_path, edit), None, "default", tmp_path)

@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 from repaudit.audit.compare import load_run
 from repaudit.audit.conformance import conformance
-from repaudit.audit.reproduce import candidates, parse_target, reproduce
+from repaudit.audit.reproduce import candidates, reproduce
+from repaudit.audit.target import parse_target
 from repaudit.boundary import InputError
 from repaudit.cli import app
 from repaudit.errors import RepauditError

@@ -269,13 +269,8 @@ def compare(a: ComparableRun, b: ComparableRun, stat: StatSettings | None = None
         # each run's metrics pick their own answers (acc_norm by its normalisation), for the flipped docs' columns
         scoring = scoring_of(a.source, a.factors[task]), scoring_of(b.source, b.factors[task])
         for metric in common:
-            # every 0/1 metric lists its flipped docs (acc_norm may be the row that moved, not acc)
-            out = score_row(RowInput(task, metric, ta, tb, shared, reason, same_task, *scoring), stat)
-            row = out.row
-            if basis and row.method.startswith("unpaired"):
-                row.note = f"{row.note}; {basis}" if row.note else basis
-            scores.append(row)
-            flips += out.flips
+            _score_metric(RowInput(task, metric, ta, tb, shared, reason, same_task, *scoring), basis, stat,
+                          scores, flips)
         rows, mech, warn = explain(task, ta, tb, shared if shared and reason is None else None, common,
                                    stat.model_copy(update={"n_boot": min(stat.n_boot, 2000)}))
         diagnostics += rows
@@ -290,6 +285,17 @@ def compare(a: ComparableRun, b: ComparableRun, stat: StatSettings | None = None
                      mechanisms=mechanisms, warnings=warnings)
     cmp.summary = summarise(cmp)
     return cmp
+
+
+def _score_metric(inp: RowInput, basis: str, stat: StatSettings, scores: list, flips: list) -> None:
+    """One metric's score row into ``scores`` and its flipped docs into ``flips`` (every 0/1 metric lists its own:
+    acc_norm may be the row that moved, not acc)."""
+    out = score_row(inp, stat)
+    row = out.row
+    if basis and row.method.startswith("unpaired"):
+        row.note = f"{row.note}; {basis}" if row.note else basis
+    scores.append(row)
+    flips += out.flips
 
 
 def _few(names: list[str], k: int = 5) -> str:

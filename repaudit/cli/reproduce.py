@@ -68,7 +68,8 @@ def reproduce_command(target: TargetOptions, search: SearchOptions, base: BaseOp
 
     Example: repaudit reproduce --task sciq --target 71.5 --limit 200 --race
     """
-    from repaudit.audit.reproduce import DEFAULT_MOVES, parse_target, reproduce
+    from repaudit.audit.reproduce import DEFAULT_MOVES, reproduce
+    from repaudit.audit.target import parse_target
     from repaudit.errors import RepauditError
     from repaudit.report.protocol import render_reproduce_latex, render_reproduce_markdown, render_reproduce_rich
 
