@@ -40,11 +40,12 @@ install: $(BIN)/repaudit
 demo: install
 	$(BIN)/repaudit run --task arc_easy $(DATA_FLAG) -o run.json
 
-# ruff first (seconds), then the documentation site with --strict (seconds: a broken link, a missing page or an
-# unresolved API reference fails), then the tests (tests/test_docs.py runs the README's and the docs' runnable
-# blocks); the vLLM backend's tests run in .venv-vllm (they skip in .venv), the tests of lm-eval's own task functions
-# in .venv-lmeval; .venv-inspect lets the inspect_ai log tests check repaudit's reader against inspect's own
-# read_eval_log.
+# ruff first (seconds), then mypy (its configuration in pyproject.toml: every module's errors fail but those of
+# the modules listed there; ~50 s cold, seconds with its cache), then the documentation site with --strict (seconds:
+# a broken link, a missing page or an unresolved API reference fails), then the tests (tests/test_docs.py runs the
+# README's and the docs' runnable blocks); the vLLM backend's tests run in .venv-vllm (they skip in .venv), the tests
+# of lm-eval's own task functions in .venv-lmeval; .venv-inspect lets the inspect_ai log tests check repaudit's
+# reader against inspect's own read_eval_log.
 # The main suite runs on TEST_WORKERS pytest-xdist workers with one torch thread each: much of it is single-threaded
 # Python (imports, CLI calls, reports), so on 2 cores two one-thread workers finish it in ~6 min where one
 # two-thread process takes ~10 (two two-thread workers oversubscribe the cores and are slower still).
@@ -54,6 +55,7 @@ demo: install
 TEST_WORKERS ?= 2
 test: install install-vllm install-inspect install-lmeval install-llamacpp
 	$(BIN)/ruff check repaudit tests bench examples docs
+	$(BIN)/mypy
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -q -ra --durations=15 -n $(TEST_WORKERS) \
 		--dist loadfile

@@ -132,7 +132,7 @@ def diff_reports(path_a: Path, path_b: Path) -> ReportDiff:
     configs = [c for c in configs if c.n_requests]
     measured = [c.verdict for c in configs]
     order = ("bit-identical", "numerically different, same predictions", "predictions differ")
-    verdict: Verdict = max(measured, key=order.index) if measured else "skipped"  # type: ignore[assignment]
+    verdict: Verdict = max(measured, key=order.index) if measured else "skipped"
     code = EXIT.get(verdict, EX_NOTHING)
     if not configs:
         head = "no configuration traced by both reports"

@@ -58,7 +58,7 @@ def _deepdiff():
     compare's start; issue 62), and the values compared here are JSON values. A frame library some other module has
     imported already is left as it is."""
     absent = [m for m in ("pandas", "polars") if m not in sys.modules]
-    sys.modules.update(dict.fromkeys(absent))  # a module set to None: importing it raises ImportError
+    sys.modules.update(dict.fromkeys(absent))  # type: ignore[arg-type]  # a module set to None: importing it raises ImportError
     try:
         from deepdiff import DeepDiff
     finally:

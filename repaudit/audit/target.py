@@ -15,10 +15,9 @@ def parse_target(text: str | float) -> float:
     Raises:
         RepauditError: not a number, or outside [0, 100].
     """
-    raw = text.strip() if isinstance(text, str) else text
-    percent = isinstance(raw, str) and raw.endswith("%")
+    percent = isinstance(text, str) and text.strip().endswith("%")
     try:
-        v = float(raw[:-1] if percent else raw)
+        v = float(text.strip().removesuffix("%") if isinstance(text, str) else text)
     except (TypeError, ValueError):
         raise RepauditError(f"--target must be a number (41.3, 0.413 or 0.5%), got '{text}'") from None
     if not 0.0 <= v <= 100.0 or v != v:
