@@ -11,8 +11,14 @@ class RepauditError(Exception):
 
 class UsageError(RepauditError):
     """An option value or combination that is wrong whatever the input files (``--n-boot 0``, ``--max-drop``
-    with ``--margin``, ``--doc-ids 0,abc``, ``-o`` naming a directory, a symbolic link, a device or a FIFO): checked
-    before any file is read; the CLI exits with its usage code (2; ``gate`` and ``determinism`` 64)."""
+    with ``--margin``, ``--doc-ids 0,abc``): checked before any file is read; the CLI exits with its usage code (2;
+    ``gate`` and ``determinism`` 64)."""
+
+
+class UnsafeOutputError(UsageError):
+    """An output path (``-o``, ``--junit``, ``--docs-csv``, a plot) that names a directory, a symbolic link, a device
+    or a FIFO: writing would replace it, so it is refused before any work and left unchanged; every command exits
+    sysexits' EX_USAGE (64), the code issue 63 asked for, apart from the command's other usage errors."""
 
 
 class OutputError(RepauditError):
@@ -50,11 +56,12 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
                  "is written)", "NO-GO"),
     (EXIT_USAGE, "usage error: an unknown option, a bad value or combination (`--n-boot 0`, `--adjust foo`, "
                  "`run --limit 0`, `run --task nosuch`, `run --doc-ids 0,abc`, `sweep --factor nosuch`, "
-                 "`variance --across checkpoint` without two files, `-o` naming a directory, a symbolic link, a "
-                 "device or a FIFO), checked before any file is read",
+                 "`variance --across checkpoint` without two files), checked before any file is read",
      "INCONCLUSIVE (`--strict`: 1)"),
-    (EX_USAGE, "—", "usage error (no policy, `--max-drop` with `--margin`, `--format latex`, `-o gate.tex`, `-o` "
-                    "naming a directory, a symbolic link, a device or a FIFO)"),
+    (EX_USAGE, "an output path (`-o`, `--junit`, `--docs-csv`) naming a directory, a symbolic link, a device or a "
+               "FIFO: refused before any work, the target unchanged",
+     "usage error (no policy, `--max-drop` with `--margin`, `--format latex`, `-o gate.tex`, an output path naming "
+     "a directory, a symbolic link, a device or a FIFO)"),
     (EX_DATAERR, "—", "bad input (a run or the policy file)"),
     (EX_UNAVAILABLE, "a served model's endpoint that cannot answer (unreachable, 401, an unknown model, 429 or 5xx "
                      "after the retries, a timeout, a body that is not JSON, no prompt log-probabilities); the "

@@ -5,7 +5,7 @@ Two steps, as :mod:`repaudit.boundary` is for inputs:
 
 1. :func:`check_target`, before any work (so that a long run never fails at its end): the path names a regular
    file or nothing yet, in a folder that can be written. A path that exists and is not a regular file is refused
-   with a :class:`~repaudit.errors.UsageError` (a bad value of ``-o``; the command's usage exit code): a directory,
+   with an :class:`~repaudit.errors.UnsafeOutputError` (a bad value of ``-o``; exit 64 in every command): a directory,
    a symbolic link (renaming over it would replace the link, and writing through it would change a file the path
    does not name), a character or block device (``/dev/null``, ``/dev/full``), a FIFO or a socket. Writing there
    would replace the device or the link with a regular file — as root, ``-o /dev/null`` would replace
@@ -28,7 +28,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from repaudit.errors import OutputError, UsageError
+from repaudit.errors import OutputError, UnsafeOutputError
 
 #: a file name longer than this (bytes) is rejected by every common file system
 MAX_NAME_BYTES = 255
@@ -48,7 +48,7 @@ def refuse_non_regular(path: Path, what: str = "output") -> None:
     """Refuse ``path`` if it exists and is not a regular file (the link itself is examined, never its target).
 
     Raises:
-        UsageError: ``path`` is a directory, a symbolic link (dangling or not), a device, a FIFO or a socket.
+        UnsafeOutputError: ``path`` is a directory, a symbolic link (dangling or not), a device, a FIFO or a socket.
     """
     try:
         mode = os.lstat(path).st_mode
@@ -60,13 +60,13 @@ def refuse_non_regular(path: Path, what: str = "output") -> None:
     if kind is None:
         return
     if kind == "a directory":
-        raise UsageError(f"{what} '{path}' is a directory: give a file name")
+        raise UnsafeOutputError(f"{what} '{path}' is a directory: give a file name")
     if kind == "a symbolic link":
         target = os.readlink(path)
-        raise UsageError(f"{what} '{path}' is a symbolic link (to '{target}'): writing would replace the link, not "
-                         "the file it names; give the path of a regular file (nothing was written)")
-    raise UsageError(f"{what} '{path}' is {kind}, not a regular file: writing would replace it; give the path of a "
-                     "regular file (nothing was written)")
+        raise UnsafeOutputError(f"{what} '{path}' is a symbolic link (to '{target}'): writing would replace the "
+                                "link, not the file it names; give the path of a regular file (nothing was written)")
+    raise UnsafeOutputError(f"{what} '{path}' is {kind}, not a regular file: writing would replace it; give the path "
+                            "of a regular file (nothing was written)")
 
 
 def check_target(path: Path, what: str = "output", mkdir: bool = False) -> None:
@@ -76,7 +76,7 @@ def check_target(path: Path, what: str = "output", mkdir: bool = False) -> None:
     existing ancestor must be a writable directory.
 
     Raises:
-        UsageError: ``path`` exists and is not a regular file (:func:`refuse_non_regular`).
+        UnsafeOutputError: ``path`` exists and is not a regular file (:func:`refuse_non_regular`).
         OutputError: a file name over :data:`MAX_NAME_BYTES` bytes, a file where a folder should be, a missing folder
             without ``mkdir``, or a folder that cannot be written.
     """
@@ -118,7 +118,7 @@ def write_file(path: Path, content: str | bytes, what: str = "output") -> Path:
     ``fsync``-ed, then renamed over ``path`` (created with its missing folders). Returns ``path``.
 
     Raises:
-        UsageError: ``path`` is (or became meanwhile) something other than a regular file.
+        UnsafeOutputError: ``path`` is (or became meanwhile) something other than a regular file.
         OutputError: the write, the flush or the rename failed (a full disk, a file-size limit, permissions changed
             meanwhile); the temporary file is removed and ``path`` keeps what it held.
         TypeError: ``content`` is neither text nor bytes (nothing is left behind either).
@@ -160,7 +160,7 @@ def write_folder(out_dir: Path, files: dict[str, bytes], what: str = "output") -
     the same bytes. Returns the paths, sorted.
 
     Raises:
-        UsageError: a target that exists and is not a regular file (nothing written).
+        UnsafeOutputError: a target that exists and is not a regular file (nothing written).
         OutputError: a file there with other bytes (nothing written), or a write that fails (the files this call
             placed are removed).
     """

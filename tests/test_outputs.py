@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from repaudit.cli import app
-from repaudit.errors import EX_IOERR, EX_USAGE, EXIT_INPUT, EXIT_USAGE, OutputError, UsageError
+from repaudit.errors import EX_IOERR, EX_USAGE, EXIT_INPUT, OutputError, UnsafeOutputError
 
 ROOT = Path(__file__).resolve().parents[1]
 A = str(ROOT / "tests" / "fixtures" / "lmeval_config" / "openbookqa_0shot")
@@ -45,17 +45,17 @@ def _state(p: Path) -> tuple:
             sorted(os.listdir(p)) if stat.S_ISDIR(st.st_mode) else None)
 
 
-#: (command line with PATH for the output, the suffix it needs, the exit code the table of repaudit/errors.py gives a
-#: usage error in that command)
+#: (command line with PATH for the output, the suffix it needs, the exit code the table of repaudit/errors.py gives an
+#: output path that writing would replace: 64 in every command, as issue 63 asked)
 CASES = [
-    (["compare", A, B, "-o", "PATH"], ".md", EXIT_USAGE),
-    (["compare", A, B, "--docs-csv", "PATH"], ".csv", EXIT_USAGE),
+    (["compare", A, B, "-o", "PATH"], ".md", EX_USAGE),
+    (["compare", A, B, "--docs-csv", "PATH"], ".csv", EX_USAGE),
     (["gate", A, B, "--max-drop", "20", "-o", "PATH"], ".md", EX_USAGE),
     (["gate", A, B, "--max-drop", "20", "--junit", "PATH"], ".xml", EX_USAGE),
-    (["factors", "-o", "PATH"], ".md", EXIT_USAGE),
-    (["appendix", A, "-o", "PATH"], ".md", EXIT_USAGE),
-    (["run", "--task", "arc_easy", "--limit", "2", "-o", "PATH"], ".json", EXIT_USAGE),
-    (["variance", A, B, "--across", "model", "-o", "PATH"], ".md", EXIT_USAGE),
+    (["factors", "-o", "PATH"], ".md", EX_USAGE),
+    (["appendix", A, "-o", "PATH"], ".md", EX_USAGE),
+    (["run", "--task", "arc_easy", "--limit", "2", "-o", "PATH"], ".json", EX_USAGE),
+    (["variance", A, B, "--across", "model", "-o", "PATH"], ".md", EX_USAGE),
 ]
 
 
@@ -79,7 +79,7 @@ def test_dev_full_and_dev_null_are_refused(tmp_path):
     for dev in ("/dev/full", "/dev/null"):
         before = _state(Path(dev))
         res = CliRunner().invoke(app, ["compare", A, B, "-o", dev])
-        assert res.exit_code == EXIT_USAGE and "is a character device, not a regular file" in res.stderr
+        assert res.exit_code == EX_USAGE and "is a character device, not a regular file" in res.stderr
         assert "wrote" not in res.output and _state(Path(dev)) == before
 
 
@@ -113,9 +113,9 @@ def test_write_file_and_write_folder_refuse_links_and_devices(tmp_path):
 
     (tmp_path / "real.json").write_text("x")
     (tmp_path / "link.json").symlink_to("real.json")
-    with pytest.raises(UsageError, match="is a symbolic link"):
+    with pytest.raises(UnsafeOutputError, match="is a symbolic link"):
         write_file(tmp_path / "link.json", "y")
-    with pytest.raises(UsageError, match="is a symbolic link"):  # export's folder: the record's own path
+    with pytest.raises(UnsafeOutputError, match="is a symbolic link"):  # export's folder: the record's own path
         write_folder(tmp_path, {"link.json": b"x"})
     assert (tmp_path / "link.json").is_symlink() and (tmp_path / "real.json").read_text() == "x"
     assert write_file(tmp_path / "new" / "r.json", "z").read_text() == "z"  # a missing folder is created

@@ -88,7 +88,8 @@ def test_every_exit_code_of_the_table_is_what_a_real_case_exits_with(monkeypatch
     compare_cases = {0: [[a, b, "--n-boot", "200"]],
                      1: [[a, str(tmp_path / "absent.json")], [a, b, "--n-boot", "200", "-o", missing]],
                      2: [[a, b, "--n-boot", "0"], [a, b, "--adjust", "foo"], [a, b, "--tie-eps", "-1"],
-                         [a, b, "--top", "-3"], [a, b, "--unknown-option"]]}
+                         [a, b, "--top", "-3"], [a, b, "--unknown-option"]],
+                     64: [[a, b, "--n-boot", "200", "-o", str(tmp_path)]]}  # an output path that is a directory
     for code, cases in compare_cases.items():
         for args in cases:
             res = _run(["compare", *args])
@@ -101,7 +102,8 @@ def test_every_exit_code_of_the_table_is_what_a_real_case_exits_with(monkeypatch
         assert res.exit_code == 2 and res.stderr.startswith("error:"), (args, res.output)
     gate_cases = {0: [[a, b, "--max-drop", "50"]], 2: [[a, b, "--margin", "0.1"]],
                   64: [[a, b], [a, b, "--max-drop", "1", "--margin", "1"], [a, b, "--max-drop", "1", "--format",
-                                                                          "latex"]],
+                                                                          "latex"], [a, b, "--max-drop", "1", "-o",
+                                                                                     str(tmp_path)]],
                   65: [[a, str(tmp_path / "absent.json"), "--max-drop", "1"]],
                   74: [[a, b, "--max-drop", "1", "-o", missing]]}
     for code, cases in gate_cases.items():

@@ -81,7 +81,7 @@ def test_options_are_range_checked_before_any_work(tiny_model, shared_data, tmp_
 
 @pytest.mark.parametrize("where,needle,code", [
     (lambda t: "/proc/repaudit-run.json", "cannot be written in '/proc'", 1),
-    (lambda t: str(t), "is a directory: give a file name", 2),  # not a regular file: a bad value of -o (usage)
+    (lambda t: str(t), "is a directory: give a file name", 64),  # not a regular file: refused, exit 64 (issue 63)
     (lambda t: str(t / "file.txt" / "r.json"), "is a file, not a folder", 1),
     (lambda t: str(t / ("x" * 300)), "has a file name over 255 bytes", 1),
 ])

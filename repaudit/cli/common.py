@@ -30,14 +30,17 @@ def fail(message: str, code: int = 1) -> None:
 @contextmanager
 def user_errors(code: int = 1, io_code: int = 1, usage_code: int = 2):
     """Turn a RepauditError into one error line and exit ``code`` (a :class:`~repaudit.errors.UsageError`:
-    ``usage_code``; an :class:`~repaudit.errors.OutputError` or OSError: ``io_code``); Ctrl-C into a resume hint
-    and exit 130. ``gate`` passes the sysexits codes 65, 74 and 64 (0–2 are its decisions)."""
-    from repaudit.errors import EX_UNAVAILABLE, EndpointError, OutputError
+    ``usage_code``; an :class:`~repaudit.errors.UnsafeOutputError`: 64 in every command; an
+    :class:`~repaudit.errors.OutputError` or OSError: ``io_code``); Ctrl-C into a resume hint and exit 130. ``gate``
+    passes the sysexits codes 65, 74 and 64 (0–2 are its decisions)."""
+    from repaudit.errors import EX_UNAVAILABLE, EX_USAGE, EndpointError, OutputError, UnsafeOutputError
 
     try:
         yield
     except EndpointError as exc:
         fail(str(exc), EX_UNAVAILABLE)
+    except UnsafeOutputError as exc:  # every command's: a path that writing would replace (issue 63)
+        fail(str(exc), EX_USAGE)
     except UsageError as exc:
         fail(str(exc), usage_code)
     except OutputError as exc:
