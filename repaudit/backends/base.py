@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from repaudit.backends.device import Seconds
 from repaudit.backends.model_source import ResolvedModel
 from repaudit.backends.store import BatchCache, generations_shape
 from repaudit.backends.tokens import RequestEncoder, apply_chat_template
@@ -113,7 +114,7 @@ class Backend(abc.ABC):
     #: generate_until's work: positions prefilled (padding included) and decoded (rows × steps)
     gen_tokens: Counter
     #: loglikelihood's seconds by part (:data:`EVAL_PARTS`), where the backend times them
-    eval_parts: Counter
+    eval_parts: Seconds
 
     # ------------------------------------------------------------------ settings
     def configure(self, serving: ServingSettings) -> None:
@@ -132,7 +133,7 @@ class Backend(abc.ABC):
         self.forward_s = 0.0
         self.batch_sizes_used = Counter()
         self.gen_tokens = Counter()
-        self.eval_parts = Counter()
+        self.eval_parts = Seconds()
         self._configured(serving)
 
     @property

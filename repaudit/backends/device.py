@@ -28,6 +28,14 @@ def synchronize(device: str) -> None:
         torch.mps.synchronize()
 
 
+class Seconds(dict[str, float]):
+    """Seconds per named part of a computation, added up with ``parts[name] += s``: a part never timed reads as
+    0.0 and a read does not add it (as a :class:`collections.Counter`, whose counts are typed as int, does)."""
+
+    def __missing__(self, key: str) -> float:
+        return 0.0
+
+
 def clock(device: str) -> float:
     """``time.perf_counter()`` in seconds, read after :func:`synchronize` so that the work queued so far is
     inside the interval that ends here and outside the one that starts here."""
