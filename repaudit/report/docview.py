@@ -106,10 +106,8 @@ def browser_data(c: Comparison, a: ComparableRun, b: ComparableRun, task_map: di
     """
     sets = pair_tasks(a, b, task_map)
     flips = _flip_classes(c)
-    tasks: list[str] = []
-    metrics: list[list[str]] = []
-    clusters: dict[str, int] = {}  # cluster -> its index in the payload's list
-    docs: list[dict[str, Any]] = []
+    # clusters: each one's index in the payload's list
+    tasks, metrics, clusters, docs = list[str](), list[list[str]](), dict[str, int](), list[dict[str, Any]]()
     strings = _Strings()
     for task in sets.shared():
         ta, tb = sets.a.tasks[task], sets.b.tasks[task]
