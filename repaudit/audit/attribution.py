@@ -5,7 +5,7 @@ the Shapley values and interactions of :mod:`repaudit.audit.shapley` over them, 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -230,6 +230,16 @@ def _grid(src_a, src_b, n_perm: int | None) -> _Grid:
     return _Grid(factors, fixed, unknown, method, w, subs, per, configs, order)
 
 
+@dataclass
+class _Spent:
+    """What the hybrids' runs cost: batches computed and read from the store, the configurations that ran a forward
+    pass."""
+
+    computed: int = 0
+    cached: int = 0
+    forward: set[frozenset[int]] = field(default_factory=set)
+
+
 def _execute(g: _Grid, src_a, src_b, executor, metric, progress, precision, precision_seed, round_docs,
              alpha: float = 0.05):
     """Run every hybrid (in doc rounds with ``precision``). Returns ``(records, metric, spent, contrib, seq)``."""
@@ -239,7 +249,7 @@ def _execute(g: _Grid, src_a, src_b, executor, metric, progress, precision, prec
     k = len(g.factors)
     docs: dict[frozenset[int], list] = {s: [] for s in g.subs}
     records: dict[frozenset[int], Any] = {}
-    spent = {"computed": 0, "cached": 0, "forward": set()}
+    spent = _Spent()
     state: dict[str, Any] = {"metric": metric, "round": 0, "total": len(g.order)}
     m_int = interaction_weights(k)[0] if g.method == "exact" else np.zeros((0, len(g.subs)))
 
@@ -251,10 +261,10 @@ def _execute(g: _Grid, src_a, src_b, executor, metric, progress, precision, prec
         for s, r in zip(g.order, ex.map(cfgs, tick)):
             records[s] = r
             docs[s].extend(r.docs)
-            spent["computed"] += r.timings.computed_batches
-            spent["cached"] += r.timings.cached_batches
+            spent.computed += r.timings.computed_batches
+            spent.cached += r.timings.cached_batches
             if r.timings.computed_batches:
-                spent["forward"].add(s)
+                spent.forward.add(s)
         state["round"] += 1
         state["metric"] = state["metric"] or next(iter(records[frozenset()].docs[0].metrics))
         if chunk is None:  # every doc at once: no sequential intervals to feed
@@ -304,8 +314,9 @@ def attribution_strata(src_a, src_b, metric: str | None) -> tuple[list[int], dic
         top = sorted(ll, reverse=True)
         return float(top[0] - top[1])
 
-    margins = [(margin(src_a.docs[d]), margin(src_b.docs[d])) for d in others]
-    if len(others) < 8 or any(a is None or b is None for a, b in margins):
+    margins = [(a, b) for d in others if (a := margin(src_a.docs[d])) is not None
+               and (b := margin(src_b.docs[d])) is not None]
+    if len(others) < 8 or len(margins) < len(others):  # a doc without both margins: no near-tie stratum
         return census, {"rest": others}
     m = np.array([min(a, b) for a, b in margins])
     cut = float(np.quantile(m, 0.25))
@@ -317,9 +328,9 @@ def _estimate(g: _Grid, outcomes: dict, stat: StatSettings, contrib, seq):
     """Shapley values with intervals, interactions and the Δ interval. Returns ``(phi, phi_ci, stderr, inter,
     delta_ci)``; a sequential design's repeated confidence intervals replace the bootstrap ones."""
     k, full = len(g.factors), frozenset(range(len(g.factors)))
-    n_boot, alpha = stat.n_boot, stat.alpha
+    (n_boot, boot_seed), alpha = stat.bootstrap(), stat.alpha
     if g.method == "exact":
-        att = attribute(g.factors, outcomes, n_boot=n_boot, alpha=alpha, seed=stat.boot_seed)
+        att = attribute(g.factors, outcomes, n_boot=n_boot, alpha=alpha, seed=boot_seed)
         phi, phi_ci, stderr = att.phi, att.phi_ci, None
         inter = [{"pair": list(p), "value": float(v), "ci": [float(c[0]), float(c[1])]}
                  for p, v, c in zip(att.pairs, att.interactions, att.interactions_ci)]
@@ -329,7 +340,7 @@ def _estimate(g: _Grid, outcomes: dict, stat: StatSettings, contrib, seq):
         v = mat.mean(axis=1)
         phi = g.w @ v
         stderr = [float(x) for x in perm_stderr(g.per, v)]
-        rng = np.random.default_rng(stat.boot_seed)
+        rng = np.random.default_rng(boot_seed)
         boot = np.stack([mat[:, rng.integers(0, mat.shape[1], mat.shape[1])].mean(axis=1) for _ in range(n_boot)])
         q = [alpha / 2, 1 - alpha / 2]
         phi_ci = np.quantile(boot @ g.w.T, q, axis=0).T
@@ -441,7 +452,7 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, stat: Sta
         residual=(rb - ra) - (vb - va), fidelity_a=_agreement(src_a.docs, first),
         fidelity_b=_agreement(src_b.docs, records[full]), n_docs=len(doc_ids), n_shared=len(shared_doc_ids(
             src_a.docs, src_b.docs)), n_docs_a=len(src_a.docs), n_docs_b=len(src_b.docs), configurations=len(g.subs),
-        forward_configurations=len(spent["forward"]), computed_batches=spent["computed"],
-        cached_batches=spent["cached"], wall_s=round(time.perf_counter() - t0, 2),
+        forward_configurations=len(spent.forward), computed_batches=spent.computed,
+        cached_batches=spent.cached, wall_s=round(time.perf_counter() - t0, 2),
         minimal_flip_sets=_minimal_flips(g, outcomes, doc_ids), sequential=seq,
         placements=placed([(_label(g.factors, s), records[s]) for s in g.order]))
