@@ -5,7 +5,7 @@ the Shapley values and interactions of :mod:`repaudit.audit.shapley` over them, 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -230,16 +230,6 @@ def _grid(src_a, src_b, n_perm: int | None) -> _Grid:
     return _Grid(factors, fixed, unknown, method, w, subs, per, configs, order)
 
 
-@dataclass
-class _Spent:
-    """What the hybrids' runs cost: batches computed and read from the store, the configurations that ran a forward
-    pass."""
-
-    computed: int = 0
-    cached: int = 0
-    forward: set[frozenset[int]] = field(default_factory=set)
-
-
 def _execute(g: _Grid, src_a, src_b, executor, metric, progress, precision, precision_seed, round_docs,
              alpha: float = 0.05):
     """Run every hybrid (in doc rounds with ``precision``). Returns ``(records, metric, spent, contrib, seq)``."""
@@ -249,7 +239,7 @@ def _execute(g: _Grid, src_a, src_b, executor, metric, progress, precision, prec
     k = len(g.factors)
     docs: dict[frozenset[int], list] = {s: [] for s in g.subs}
     records: dict[frozenset[int], Any] = {}
-    spent = _Spent()
+    spent: dict[str, Any] = {"computed": 0, "cached": 0, "forward": set()}
     state: dict[str, Any] = {"metric": metric, "round": 0, "total": len(g.order)}
     m_int = interaction_weights(k)[0] if g.method == "exact" else np.zeros((0, len(g.subs)))
 
@@ -261,10 +251,10 @@ def _execute(g: _Grid, src_a, src_b, executor, metric, progress, precision, prec
         for s, r in zip(g.order, ex.map(cfgs, tick)):
             records[s] = r
             docs[s].extend(r.docs)
-            spent.computed += r.timings.computed_batches
-            spent.cached += r.timings.cached_batches
+            spent["computed"] += r.timings.computed_batches
+            spent["cached"] += r.timings.cached_batches
             if r.timings.computed_batches:
-                spent.forward.add(s)
+                spent["forward"].add(s)
         state["round"] += 1
         state["metric"] = state["metric"] or next(iter(records[frozenset()].docs[0].metrics))
         if chunk is None:  # every doc at once: no sequential intervals to feed
@@ -452,7 +442,7 @@ def run_attribution(src_a, src_b, executor, metric: str | None = None, stat: Sta
         residual=(rb - ra) - (vb - va), fidelity_a=_agreement(src_a.docs, first),
         fidelity_b=_agreement(src_b.docs, records[full]), n_docs=len(doc_ids), n_shared=len(shared_doc_ids(
             src_a.docs, src_b.docs)), n_docs_a=len(src_a.docs), n_docs_b=len(src_b.docs), configurations=len(g.subs),
-        forward_configurations=len(spent.forward), computed_batches=spent.computed,
-        cached_batches=spent.cached, wall_s=round(time.perf_counter() - t0, 2),
+        forward_configurations=len(spent["forward"]), computed_batches=spent["computed"],
+        cached_batches=spent["cached"], wall_s=round(time.perf_counter() - t0, 2),
         minimal_flip_sets=_minimal_flips(g, outcomes, doc_ids), sequential=seq,
         placements=placed([(_label(g.factors, s), records[s]) for s in g.order]))
