@@ -63,15 +63,18 @@ def reset_peak_memory(device: str) -> None:
         torch.cuda.reset_peak_memory_stats(dev)
 
 
-def peak_memory_mib(device: str) -> float | None:
+def peak_memory_mib(device: str | None) -> float | None:
     """Peak GPU memory torch's allocator held in tensors on ``device`` since the last :func:`reset_peak_memory`
     (``torch.cuda.max_memory_allocated``, MiB = 2**20 bytes; the weights count while they are resident).
 
     Returns:
-        ``None`` on the CPU and other non-CUDA devices (no such counter), or before CUDA was initialised.
+        ``None`` on the CPU and other non-CUDA devices (no such counter), before CUDA was initialised, or for no
+        device (``None``: a served model's).
     """
     import torch
 
+    if device is None:
+        return None
     dev = _device(device)
     if dev.type != "cuda" or not torch.cuda.is_initialized():
         return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -49,7 +50,7 @@ def metric_variants(task: Task, acc_norm: str = "char_length") -> dict[str, str]
 
 
 def em_options(task: Task, ignore_case: bool | None = None, ignore_punctuation: bool | None = None,
-               regexes_to_ignore: list[str] | None = None) -> ExactMatchOptions:
+               regexes_to_ignore: Sequence[str] | None = None) -> ExactMatchOptions:
     """The task's ``exact_match`` options with the ones given (not ``None``) put in their place."""
     o = task.em_options
     return dataclasses.replace(
