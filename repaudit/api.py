@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from repaudit.audit.attribution import AttributionReport
     from repaudit.audit.compare import Comparison
     from repaudit.audit.series import SeriesReport
+    from repaudit.audit.series_runs import Across
     from repaudit.importers.comparable import ComparableRun
 
 __all__ = ["load", "compare", "attribute", "series", "export", "docs", "paired_docs", "scores", "flips", "factors",
@@ -91,10 +92,10 @@ def attribute(a: str | Path, b: str | Path, *, data_dir: str | Path | None = Non
 
     opt = (lambda p: Path(p) if p is not None else None)
     src = [load_replay_source(Path(r), opt(data_dir), model, opt(cache_dir)) for r in (a, b)]
-    return run_attribution(*src, LocalExecutor(), metric=metric, n_boot=n_boot)
+    return run_attribution(src[0], src[1], LocalExecutor(), metric=metric, n_boot=n_boot)
 
 
-def series(runs: list[ComparableRun | str | Path], *, across: str, last: int = 5, step_from: str | None = None,
+def series(runs: list[ComparableRun | str | Path], *, across: Across, last: int = 5, step_from: str | None = None,
            n_boot: int = 2000, tasks: list[str] | None = None) -> SeriesReport:
     """``repaudit variance FILE… --across``: every task × metric all ``runs`` report, measured across checkpoints
     (``kendall_tau``, ``kendall_p``, range, last-``last`` sd), seeds (``mean``, ``sd``, ``ci``) or models

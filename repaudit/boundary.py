@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar, Union
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from repaudit.errors import RepauditError
 
@@ -226,7 +227,7 @@ def finite(x: float | None) -> bool:
 
 
 # ----------------------------------------------------------------------------- schema validation
-def describe(err: dict) -> str:
+def describe(err: ErrorDetails) -> str:
     """One phrase from a pydantic error: what was expected and what was found."""
     msg = err.get("msg", "invalid value")
     value = err.get("input")

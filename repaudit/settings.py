@@ -129,11 +129,11 @@ class Settings(BaseModel):
         vLLM's neutral values) or as None (``"none"``: transformers then ignores them); a sequence of strings goes as
         a list without empty strings, None when nothing is left (stop sequences)."""
         greedy = getattr(self, "do_sample", True) is False
-        out = {}
+        out: dict[str, Any] = {}
         for k, f in type(self).model_fields.items():
             extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
             name = extra.get(engine_name)
-            if not name:
+            if not name or not isinstance(name, str):  # an engine's keyword is declared as a string
                 continue
             value = getattr(self, k)
             if greedy and extra.get("sampling"):
@@ -404,11 +404,11 @@ def added_later(path: str) -> bool:
     return bool(extra.get("later")) if isinstance(extra, dict) else False
 
 
-def named_in(engine_name: str, cls: type[Settings] = None) -> dict[str, str]:
-    """Field → its name in ``engine_name`` (``hf``, ``vllm``, ``lmeval``), for the fields of ``cls`` that declare one
-    (default: the generation settings)."""
+def named_in(engine_name: str, cls: type[Settings] | None = None) -> dict[str, Any]:
+    """Field → its value under ``engine_name`` (a name in ``hf``, ``vllm``, ``lmeval``; a mark such as
+    ``vllm_only=True``), for the fields of ``cls`` that declare one (default: the generation settings)."""
     cls = cls or GenerationSettings
-    out = {}
+    out: dict[str, Any] = {}
     for k, f in cls.model_fields.items():
         extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
         if extra.get(engine_name):

@@ -112,6 +112,8 @@ class ZipArchive:
         import zstandard
 
         fp = self._zip.fp
+        if fp is None:  # zipfile's own read says the same of a closed archive
+            raise ValueError("Attempt to use ZIP archive that was already closed")
         fp.seek(info.header_offset)
         head = fp.read(30)
         if len(head) < 30 or head[:4] != b"PK\x03\x04":

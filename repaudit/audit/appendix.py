@@ -99,13 +99,13 @@ def _interval(t: TaskOutcome, metric: str, stat: StatSettings):
     value, stderr = t.reported[metric]
     s = kind.scale
     docs = list((t.docs or {}).values())
-    vals = [d.metrics.get(metric) for d in docs]
-    if (kind.aggregation == "mean" and docs and all(v is not None and math.isfinite(v) for v in vals)
+    vals = [v for d in docs if (v := d.metrics.get(metric)) is not None]
+    if (kind.aggregation == "mean" and docs and len(vals) == len(docs) and all(math.isfinite(v) for v in vals)
             and math.isclose(float(np.mean(vals)), value, rel_tol=1e-6, abs_tol=1e-9)):
         clusters = [d.cluster for d in docs]
         whole = all(c is not None for c in clusters)
-        b = bootstrap_mean(np.array(vals), np.array(clusters) if whole else None, stat.n_boot, alpha,
-                           seed=stat.boot_seed)
+        n_boot, boot_seed = stat.bootstrap()
+        b = bootstrap_mean(np.array(vals), np.array(clusters) if whole else None, n_boot, alpha, seed=boot_seed)
         how = "bootstrap over clusters" if whole else "bootstrap over docs"
         return (s * value, s * b.ci_low, s * b.ci_high, len(docs), how), kind
     n = len(docs) or t.n_docs
@@ -190,7 +190,8 @@ def read_report(path: Path, kind: str):
     obj = read_json(path, what=f"{kind} report")
     if not isinstance(obj, dict):
         raise RepauditError(f"'{path}' is not a repaudit {kind} report (a JSON object)")
-    model = {"attribution": AttributionReport, "sweep": SweepResult}.get(kind)
+    models: dict[str, type[BaseModel]] = {"attribution": AttributionReport, "sweep": SweepResult}
+    model = models.get(kind)
     if model is None:
         model = SeriesReport if "across" in obj else VarianceReport
     # a report's JSON writes a NaN number (no doc to compare) as null: read it back as NaN
@@ -244,9 +245,10 @@ def build_appendix(req: Requested) -> Appendix:
     pairs = list(dict.fromkeys((pick(a, names), pick(b, names)) for a, b in req.pairs))
     if any(i == j for i, j in pairs):
         raise UsageError("--compare takes two different runs")
-    out = Appendix(runs=runs, names=names, alpha=stat.alpha, n_boot=stat.n_boot, stat_settings=stat,
+    n_boot, _ = stat.bootstrap()
+    out = Appendix(runs=runs, names=names, alpha=stat.alpha, n_boot=n_boot, stat_settings=stat,
                    scores=[x for r, n in zip(runs, names) for x in run_scores(r, n, stat)])
-    out.comparisons = [compare(runs[i], runs[j], stat, n_boot=max(stat.n_boot, 1000), names=(names[i], names[j]))
+    out.comparisons = [compare(runs[i], runs[j], stat, n_boot=max(n_boot, 1000), names=(names[i], names[j]))
                        for i, j in pairs]
     out.attributions = [read_report(p, "attribution") for p in req.attributions]
     out.variances = [read_report(p, "variance") for p in req.variances]

@@ -239,7 +239,7 @@ def _execute(g: _Grid, src_a, src_b, executor, metric, progress, precision, prec
     k = len(g.factors)
     docs: dict[frozenset[int], list] = {s: [] for s in g.subs}
     records: dict[frozenset[int], Any] = {}
-    spent = {"computed": 0, "cached": 0, "forward": set()}
+    spent: dict[str, Any] = {"computed": 0, "cached": 0, "forward": set()}
     state: dict[str, Any] = {"metric": metric, "round": 0, "total": len(g.order)}
     m_int = interaction_weights(k)[0] if g.method == "exact" else np.zeros((0, len(g.subs)))
 
@@ -304,8 +304,9 @@ def attribution_strata(src_a, src_b, metric: str | None) -> tuple[list[int], dic
         top = sorted(ll, reverse=True)
         return float(top[0] - top[1])
 
-    margins = [(margin(src_a.docs[d]), margin(src_b.docs[d])) for d in others]
-    if len(others) < 8 or any(a is None or b is None for a, b in margins):
+    margins = [(a, b) for d in others if (a := margin(src_a.docs[d])) is not None
+               and (b := margin(src_b.docs[d])) is not None]
+    if len(others) < 8 or len(margins) < len(others):  # a doc without both margins: no near-tie stratum
         return census, {"rest": others}
     m = np.array([min(a, b) for a, b in margins])
     cut = float(np.quantile(m, 0.25))
@@ -317,9 +318,9 @@ def _estimate(g: _Grid, outcomes: dict, stat: StatSettings, contrib, seq):
     """Shapley values with intervals, interactions and the Δ interval. Returns ``(phi, phi_ci, stderr, inter,
     delta_ci)``; a sequential design's repeated confidence intervals replace the bootstrap ones."""
     k, full = len(g.factors), frozenset(range(len(g.factors)))
-    n_boot, alpha = stat.n_boot, stat.alpha
+    (n_boot, boot_seed), alpha = stat.bootstrap(), stat.alpha
     if g.method == "exact":
-        att = attribute(g.factors, outcomes, n_boot=n_boot, alpha=alpha, seed=stat.boot_seed)
+        att = attribute(g.factors, outcomes, n_boot=n_boot, alpha=alpha, seed=boot_seed)
         phi, phi_ci, stderr = att.phi, att.phi_ci, None
         inter = [{"pair": list(p), "value": float(v), "ci": [float(c[0]), float(c[1])]}
                  for p, v, c in zip(att.pairs, att.interactions, att.interactions_ci)]
@@ -329,7 +330,7 @@ def _estimate(g: _Grid, outcomes: dict, stat: StatSettings, contrib, seq):
         v = mat.mean(axis=1)
         phi = g.w @ v
         stderr = [float(x) for x in perm_stderr(g.per, v)]
-        rng = np.random.default_rng(stat.boot_seed)
+        rng = np.random.default_rng(boot_seed)
         boot = np.stack([mat[:, rng.integers(0, mat.shape[1], mat.shape[1])].mean(axis=1) for _ in range(n_boot)])
         q = [alpha / 2, 1 - alpha / 2]
         phi_ci = np.quantile(boot @ g.w.T, q, axis=0).T

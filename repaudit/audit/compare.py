@@ -32,7 +32,7 @@ from repaudit.audit.scores import RowInput, ScoreRow, score_row
 from repaudit.audit.stat_settings import StatSettings, for_command
 from repaudit.audit.verdicts import judge
 from repaudit.errors import RepauditError
-from repaudit.importers.comparable import ComparableRun, TaskOutcome
+from repaudit.importers.comparable import ComparableRun, DocOutcome, TaskOutcome
 from repaudit.importers.detect import load_run
 from repaudit.importers.metric_kinds import task_base
 from repaudit.vocabulary import order
@@ -200,13 +200,14 @@ class Comparison(BaseModel):
         return [f for f in self.factors if f.status == "differs"]
 
 
-def _doc_agreement(task: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int]) -> DocAgreement:
+def _doc_agreement(task: str, da: dict[int, DocOutcome], db: dict[int, DocOutcome], shared: list[int]
+                   ) -> DocAgreement:
     def count(attr: str) -> int | None:
-        pairs = [(getattr(ta.docs[i], attr), getattr(tb.docs[i], attr)) for i in shared]
+        pairs = [(getattr(da[i], attr), getattr(db[i], attr)) for i in shared]
         pairs = [(x, y) for x, y in pairs if x is not None and y is not None]
         return sum(x == y for x, y in pairs) if pairs else None
 
-    return DocAgreement(task=task, n_a=len(ta.docs), n_b=len(tb.docs), n_shared=len(shared),
+    return DocAgreement(task=task, n_a=len(da), n_b=len(db), n_shared=len(shared),
                         doc_hash_equal=count("doc_hash"), target_equal=count("target"),
                         prompt_hash_equal=count("prompt_hash"), prediction_equal=count("prediction"),
                         fewshot_equal=count("fewshot_ids"), choices_equal=count("choices_hash"))
@@ -250,7 +251,8 @@ def compare(a: ComparableRun, b: ComparableRun, stat: StatSettings | None = None
     if not shared_tasks:
         raise RepauditError(f"'{a.path}' ({_few(sets.only_a)}) and '{b.path}' ({_few(sets.only_b)}) have no task in "
                             "common (the same benchmark under two names: --pair-tasks B_TASK=A_TASK, '*' allowed)")
-    factors, agreements, scores, flips, scored = [], [], [], [], []
+    factors, scored = [], []
+    agreements, scores, flips = list[DocAgreement](), list[ScoreRow](), list[FlippedDoc]()
     diagnostics, mechanisms, warnings = [], [], [*a.warnings, *b.warnings]  # a reader's own doubts first
     if given_twice([a.path, b.path]) is not None:  # allowed (a check of compare itself), never silent
         warnings.insert(0, f"A and B are the same file ('{a.path}'): every Δ is 0 and every doc agrees by "
@@ -272,7 +274,7 @@ def compare(a: ComparableRun, b: ComparableRun, stat: StatSettings | None = None
             _score_metric(RowInput(task, metric, ta, tb, shared, reason, same_task, *scoring), basis, stat,
                           scores, flips)
         rows, mech, warn = explain(task, ta, tb, shared if shared and reason is None else None, common,
-                                   stat.model_copy(update={"n_boot": min(stat.n_boot, 2000)}))
+                                   stat.model_copy(update={"n_boot": min(stat.bootstrap()[0], 2000)}))
         diagnostics += rows
         mechanisms += mech
         warnings += warn
@@ -307,7 +309,7 @@ def _doc_sets(task, ta, tb, fa, fb, agreements) -> tuple[list[int] | None, str |
     (``None`` if they are), and on what evidence they are judged the same."""
     if ta.docs and tb.docs:
         shared = shared_doc_ids(ta.docs, tb.docs)
-        ag = _doc_agreement(task, ta, tb, shared)
+        ag = _doc_agreement(task, ta.docs, tb.docs, shared)
         agreements.append(ag)
         return shared, _not_comparable_reason(ag), ""
     if ta.is_group or tb.is_group:

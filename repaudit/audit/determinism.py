@@ -58,7 +58,7 @@ DEFAULT_AXES: dict[str, tuple[str, ...]] = {
 CONTROLS = ("dtype",)
 Verdict = Literal["bit-identical", "numerically different, same predictions", "predictions differ", "skipped"]
 #: verdicts from best to worst
-ORDER: tuple[str, ...] = ("bit-identical", "numerically different, same predictions", "predictions differ")
+ORDER: tuple[Verdict, ...] = ("bit-identical", "numerically different, same predictions", "predictions differ")
 #: exit code of each overall verdict (gate's 0/1/2: 0 pass, 1 the decision that fails, 2 in between)
 EXIT = {"bit-identical": 0, "predictions differ": 1, "numerically different, same predictions": 2}
 #: sysexits' EX_DATAERR: no axis could be measured (every one asked skipped, or only the control asked)
@@ -239,8 +239,8 @@ def abs_delta(a: float, b: float) -> float:
 
 def worst(verdicts: list[str]) -> Verdict:
     """The worst of ``verdicts`` (skipped ones left out); ``skipped`` when none is left."""
-    measured = [v for v in verdicts if v in ORDER]
-    return max(measured, key=ORDER.index) if measured else "skipped"  # type: ignore[return-value]
+    i = max((ORDER.index(v) for v in verdicts if v in ORDER), default=None)
+    return ORDER[i] if i is not None else "skipped"
 
 
 def point_verdict(docs_changed: int, flips: int) -> Verdict:

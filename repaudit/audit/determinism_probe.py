@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -36,6 +36,10 @@ from repaudit.run.scoring import doc_result, em_options
 from repaudit.tasks.base import OutputType
 from repaudit.tasks.prompts import RenderedDoc
 from repaudit.tasks.requests import Generation
+
+if TYPE_CHECKING:  # for annotations only: the pool imports every backend's loader
+    from repaudit.backends.model_source import ResolvedModel
+    from repaudit.run.pool import BackendPool
 
 
 @dataclass
@@ -238,7 +242,7 @@ def first_divergence(backend, a: str, b: str) -> int:
     return next((j for j, (x, y) in enumerate(zip(ta, tb)) if x != y), min(len(ta), len(tb)))
 
 
-def result(axis: str, reference: str, ref: Pass | None, points: list[AxisPoint], notes: list[str] = (),
+def result(axis: str, reference: str, ref: Pass | None, points: list[AxisPoint], notes: Sequence[str] = (),
            t0: float = 0.0, **extra) -> AxisResult:
     """An axis's result from its points (the worst verdict)."""
     return AxisResult(axis=axis, reference=reference, reference_scores=ref.scores() if ref else {}, points=points,
@@ -258,8 +262,8 @@ class Context:
 
     probe: Probe
     opts: ProbeOptions
-    pool: object
-    resolved: object
+    pool: BackendPool
+    resolved: ResolvedModel
     bar: Callable
     base: Pass | None = None
 

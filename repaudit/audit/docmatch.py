@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from repaudit.importers.comparable import DocOutcome, TaskOutcome
 
@@ -67,7 +68,7 @@ def by_doc_hash(src: TaskOutcome, dst: TaskOutcome) -> DocMatch | None:
     mine: dict[str, int] = {}
     for d in src.docs.values():
         mine[str(d.doc_hash)] = mine.get(str(d.doc_hash), 0) + 1
-    pairs, ambiguous, unmatched = {}, [], []
+    pairs, ambiguous, unmatched = dict[int, int](), list[int](), list[int]()
     for i, d in src.docs.items():
         hits = index.get(str(d.doc_hash), [])
         if len(hits) == 1 and mine[str(d.doc_hash)] == 1:
@@ -79,7 +80,10 @@ def by_doc_hash(src: TaskOutcome, dst: TaskOutcome) -> DocMatch | None:
 
 def by_content(src: TaskOutcome, dst: TaskOutcome) -> DocMatch | None:
     """Pair ``src``'s docs (which carry ``content``) with ``dst``'s by content; ``None`` where ``src`` has none."""
-    if not src.docs or not dst.docs or any(d.content is None for d in src.docs.values()):
+    if not src.docs or not dst.docs:
+        return None
+    contents = {i: d.content for i, d in src.docs.items() if d.content is not None}
+    if len(contents) < len(src.docs):
         return None
     index: dict[tuple, list[tuple[int, DocOutcome]]] = {}
     for j, d in dst.docs.items():
@@ -89,9 +93,8 @@ def by_content(src: TaskOutcome, dst: TaskOutcome) -> DocMatch | None:
             continue
         key = (tuple(_norm(c) for c in choices), target_index(target, choices))
         index.setdefault(key, []).append((j, d))
-    pairs, ambiguous, unmatched = {}, [], []
-    for i, d in src.docs.items():
-        question, choices, target = d.content
+    pairs, ambiguous, unmatched = dict[int, int](), list[int](), list[int]()
+    for i, (question, choices, target) in contents.items():
         key = (tuple(_norm(c) for c in choices or []), target_index(target, choices))
         q = _norm(question)
         hits = [j for j, o in index.get(key, [])
@@ -124,8 +127,9 @@ def rekey(src: TaskOutcome, dst: TaskOutcome, m: DocMatch) -> TaskOutcome:
         if i in m.pairs:
             j = m.pairs[i]
             o = dst.docs[j]
-            d = dataclasses.replace(d, doc_id=j, **({"doc_hash": o.doc_hash, "choices_hash": o.choices_hash,
-                                                     "target": o.target} if m.how == "content" else {}))
+            spelled: dict[str, Any] = ({"doc_hash": o.doc_hash, "choices_hash": o.choices_hash, "target": o.target}
+                                       if m.how == "content" else {})
+            d = dataclasses.replace(d, doc_id=j, **spelled)
             docs[j] = d
         else:
             docs[top + n] = dataclasses.replace(d, doc_id=top + n)
@@ -140,7 +144,7 @@ def _remap(t: TaskOutcome, ids: dict[int, int]):
     diag = t.diagnostics
     if diag is None:
         return None
-    update = {}
+    update: dict[str, Any] = {}
     for name in DOC_SETS:
         v = getattr(diag, name)
         if isinstance(v, list):

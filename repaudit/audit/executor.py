@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from rich.console import Console
 
@@ -26,8 +26,9 @@ from repaudit.run.runner import BackendPool, RunConfig, default_cache_dir, run
 
 #: executor names accepted by ``--executor``
 EXECUTORS = ("local", "ray")
-#: ``progress(done, total)`` after each finished configuration
-GridProgress = Callable[[int, int], None]
+#: ``progress(done, total)`` after each finished configuration, and inside one its share of docs done (``done`` then
+#: a fraction: 2.5 is half of the third configuration)
+GridProgress = Callable[[float, int], None]
 
 _QUIET = Console(stderr=True, quiet=True)
 
@@ -153,7 +154,8 @@ class RayExecutor:
             # Ray starts workers at niceness 15 so that they yield to its own daemons; here the
             # workers *are* the job, and at 15 any other process on the machine starves them
             # (measured: `import torch` 43 s instead of 2.7 s beside one busy process).
-            local = {"num_cpus": workers, "_system_config": {"worker_niceness": 0}} if address is None else {}
+            local: dict[str, Any] = ({"num_cpus": workers, "_system_config": {"worker_niceness": 0}}
+                                     if address is None else {})
             try:
                 ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False,
                          **local)
@@ -171,8 +173,9 @@ class RayExecutor:
         refs = {}
         for i, cfg in enumerate(cfgs):
             # Resolve the cache here so that workers use the driver's model cache and store.
-            cfg = cfg.model_copy(update={"cache_dir": cfg.cache_dir or default_cache_dir()})
-            store = cfg.cache_dir / "batches.sqlite"
+            cache_dir = cfg.cache_dir or default_cache_dir()
+            cfg = cfg.model_copy(update={"cache_dir": cache_dir})
+            store = cache_dir / "batches.sqlite"
             refs[self._remote.remote(cfg.model_dump_json(), str(store), self.cpus_per_task)] = (i, store)
         out: list[RunRecord | None] = [None] * len(cfgs)
         pending, done_n = list(refs), 0

@@ -74,6 +74,8 @@ def list_flips(task: str, metric: str, ta: TaskOutcome, tb: TaskOutcome, shared:
     for i, va, vb in zip(shared, xa, xb):
         if va == vb:
             continue
+        if ta.docs is None or tb.docs is None:  # the caller pairs docs both runs hold
+            raise ValueError(f"task '{task}': a flip needs both runs' per-doc outcomes")
         da, db = ta.docs[i], tb.docs[i]
         pa, pb = pick(metric, da, flips.scoring_a), pick(metric, db, flips.scoring_b)
         tie = any(m is not None and m <= tie_eps for m in (pa.margin, pb.margin))

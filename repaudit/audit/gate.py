@@ -126,6 +126,7 @@ def inline_policy(max_drop: float | None, margin: float | None, stat: StatSettin
         raise UsageError("give a policy: --policy FILE, or one of --max-drop PTS (non-inferiority) and "
                          "--margin PTS (equivalence) for every task and metric")
     value = max_drop if max_drop is not None else margin
+    assert value is not None  # one of the two was given (checked above)
     top = _margin_bound()
     if not (math.isfinite(value) and 0 <= value <= top):
         raise UsageError(f"{'--max-drop' if max_drop is not None else '--margin'} must be a number of points from 0 "
@@ -267,20 +268,24 @@ def _statistic(r: ScoreRow, test: Test, margin: float, sign: float, alpha: float
     if r.method == "paired_score":  # a 0/1 metric on paired docs without clusters (scores.py)
         b, c = (r.right_to_wrong, r.wrong_to_right) if sign > 0 else (r.wrong_to_right, r.right_to_wrong)
         n = r.n_paired
+        if b is None or c is None or n is None:  # scores.py counts the flips of every paired_score row
+            raise ValueError(f"{r.task} {r.metric}: a paired_score row without its flip counts")
 
-        def z_at(side):
+        def score_z_at(side):
             d0 = delta0 if side is None else side * margin
             return paired_score_z(b, c, n, max(-0.999999, min(0.999999, d0 / 100)))
 
         lo, hi = paired_score_interval(b, c, n, alpha)
-        return z_at, 100 * (c - b) / n, (100 * lo, 100 * hi), stat_label("gate_score")
-    d = sign * r.delta
+        return score_z_at, 100 * (c - b) / n, (100 * lo, 100 * hi), stat_label("gate_score")
+    d, se = sign * r.delta, r.se
+    if se is None:  # _gate_row tests only rows with an SE
+        raise ValueError(f"{r.task} {r.metric}: a row without its standard error")
     zq = float(ndtri(1 - alpha))
 
     def z_at(side):
-        return (d - (delta0 if side is None else side * margin)) / r.se
+        return (d - (delta0 if side is None else side * margin)) / se
 
-    return z_at, d, (d - zq * r.se, d + zq * r.se), stat_label("gate_z")
+    return z_at, d, (d - zq * se, d + zq * se), stat_label("gate_z")
 
 
 def docs_to_decide(test: Test, d: float, lo: float, hi: float, n: int, m: float) -> tuple[int | None, str]:
@@ -306,6 +311,8 @@ def docs_to_decide(test: Test, d: float, lo: float, hi: float, n: int, m: float)
 def _undecided(r: GateRow) -> str:
     """Why an inconclusive row's docs could not decide it, and what would: the docs it would take, where they are
     more than these runs scored, with what to do instead (:data:`~repaudit.audit.mde.WHAT_WOULD`)."""
+    if r.d is None or r.ci_low is None or r.ci_high is None:  # a tested row has its d and interval (_gate_row)
+        raise ValueError(f"{r.task} {r.metric}: an untested row has no docs to decide it")
     n, way = docs_to_decide(r.test, r.d, r.ci_low, r.ci_high, r.n_docs, r.margin)
     r.docs_to_decide = n
     if n is None:
@@ -376,19 +383,20 @@ def gate(comparison: Comparison, policy: Policy) -> GateResult:
 
 
 def _decide(rows: list[GateRow], alpha: float, multiplicity: str) -> None:
-    tested = [r for r in rows if r.p_pass is not None]
+    # (a tested row has both claims' p: _claims gives them together)
+    tested = [(r, p, f) for r in rows if (p := r.p_pass) is not None and (f := r.p_fail) is not None]
     adjust = {"holm": holm, "bh": benjamini_hochberg}.get(multiplicity, lambda ps: list(ps))
-    adj_pass = adjust([r.p_pass for r in tested])
-    adj_fail = adjust([r.p_fail for r in tested])
-    for r, pp, pf in zip(tested, adj_pass, adj_fail):
+    adj_pass = adjust([p for _, p, _ in tested])
+    adj_fail = adjust([f for _, _, f in tested])
+    for (r, p_pass, p_fail), pp, pf in zip(tested, adj_pass, adj_fail):
         if pp < alpha:
-            r.decision, r.p_raw, r.p_adjusted = "PASS", r.p_pass, pp
+            r.decision, r.p_raw, r.p_adjusted = "PASS", p_pass, pp
         elif pf < alpha:
-            r.decision, r.p_raw, r.p_adjusted = "FAIL", r.p_fail, pf
+            r.decision, r.p_raw, r.p_adjusted = "FAIL", p_fail, pf
         else:
-            r.p_raw, r.p_adjusted = r.p_pass, pp
-            alone = "PASS" if r.p_pass < alpha else "FAIL" if r.p_fail < alpha else None
-            why = (f"alone it would {alone} (p {min(r.p_pass, r.p_fail):.3g}), but not after the {multiplicity} "
+            r.p_raw, r.p_adjusted = p_pass, pp
+            alone = "PASS" if p_pass < alpha else "FAIL" if p_fail < alpha else None
+            why = (f"alone it would {alone} (p {min(p_pass, p_fail):.3g}), but not after the {multiplicity} "
                    f"adjustment over {len(tested)} claims" if alone else _undecided(r))
             r.reason = "; ".join(x for x in (r.reason, why) if x)
 

@@ -142,10 +142,10 @@ def explain(task: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | Non
     for side, d, t in (("A", da, ta), ("B", db, tb)):
         if d is not None and d.fewshot_leaked:
             keys = doc_keys(d.fewshot_leaked[:SHOW_IDS], t)
-            ids = ", ".join(f"{keys[i]} (#{i})" if keys.get(i) not in (None, str(i)) else str(i)
-                            for i in d.fewshot_leaked[:SHOW_IDS]) + (" …" if len(d.fewshot_leaked) > SHOW_IDS else "")
+            named = ", ".join(f"{keys[i]} (#{i})" if keys.get(i) not in (None, str(i)) else str(i)
+                              for i in d.fewshot_leaked[:SHOW_IDS]) + (" …" if len(d.fewshot_leaked) > SHOW_IDS else "")
             warnings.append(f"{task}: run {side} has {len(d.fewshot_leaked)} doc(s) among their own few-shot "
-                            f"examples, answer included (doc ids {ids}): their scores are not an evaluation")
+                            f"examples, answer included (doc ids {named}): their scores are not an evaluation")
     mechanisms = []
     sa, sb = (d.doc_sets() if d else {} for d in (da, db))
     for name in dict.fromkeys([*sa, *sb]):
@@ -168,7 +168,8 @@ def explain(task: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | Non
 
 def _per_doc(metric: str, ta: TaskOutcome, tb: TaskOutcome, ids: list[int]) -> bool:
     """Both runs hold a per-doc value of ``metric`` on at least one of ``ids``."""
-    return any(metric in ta.docs[i].metrics and metric in tb.docs[i].metrics for i in ids)
+    da, db = ta.docs or {}, tb.docs or {}  # (ids are docs both hold)
+    return any(metric in da[i].metrics and metric in db[i].metrics for i in ids)
 
 
 def _metric_for(name: str, metrics: list[str], ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | None
@@ -178,25 +179,27 @@ def _metric_for(name: str, metrics: list[str], ta: TaskOutcome, tb: TaskOutcome,
     flt = name.partition("[")[2].rstrip("]")
     ranked = sorted(metrics, key=lambda m: not (flt and m.endswith("," + flt)))
     scored = [m for m in ranked if _per_doc(m, ta, tb, shared or [])]
-    return (scored or ranked or [None])[0]
+    return scored[0] if scored else ranked[0] if ranked else None
 
 
 def _unaffected_score(task: str, name: str, reason: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int] | None,
                       affected: set[int], metric: str | None, stat: StatSettings) -> Mechanism:
     spared = [i for i in shared or [] if i not in affected]
-    keep = [i for i in spared if metric in ta.docs[i].metrics and metric in tb.docs[i].metrics] if metric else []
+    da, db = ta.docs or {}, tb.docs or {}  # (shared docs are docs both hold)
+    keep = [i for i in spared if metric in da[i].metrics and metric in db[i].metrics] if metric else []
     why = ("no metric" if not metric else "no per-doc values" if spared and not keep else
            "too few" if len(keep) < 2 else "")
     empty = Mechanism(task=task, diagnostic=name, reason=reason, metric=metric or "", n_unaffected=len(spared),
                       unscored=why, a_unaffected=None, b_unaffected=None, delta_unaffected=None, ci_low=None,
                       ci_high=None)
-    if why:
+    if why or metric is None:  # (no metric: why says so)
         return empty
-    xa = np.array([ta.docs[i].metrics[metric] for i in keep], dtype=np.float64)
-    xb = np.array([tb.docs[i].metrics[metric] for i in keep], dtype=np.float64)
+    xa = np.array([da[i].metrics[metric] for i in keep], dtype=np.float64)
+    xb = np.array([db[i].metrics[metric] for i in keep], dtype=np.float64)
     if not (np.isfinite(xa).all() and np.isfinite(xb).all()):
         return empty.model_copy(update=dict(unscored="non-finite values"))
-    res = paired_bootstrap(xa, xb, None, n_boot=stat.n_boot, alpha=stat.alpha, seed=stat.boot_seed)
+    n_boot, boot_seed = stat.bootstrap()
+    res = paired_bootstrap(xa, xb, None, n_boot=n_boot, alpha=stat.alpha, seed=boot_seed)
     return empty.model_copy(update=dict(n_unaffected=len(keep), a_unaffected=float(xa.mean()),
                                         b_unaffected=float(xb.mean()), delta_unaffected=res.delta, ci_low=res.ci_low,
                                         ci_high=res.ci_high))

@@ -304,7 +304,7 @@ def _paired_by_content(m, n: int) -> str:
 
 
 def _has_content(t: TaskOutcome) -> bool:
-    return bool(t.docs) and all(d.content is not None for d in t.docs.values())
+    return bool(t.docs and all(d.content is not None for d in t.docs.values()))
 
 
 def _content_docs(a: ComparableRun, b: ComparableRun, notes: list[str]) -> tuple[ComparableRun, ComparableRun]:
@@ -318,6 +318,7 @@ def _content_docs(a: ComparableRun, b: ComparableRun, notes: list[str]) -> tuple
         if _has_content(ta) == _has_content(tb) or not ta.docs or not tb.docs:
             continue
         src, dst, label = (ta, tb, "A") if _has_content(ta) else (tb, ta, "B")
+        n_src = len(ta.docs if label == "A" else tb.docs)
         m = by_content(src, dst)
         if m is None:
             continue
@@ -327,7 +328,7 @@ def _content_docs(a: ComparableRun, b: ComparableRun, notes: list[str]) -> tuple
         else:
             b = _with_tasks(b, {**b.tasks, name: moved}, b.factors)
         notes.append(f"{name}: {label}'s docs (named by sample id, not by row) paired with the other run's by content: "
-                     f"{_paired_by_content(m, len(src.docs))}")
+                     f"{_paired_by_content(m, n_src)}")
     return a, b
 
 

@@ -161,7 +161,9 @@ def plan_grid(command: str, configs: list[tuple[str, RunConfig]], err: Console |
 
     err = err or Console(stderr=True, quiet=True)
     pool = BackendPool()
-    costs, speeds, source = [], {}, "measured by earlier runs in this batch store"
+    costs: list[ConfigCost] = []
+    speeds: dict[str, float | None] = {}
+    source = "measured by earlier runs in this batch store"
     for label, whole in configs:
         parts = [whole] if rounds is None else [whole.model_copy(update={"doc_ids": c}) for c in rounds]
         cost, measured = _config_cost(label, parts, pool, speeds, err)

@@ -132,7 +132,7 @@ def _move_values(move: str, base: RunConfig, task) -> list[Any]:
         f = get_factor(move)
     except KeyError:
         raise RepauditError(f"unknown move '{move}': choose from {', '.join(ALL_MOVES)}") from None
-    if not f.supports("reproduce"):
+    if f.moves is None or not f.supports("reproduce"):  # (a reproduce factor always has its moves)
         raise RepauditError(f"reproduce does not move {move}: {f.why_not.get('reproduce', 'not a move')} "
                             f"(moves: {', '.join(ALL_MOVES)})")
     return f.moves(base, task)
@@ -165,7 +165,8 @@ def candidates(base: RunConfig, moves: tuple[str, ...] = DEFAULT_MOVES) -> list[
     out = [Candidate(label="base", kind="base", changes={}, config=base)]
     for path in available():
         proto = read_protocol(path)
-        if proto.task_key(base.task) is None or proto.tasks[proto.task_key(base.task)].repaudit_task is None:
+        key = proto.task_key(base.task)
+        if key is None or proto.tasks[key].repaudit_task is None:
             continue
         keep = {"limit": base.data.limit} if base.data.limit is not None else {}  # the user's cost cap wins
         fields, rec = apply_protocol(proto, base.task, keep)
@@ -205,8 +206,8 @@ def _views(c: Candidate, metrics, baseline: float | None, target: float, kinds: 
         lo, hi = _clipped(key, m.value, m.value - z * m.stderr, m.value + z * m.stderr)
         forms = [("raw", m.value, lo, hi)]
         if "leaderboard_normalised" in kinds and baseline is not None and 0 <= baseline < 1:
-            nz = [leaderboard_normalise(x, baseline) for x in (m.value, max(lo, 0.0), min(hi, 1.0))]
-            forms.append(("leaderboard_normalised", *nz))
+            n_value, n_lo, n_hi = (leaderboard_normalise(x, baseline) for x in (m.value, max(lo, 0.0), min(hi, 1.0)))
+            forms.append(("leaderboard_normalised", n_value, n_lo, n_hi))
         for form, v, a, b in forms:
             if form not in kinds:
                 continue
@@ -224,13 +225,19 @@ def _clipped(key: str, value: float, lo: float, hi: float) -> tuple[float, float
     return (lo if kind.low is None else max(lo, kind.low)), (hi if kind.high is None else min(hi, kind.high))
 
 
-def _dropped_views(c: Candidate, partial: dict[str, tuple], baseline: float, target: float) -> list[View]:
-    """A dropped candidate's views: its mean so far and repeated interval, per score and form."""
+def _dropped_views(c: Candidate, partial: dict[str, tuple], baseline: float | None, target: float) -> list[View]:
+    """A dropped candidate's views: its mean so far and repeated interval, per score and form.
+
+    Raises:
+        ValueError: a leaderboard-normalised view without the chance baseline (such views exist only with one).
+    """
     out = []
     for key, (mean, lo, hi, t) in partial.items():
         name, form = key.rsplit("|", 1)
         lo, hi = _clipped(name, mean, lo, hi)
         if form == "leaderboard_normalised":
+            if baseline is None:
+                raise ValueError("a leaderboard-normalised view needs the chance baseline")
             mean, lo, hi = (leaderboard_normalise(x, baseline) for x in (mean, lo, hi))
         out.append(View(label=c.label, kind=c.kind, changes=c.changes, metric=name, form=form, score=mean,
                         ci_low=lo, ci_high=hi, distance=abs(mean - target), contains=False, n=t, dropped=True))
@@ -381,12 +388,12 @@ def _verdict(views: list[View], hits: list[View], target: float, target_kind: st
             verdict += (f"; the target reads as a {recognised.replace('_', '-')} score (closest match, "
                         f"{100 * best.distance:.2f} points away; {other} match(es) in the other form)")
         return verdict, recognised
-    best = views[0] if views else None
+    closest = views[0] if views else None
     verdict = f"none of the {searched} searched configurations reproduces {pct}"
-    if best is not None:
-        verdict += (f"; closest: {best.label} ({best.metric}, {best.form}) {100 * best.score:.2f} "
-                    f"[{100 * best.ci_low:.2f}, {100 * best.ci_high:.2f}], {100 * best.distance:.2f} points away"
-                    + (f" (dropped by the race after {best.n} docs)" if best.dropped else ""))
+    if closest is not None:
+        verdict += (f"; closest: {closest.label} ({closest.metric}, {closest.form}) {100 * closest.score:.2f} "
+                    f"[{100 * closest.ci_low:.2f}, {100 * closest.ci_high:.2f}], {100 * closest.distance:.2f} points "
+                    "away" + (f" (dropped by the race after {closest.n} docs)" if closest.dropped else ""))
     return verdict, None
 
 

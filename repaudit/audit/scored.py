@@ -38,21 +38,27 @@ class ScoredAnswers(BaseModel):
 
 def scored_answers(task: str, ta: TaskOutcome, tb: TaskOutcome, shared: list[int]) -> list[ScoredAnswers]:
     """Each filter's scored answers on the shared docs of a generate_until task (empty where a run records none)."""
-    if not (ta.docs and tb.docs and shared):
+    da, db = ta.docs, tb.docs
+    if not (da and db and shared):
         return []
-    filters = dict.fromkeys(f for i in shared for f in (ta.docs[i].extracted or {}) if f in
-                            (tb.docs[i].extracted or {}))
+    ext_a = {i: da[i].extracted or {} for i in shared}
+    ext_b = {i: db[i].extracted or {} for i in shared}
+    filters = dict.fromkeys(f for i in shared for f in ext_a[i] if f in ext_b[i])
     out = []
     for flt in filters:
-        pairs = [(ta.docs[i].extracted[flt], tb.docs[i].extracted[flt], i) for i in shared
-                 if flt in (ta.docs[i].extracted or {}) and flt in (tb.docs[i].extracted or {})]
+        pairs = [(ext_a[i][flt], ext_b[i][flt], i) for i in shared if flt in ext_a[i] and flt in ext_b[i]]
         ea = {i for x, _, i in pairs if not x.strip()}
         eb = {i for _, y, i in pairs if not y.strip()}
         ids = [i for _, _, i in pairs]
-        raw_a, raw_b = ([t.docs[i].generation for i in ids] for t in (ta, tb))
         out.append(ScoredAnswers(
             task=task, filter=flt, n_shared=len(pairs), changed=sum(x != y for x, y, _ in pairs), empty_a=len(ea),
             empty_b=len(eb), became_empty=len(eb - ea), became_nonempty=len(ea - eb),
-            raw_empty_a=None if None in raw_a else sum(not g.strip() for g in raw_a),
-            raw_empty_b=None if None in raw_b else sum(not g.strip() for g in raw_b)))
+            raw_empty_a=_empty_generations([da[i].generation for i in ids]),
+            raw_empty_b=_empty_generations([db[i].generation for i in ids])))
     return out
+
+
+def _empty_generations(generations: list[str | None]) -> int | None:
+    """How many of ``generations`` are empty (whitespace only); None where one is not recorded."""
+    recorded = [g for g in generations if g is not None]
+    return sum(not g.strip() for g in recorded) if len(recorded) == len(generations) else None

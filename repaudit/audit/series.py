@@ -218,6 +218,8 @@ def _measure(report: SeriesReport, series_name: str, pool: list[Member], groups:
                                                runs=[name for name, why in out if why == reason], reason=reason))
         members = kept_by_task[task]
         kind = _kind(task, metric, members)
+        if report.stat_settings is None:  # series() sets it before any row
+            raise ValueError("a series report's rows need its statistics settings")
         points, bad = _points(task, metric, members, kind, report.stat_settings)
         if bad:
             report.left_out.append(LeftOut(series=series_name, task=task, metric=metric, runs=bad,
@@ -259,9 +261,10 @@ def _points(task: str, metric: str, members: list[Member], kind: MetricKind, sta
         vals = [d.metrics.get(metric) for d in docs]
         if kind.aggregation == "mean" and docs and all(v is not None and math.isfinite(v) for v in vals):
             clusters = [d.cluster for d in docs]
+            n_boot, boot_seed = stat.bootstrap()
             b = bootstrap_mean(np.array(vals, dtype=np.float64),
-                               np.array(clusters) if all(c is not None for c in clusters) else None, stat.n_boot,
-                               stat.alpha, seed=stat.boot_seed)
+                               np.array(clusters) if all(c is not None for c in clusters) else None, n_boot,
+                               stat.alpha, seed=boot_seed)
             p.ci_low, p.ci_high, p.se, p.se_from = (kind.scale * b.ci_low, kind.scale * b.ci_high, kind.scale * b.se,
                                                     "bootstrap over docs")
         elif stderr is not None and math.isfinite(stderr):
@@ -312,8 +315,8 @@ def _notes(report: SeriesReport) -> list[str]:
         fields = list(dict.fromkeys(c.path for c in differing))
         notes.append(f"settings differ between runs of a series ({', '.join(fields)}): every score moved by them "
                      "as well as by what the series varies")
-    if any(p.se_from == "bootstrap over docs" for r in [*report.checkpoint, *report.seed, *report.model]
-           for p in r.points):
+    points = [p for rows in (report.checkpoint, report.seed, report.model) for r in rows for p in r.points]
+    if any(p.se_from == "bootstrap over docs" for p in points):
         notes.append(f"intervals per run: {level(report.alpha)} % percentile bootstrap over docs, {report.n_boot} "
                      "replicates (whole clusters where docs have one)")
     return notes

@@ -235,8 +235,8 @@ def seed_row(task: str, metric: str, kind: MetricKind, points: list[Point], alph
     # every run scored the same: the t interval degenerates to the point (scipy would return nan)
     lo, hi = sps.t.interval(1 - alpha, n - 1, loc=mean, scale=sd / math.sqrt(n)) if sd > 0 else (mean, mean)
     ci, cut = cut_to_range(float(lo), float(hi), kind)
-    ses = [p.se for p in points]
-    within = float(np.mean(ses)) if all(s is not None for s in ses) else None
+    ses = [p.se for p in points if p.se is not None]
+    within = float(np.mean(ses)) if len(ses) == len(points) else None
     froms = sorted({p.se_from for p in points if p.se_from})
     outlier, sd_without = one_outlier(y, [p.run for p in points])
     return SeedRow(task=task, metric=metric, unit=kind.display_unit, direction=kind.direction, n_runs=n, mean=mean,
@@ -309,8 +309,10 @@ def model_row(task: str, metric: str, kind: MetricKind, by_model: dict[str, list
             if not noise_sets else "a mean score is not positive: relative dispersion is undefined"
             if rel_signal is None or rel_noise is None else "the noise is 0: the last scores are identical"
             if rel_noise == 0 else "")
+    # no note: both relative dispersions are defined and the noise is not 0
+    snr = rel_signal / rel_noise if not note and rel_signal is not None and rel_noise is not None else None
     return ModelRow(task=task, metric=metric, unit=kind.display_unit, direction=kind.direction, n_models=len(finals),
                     finals=finals, signal=signal, rel_signal=rel_signal, noise=noise, rel_noise=rel_noise,
                     noise_from="; ".join(used) or "no model has two runs",
-                    snr=rel_signal / rel_noise if not note else None, note=note,
+                    snr=snr, note=note,
                     points=[p for pts in by_model.values() for p in pts])

@@ -114,11 +114,12 @@ def attribute(factors: list[str], outcomes: dict[frozenset[int], np.ndarray], n_
     phi_b = boot_v @ w.T
     int_b = boot_v @ m.T if len(pairs) else np.zeros((n_boot, 0))
     delta_b = boot_v[:, -1] - boot_v[:, 0]
+    delta_lo, delta_hi = np.quantile(delta_b, q)
     return Attribution(
         factors=list(factors), phi=w @ v, phi_ci=np.quantile(phi_b, q, axis=0).T,
         pairs=[(factors[i], factors[j]) for i, j in pairs], interactions=m @ v if len(pairs) else np.zeros(0),
         interactions_ci=np.quantile(int_b, q, axis=0).T if len(pairs) else np.zeros((0, 2)),
-        delta=float(v[-1] - v[0]), delta_ci=tuple(float(x) for x in np.quantile(delta_b, q)),
+        delta=float(v[-1] - v[0]), delta_ci=(float(delta_lo), float(delta_hi)),
         config_scores={s: float(x) for s, x in zip(subs, v)},
     )
 

@@ -65,6 +65,17 @@ class StatSettings(BaseModel):
     choices' log-likelihoods) is at most this counts as churn, not as a harmful or beneficial flip. None: the
     result lists no flips."""
 
+    def bootstrap(self) -> tuple[int, int]:
+        """``(n_boot, boot_seed)`` for a result that bootstraps.
+
+        Raises:
+            ValueError: these settings make no bootstrap (``n_boot`` or ``boot_seed`` is None, as reproduce's and
+                export's are).
+        """
+        if self.n_boot is None or self.boot_seed is None:
+            raise ValueError("these statistics settings make no bootstrap (n_boot or boot_seed is None)")
+        return self.n_boot, self.boot_seed
+
 
 @dataclass(frozen=True)
 class CommandStats:

@@ -294,6 +294,8 @@ def _decide_floor(st: dict[str, Any], base: RunConfig, base_rec: RunRecord, nois
     (``noise_floor``), else :func:`floor_configs` by the base's n-shot."""
     st["metric"] = _checked_metric(st["metric"], base_rec, base.task)
     shots = base_rec.fingerprint.settings.fewshot.num_fewshot
+    if shots is None:  # a run records the n-shot it used
+        raise RepauditError("the base run records no n-shot: the noise floor's configurations cannot be chosen")
     st["floor"], st["method"] = floor_configs(base, shots, noise_seeds)
     if noise_floor is not None:
         from repaudit.audit.determinism import noise_floor as numerical_floor
@@ -334,8 +336,9 @@ def _points(factor: str, values: list[Any], base_rec, value_recs: list, metric: 
         xv = _metric_values(rec, metric)
         if len(xv) != len(xb) or [d.doc_id for d in rec.docs] != [d.doc_id for d in base_rec.docs]:
             raise RepauditError(f"{factor}={value} evaluated other docs than the base: cannot pair them")
+        n_boot, boot_seed = stat.bootstrap()
         res = paired_bootstrap(xb, xv, np.array([d.cluster for d in rec.docs]) if rec.docs[0].cluster else None,
-                               n_boot=stat.n_boot, alpha=stat.alpha, seed=stat.boot_seed)
+                               n_boot=n_boot, alpha=stat.alpha, seed=boot_seed)
         lo, hi = res.ci_low, res.ci_high
         if seq is not None:  # the sequential design's interval replaces the fixed-n bootstrap one
             lo, hi = res.delta - seq.half_widths[j], res.delta + seq.half_widths[j]

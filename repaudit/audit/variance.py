@@ -234,8 +234,8 @@ def noise_of(fmt: str, metric: str, seed_vals: list[np.ndarray], order_scores: l
     whose prompts differ); no pair leaves the paired MDE undefined (``None``). ``stat``: alpha and the bootstrap."""
     scores = np.array([v.mean() for v in seed_vals])
     first, alpha = seed_vals[0], stat.alpha
-    boot = paired_bootstrap(np.zeros_like(first), first, clusters, n_boot=stat.n_boot, alpha=alpha,
-                            seed=stat.boot_seed)
+    n_boot, boot_seed = stat.bootstrap()
+    boot = paired_bootstrap(np.zeros_like(first), first, clusters, n_boot=n_boot, alpha=alpha, seed=boot_seed)
     seed_sd = float(np.std(scores, ddof=1)) if len(scores) > 1 else float("nan")
     diffs = [np.var(a - b, ddof=1) for a, b in pair_vals]
     sd_diff = float(math.sqrt(np.mean(diffs))) if diffs else None

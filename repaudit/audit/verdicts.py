@@ -9,7 +9,7 @@ import math
 from repaudit.audit.scores import ScoreRow
 from repaudit.audit.stat_settings import ADJUST, StatSettings
 from repaudit.audit.stats import benjamini_hochberg, holm, level
-from repaudit.importers.metric_kinds import MetricKind, moved
+from repaudit.importers.metric_kinds import moved
 
 
 def judge(rows: list[ScoreRow], stat: StatSettings) -> None:
@@ -21,15 +21,17 @@ def judge(rows: list[ScoreRow], stat: StatSettings) -> None:
     adjusted p is below ``stat.alpha``; its ``moved`` says better/worse by the metric's direction.
     """
     alpha, adjust = stat.alpha, stat.adjust
+    if adjust is None:  # compare's statistics (for_command) always name one
+        raise ValueError("verdicts need a multiplicity adjustment: holm, bh or none")
     for family in (False, True):
         tested = [r for r in rows if r.is_group == family and r.method != "none" and r.p_value is not None
                   and math.isfinite(r.p_value)]
-        ps = [r.p_value for r in tested]
+        ps = [p for r in tested if (p := r.p_value) is not None]  # (all of them)
         adj = holm(ps) if adjust == "holm" else benjamini_hochberg(ps) if adjust == "bh" else ps
         for r, p in zip(tested, adj):
             r.p_adjusted = p
             r.verdict = "significant" if p < alpha else "within noise"
-            r.moved = moved(r.delta, MetricKind(r.kind, r.unit, r.direction)) if r.verdict == "significant" else None
+            r.moved = moved(r.delta, r.direction) if r.verdict == "significant" else None
             _say_where_interval_and_verdict_part(r, alpha, adjust, len(tested))
         for r in rows:
             if r.is_group == family and r.method != "none" and r not in tested:

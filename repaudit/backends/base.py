@@ -17,9 +17,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from repaudit.backends.device import Seconds
 from repaudit.backends.model_source import ResolvedModel
 from repaudit.backends.store import BatchCache, generations_shape
 from repaudit.backends.tokens import RequestEncoder, apply_chat_template
+from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
 from repaudit.settings import ServingSettings
 from repaudit.tasks.requests import (
@@ -113,7 +115,7 @@ class Backend(abc.ABC):
     #: generate_until's work: positions prefilled (padding included) and decoded (rows × steps)
     gen_tokens: Counter
     #: loglikelihood's seconds by part (:data:`EVAL_PARTS`), where the backend times them
-    eval_parts: Counter
+    eval_parts: Seconds
 
     # ------------------------------------------------------------------ settings
     def configure(self, serving: ServingSettings) -> None:
@@ -132,7 +134,7 @@ class Backend(abc.ABC):
         self.forward_s = 0.0
         self.batch_sizes_used = Counter()
         self.gen_tokens = Counter()
-        self.eval_parts = Counter()
+        self.eval_parts = Seconds()
         self._configured(serving)
 
     @property
@@ -185,6 +187,17 @@ class Backend(abc.ABC):
         i = self.info
         return sha256_json([kind, i.name, self.resolved.weights_sha256, i.tokenizer_sha256, i.dtype, i.device,
                             *self._key_settings()])
+
+    def context_length(self) -> int:
+        """The model's context length in tokens (:attr:`BackendInfo.max_length`), for a backend that scores or
+        generates with its own tokens.
+
+        Raises:
+            RepauditError: the backend does not know it (None: a served model whose server does not say).
+        """
+        if self.info.max_length is None:
+            raise RepauditError(f"backend {self.info.name}: the model's context length is not known")
+        return self.info.max_length
 
     def _key_settings(self) -> list:
         """Hook: the rest of :meth:`config_key` — the per-run settings that change this backend's numbers."""

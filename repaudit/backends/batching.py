@@ -52,10 +52,15 @@ def cut(lengths: list[int], batch_size: int | str, budget: int | None) -> list[t
 
     Returns:
         Consecutive ranges covering ``0 … len(lengths)``.
+
+    Raises:
+        ValueError: ``auto`` without a budget.
     """
     n = len(lengths)
-    if batch_size != "auto":
+    if isinstance(batch_size, int):  # else "auto" (ServingSettings allows no other string)
         return [(k, min(k + batch_size, n)) for k in range(0, n, batch_size)]
+    if budget is None:
+        raise ValueError("batch size auto needs its token budget")
     out, k = [], 0
     while k < n:
         rows = max(1, budget // max(lengths[k], 1))
@@ -66,7 +71,13 @@ def cut(lengths: list[int], batch_size: int | str, budget: int | None) -> list[t
 
 def generation_rows(batch_size: int | str, budget: int | None, longest: int) -> int:
     """generate_until's rows per batch: ``batch_size``, or for ``auto`` the rows whose ``longest`` tokens (context and
-    new tokens) fit ``budget``, 1 to :data:`MAX_GENERATION_ROWS`."""
-    if batch_size != "auto":
+    new tokens) fit ``budget``, 1 to :data:`MAX_GENERATION_ROWS`.
+
+    Raises:
+        ValueError: ``auto`` without a budget.
+    """
+    if isinstance(batch_size, int):  # else "auto"
         return batch_size
+    if budget is None:
+        raise ValueError("batch size auto needs its token budget")
     return max(1, min(MAX_GENERATION_ROWS, budget // max(longest, 1)))

@@ -28,6 +28,14 @@ def synchronize(device: str) -> None:
         torch.mps.synchronize()
 
 
+class Seconds(dict[str, float]):
+    """Seconds per named part of a computation, added up with ``parts[name] += s``: a part never timed reads as
+    0.0 and a read does not add it (as a :class:`collections.Counter`, whose counts are typed as int, does)."""
+
+    def __missing__(self, key: str) -> float:
+        return 0.0
+
+
 def clock(device: str) -> float:
     """``time.perf_counter()`` in seconds, read after :func:`synchronize` so that the work queued so far is
     inside the interval that ends here and outside the one that starts here."""
@@ -55,15 +63,18 @@ def reset_peak_memory(device: str) -> None:
         torch.cuda.reset_peak_memory_stats(dev)
 
 
-def peak_memory_mib(device: str) -> float | None:
+def peak_memory_mib(device: str | None) -> float | None:
     """Peak GPU memory torch's allocator held in tensors on ``device`` since the last :func:`reset_peak_memory`
     (``torch.cuda.max_memory_allocated``, MiB = 2**20 bytes; the weights count while they are resident).
 
     Returns:
-        ``None`` on the CPU and other non-CUDA devices (no such counter), or before CUDA was initialised.
+        ``None`` on the CPU and other non-CUDA devices (no such counter), before CUDA was initialised, or for no
+        device (``None``: a served model's).
     """
     import torch
 
+    if device is None:
+        return None
     dev = _device(device)
     if dev.type != "cuda" or not torch.cuda.is_initialized():
         return None

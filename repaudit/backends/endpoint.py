@@ -282,18 +282,15 @@ class Endpoint:
                             continue
                         done(item, fut.result())
                         if failure is None:
-                            nxt = next(queue, _END)
-                            if nxt is not _END:
-                                running[pool.submit(fn, nxt)] = nxt  # type: ignore[arg-type]
+                            for nxt in queue:  # the next item, where one is left
+                                running[pool.submit(fn, nxt)] = nxt
+                                break
             except KeyboardInterrupt:
                 for fut in running:
                     fut.cancel()
                 raise
         if failure is not None:
             raise failure
-
-
-_END = object()
 
 
 class _Absent(Exception):

@@ -103,8 +103,8 @@ class _Batch:
         self.torch, self.cache_cls = torch, cache_cls
         self.live = None
         self.kv: list[tuple[Any, Any]] = []
-        self.mask = None
-        self.pos = None
+        self.mask: Any = None  # tensors (torch comes in as a module: untyped here), None while no row is in flight
+        self.pos: Any = None
         self.rows: list[int] = []  # index into the caller's prompts
 
     @property
@@ -220,14 +220,16 @@ def _generate_group(model, torch, prompts: list[list[int]], *, slots: int, max_n
             ids = torch.tensor([prompts[0][:n_prefix]], dtype=torch.long, device=device)
             cache = DynamicCache()
             fwd(ids, None, None, cache)
-            prefix_kv = [(layer.keys, layer.values) for layer in cache.layers]
+            # a DynamicCache filled by a decoder's attention holds key/value layers (transformers types its layer
+            # list with linear-attention layers too, which have no keys)
+            prefix_kv = [(layer.keys, layer.values) for layer in cache.layers]  # type: ignore[union-attr]
             counts["prefilled"] += n_prefix
         tail = max((len(s) for s in stops), default=0) + 8
         queue = deque(range(len(prompts)))
         out: list[list[int]] = [[] for _ in prompts]
         on_eos = [False] * len(prompts)
         batch = _Batch(torch, DynamicCache)
-        nxt = None  # the token each row in flight feeds next, [rows]
+        nxt: Any = None  # the token each row in flight feeds next, [rows]
         while queue or batch.rows:
             free = slots - len(batch.rows)
             if queue and free > 0:

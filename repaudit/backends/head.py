@@ -25,9 +25,8 @@ whole forward pass in the full-sequence path: :attr:`ScoredHead.plain` is False.
 from __future__ import annotations
 
 import time
-from collections import Counter
 
-from repaudit.backends.device import clock
+from repaudit.backends.device import Seconds, clock
 from repaudit.backends.gather import ChoiceIndex
 
 #: ``config.model_type`` of the architectures whose logits are ``lm_head(last hidden state)`` (then the soft-cap
@@ -74,7 +73,7 @@ class ScoredHead:
         return logits
 
 
-def score_positions(torch, device: str, forward, head, where, index: ChoiceIndex, parts: Counter
+def score_positions(torch, device: str, forward, head, where, index: ChoiceIndex, parts: Seconds
                     ) -> list[tuple[float, bool]]:
     """One batch scored: ``forward()`` (the decoder's hidden states, or whole logits), ``head`` on its rows at
     ``where`` (``(2, positions)``: row, position), the log-softmax there in the model's dtype (lm-eval's), the

@@ -14,8 +14,9 @@ sums and greedy checks are made on the device and read back in one transfer
 
 from __future__ import annotations
 
+import functools
 import time
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from repaudit.backends.base import Backend, BackendInfo, Progress, generate_in_batches
 from repaudit.backends.batching import auto_batch_tokens, cut, generation_rows
@@ -30,6 +31,9 @@ from repaudit.errors import RepauditError
 from repaudit.hashing import sha256_json
 from repaudit.settings import HfAttention, ServingSettings
 from repaudit.tasks.requests import GenerateRequest, Generation, LoglikelihoodRequest, LoglikelihoodResult
+
+if TYPE_CHECKING:  # imported where the shared_prefix strategy is set up
+    from repaudit.backends.prefix import PrefixScorer
 
 #: prefix_cache: rows per stored queue, in batches (a longer queue keeps the batch full for longer; a shorter
 #: one loses less work to an interruption)
@@ -216,17 +220,17 @@ class HFBackend(Backend):
             reps.append([rep] + [m for m in members if m != rep])
         reps.sort(key=lambda g: (-(len(encoded[g[0]][0]) + len(encoded[g[0]][1])),
                                  tuple(encoded[g[0]][0] + encoded[g[0]][1])))
-        lengths = [min(len(encoded[g[0]][0]) + len(encoded[g[0]][1]), self.info.max_length + 1) - 1 for g in reps]
+        lengths = [min(len(encoded[g[0]][0]) + len(encoded[g[0]][1]), self.context_length() + 1) - 1 for g in reps]
         return [reps[a:b] for a, b in cut(lengths, self.batch_size, self.batch_tokens)], encoded
 
     def _rows(self, batch: list[list[int]], enc: list[tuple[list[int], list[int]]]) -> list[list[int]]:
         """A batch's forward rows: each group's ``(context + continuation)[-(max_length + 1):][:-1]`` (lm-eval's)."""
-        return [(enc[g[0]][0] + enc[g[0]][1])[-(self.info.max_length + 1):][:-1] for g in batch]
+        return [(enc[g[0]][0] + enc[g[0]][1])[-(self.context_length() + 1):][:-1] for g in batch]
 
     def _prefix_groups(self, enc: list[tuple[list[int], list[int]]]) -> list:
         from repaudit.backends.prefix import plan_groups, plan_units
 
-        return plan_groups(plan_units(enc, self.info.max_length), self.batch_size, tokens=self.batch_tokens)
+        return plan_groups(plan_units(enc, self.context_length()), self.batch_size, tokens=self.batch_tokens)
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest], cache: BatchCache | None = None,
                       progress: Progress | None = None) -> list[LoglikelihoodResult]:
@@ -238,7 +242,7 @@ class HFBackend(Backend):
         """
         with self.timed_eval(), batch_invariant_mode(self.batch_invariant):
             if self._scorer is not None:
-                return self._loglikelihood_shared(requests, cache, progress)
+                return self._loglikelihood_shared(self._scorer, requests, cache, progress)
             return self._loglikelihood_full(requests, cache, progress)
 
     def _loglikelihood_full(self, requests: list[LoglikelihoodRequest], cache: BatchCache | None,
@@ -251,7 +255,7 @@ class HFBackend(Backend):
             bkey = sha256_json(rows)
             payload = cache.get(ckey, bkey) if cache is not None else None
             stored = stored_groups(payload, batch, enc) if payload is not None else None
-            if payload is not None and stored is None:
+            if cache is not None and payload is not None and stored is None:
                 cache.drop(ckey, bkey)  # a payload of the wrong shape is never trusted
             if stored is None:
                 stored = self._forward_ll(batch, rows, enc)
@@ -269,19 +273,19 @@ class HFBackend(Backend):
                 progress(n)
         return out  # type: ignore[return-value]
 
-    def _loglikelihood_shared(self, requests: list[LoglikelihoodRequest], cache: BatchCache | None,
-                              progress: Progress | None) -> list[LoglikelihoodResult]:
+    def _loglikelihood_shared(self, scorer: PrefixScorer, requests: list[LoglikelihoodRequest],
+                              cache: BatchCache | None, progress: Progress | None) -> list[LoglikelihoodResult]:
         enc = self.encode_requests(requests)
         out: list[LoglikelihoodResult | None] = [None] * len(requests)
         ckey = self.config_key("loglikelihood")
-        before, before_s = self._scorer.tokens_computed, self._scorer.forward_s
+        before, before_s = scorer.tokens_computed, scorer.forward_s
         for group in self._prefix_groups(enc):
             for batch in group.batches:
                 bkey = sha256_json([group.prefix, [[u.ctx, u.conts] for u in batch]])
-                stored = (cache.get_checked(ckey, bkey, lambda p, b=batch: pairs_shape(p, [len(u.conts) for u in b]))
-                          if cache is not None else None)
+                valid = functools.partial(pairs_shape, lengths=[len(u.conts) for u in batch])
+                stored = cache.get_checked(ckey, bkey, valid) if cache is not None else None
                 if stored is None:
-                    stored = self._scorer.score(group.prefix, batch, self.eval_parts)
+                    stored = scorer.score(group.prefix, batch, self.eval_parts)
                     if cache is not None:
                         cache.put(ckey, bkey, stored)
                 self.batch_sizes_used[len(batch)] += 1
@@ -293,8 +297,8 @@ class HFBackend(Backend):
                             n += 1
                 if progress:
                     progress(n)
-        self.tokens_computed += self._scorer.tokens_computed - before
-        self.forward_s += self._scorer.forward_s - before_s
+        self.tokens_computed += scorer.tokens_computed - before
+        self.forward_s += scorer.forward_s - before_s
         return out  # type: ignore[return-value]
 
     def _forward_ll(self, batch: list[list[int]], rows: list[list[int]], enc: list[tuple[list[int], list[int]]]
@@ -367,11 +371,11 @@ class HFBackend(Backend):
                 return self._generate(rows, settings, pad_id)
 
         encoded = [self.encoder.encode(r.context) for r in requests]
-        longest = min(max((len(e) for e in encoded), default=1) + max((r.settings.max_gen_toks for r in requests),
-                                                                       default=0), self.info.max_length)
+        longest = min(max((len(e) for e in encoded), default=1) + max((r.max_gen_toks for r in requests),
+                                                                       default=0), self.context_length())
         #: rows per generation batch: batch_size, or auto's rows of the longest context under the budget
         self._gen_rows = generation_rows(self.batch_size, self.batch_tokens, longest)
-        return generate_in_batches(requests, encoded, self._gen_rows, self.info.max_length,
+        return generate_in_batches(requests, encoded, self._gen_rows, self.context_length(),
                                    self.config_key("generate_until"), cache, progress, self.batch_sizes_used, compute,
                                    unit=lambda s: self._gen_rows * (
                                        GEN_QUEUE if s.generation_strategy == "prefix_cache" else 1))

@@ -134,10 +134,11 @@ def _convert_gguf(gguf: Path, target: Path) -> None:
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     # The loaded model still carries its GGUF quantisation config, and save_pretrained
     # refuses (or re-quantises) while it does.
-    model.hf_quantizer = None
+    # (torch's Module types an attribute its class does not declare as a tensor or submodule)
+    model.hf_quantizer = None  # type: ignore[assignment]
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    model.is_quantized = False
+    model.is_quantized = False  # type: ignore[assignment]
     tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
     try:
         model.save_pretrained(tmp)
@@ -257,8 +258,12 @@ def load_transformers(model: ResolvedModel, dtype: str, device: str, trust_remot
     the same bits as ``from_pretrained(...).to(device)`` gives).
 
     Raises:
-        RepauditError: files transformers cannot load; ``attn`` is transformers' ``attn_implementation`` or None.
+        RepauditError: files transformers cannot load, or a served model (no local weights); ``attn`` is
+            transformers' ``attn_implementation`` or None.
     """
+    if model.path is None:
+        raise RepauditError(f"model '{model.name}' is served ({model.source}): it has no local weights to load")
+    path = model.path
     t = time.perf_counter()
     # transformers imports lazily: these names pull in modeling_utils, the auto classes and their dependencies
     # (seconds; what the first GPU check's "other" part held), timed as imports
@@ -269,16 +274,16 @@ def load_transformers(model: ResolvedModel, dtype: str, device: str, trust_remot
     # the model family's modules import lazily on first use: timed as imports, not as reading files (remote code, or
     # files that from_pretrained below reports on, are left to it)
     with contextlib.suppress(KeyError, OSError, ValueError):
-        MODEL_FOR_CAUSAL_LM_MAPPING[type(AutoConfig.from_pretrained(model.path, trust_remote_code=trust_remote_code))]
+        MODEL_FOR_CAUSAL_LM_MAPPING[type(AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code))]
     parts["imports"] = parts.get("imports", 0.0) + time.perf_counter() - t
     parts["device_init"] = init_device(device)
     try:
         t = time.perf_counter()
-        tokenizer = AutoTokenizer.from_pretrained(model.path, trust_remote_code=trust_remote_code)
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
         parts["tokenizer"] = time.perf_counter() - t
         t = time.perf_counter()
         lm = AutoModelForCausalLM.from_pretrained(
-            model.path, dtype=getattr(torch, dtype), device_map=torch.device(device),
+            path, dtype=getattr(torch, dtype), device_map=torch.device(device),
             trust_remote_code=trust_remote_code, **({"attn_implementation": attn} if attn else {})).eval()
         parts["weights"] = clock(device) - t
     except (OSError, ValueError) as exc:

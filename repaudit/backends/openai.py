@@ -197,7 +197,8 @@ class OpenAIBackend(Backend):
         # the server's window holds the prompt and the one token asked for
         limit = self.info.max_length - 1 if self.info.max_length else None
         ckey = self.config_key("loglikelihood")
-        chunks, out = [], [None] * len(requests)
+        chunks = []
+        out: list[LoglikelihoodResult | None] = [None] * len(requests)
         for k in range(0, len(order), self.rows_per_request):
             batch = order[k:k + self.rows_per_request]
             prompts = [list(r[-limit:]) if limit else list(r) for r in batch]
@@ -243,7 +244,8 @@ class OpenAIBackend(Backend):
             return
         prefetch = self.tokenizer.prefetch
         t = time.perf_counter()
-        with_special, plain = [], []
+        with_special: list[str] = []
+        plain: list[str] = []
         for r in requests:
             for text, special in self.encoder.pair_texts(r.context, r.continuation):
                 (with_special if special else plain).append(text)
@@ -322,7 +324,7 @@ class OpenAIBackend(Backend):
             body["messages"] = messages
         else:
             route = "/completions"
-            body["prompt"] = self._prompt_of(req.context, s.max_gen_toks)
+            body["prompt"] = self._prompt_of(req.context, req.max_gen_toks)
         obj = self.ep.post(route, body)
         choices = obj.get("choices") if isinstance(obj, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -339,7 +341,7 @@ class OpenAIBackend(Backend):
             n_tok = len(self.tokenizer.encode(text, add_special_tokens=False)) if self.tokenizer is not None else 0
         reason = c.get("finish_reason")
         told = "stop_reason" in c or reason != "stop"  # vLLM says which stop; a plain "stop" may be EOS or a string
-        cut, why = finish_of(raw, stops, n_tok, reason == "stop" and told, s.max_gen_toks)
+        cut, why = finish_of(raw, stops, n_tok, reason == "stop" and told, req.max_gen_toks)
         if reason == "stop" and not told and not why.startswith("stop:"):
             why = "stop"  # the server stopped on a stop sequence or on EOS and did not say which
         served = {"system_fingerprint": self._note("/v1" + route, obj), "finish_reason": reason,

@@ -26,11 +26,10 @@ SGLang's RadixAttention (Zheng et al., 2024); implementation is repaudit's own.
 from __future__ import annotations
 
 import inspect
-from collections import Counter
 from dataclasses import dataclass, field
 
 from repaudit.backends.batching import cut
-from repaudit.backends.device import clock
+from repaudit.backends.device import Seconds, clock
 from repaudit.backends.gather import ChoiceIndex
 from repaudit.backends.head import ScoredHead, score_positions
 
@@ -219,7 +218,7 @@ class PrefixScorer:
         mask.masked_fill_(~allowed, torch.finfo(dtype).min)
         return ids, mask[:, None], position_ids, [len(r) for r in rows]
 
-    def score(self, prefix: tuple[int, ...], batch: list[Unit], parts: Counter | None = None
+    def score(self, prefix: tuple[int, ...], batch: list[Unit], parts: Seconds | None = None
               ) -> list[list[tuple[float, bool]]]:
         """Log-probability and greedy flag of every continuation of every unit; the seconds of the forward pass,
         the output layer with log-softmax and gather, and the read go to ``parts`` (``forward``, ``logsoftmax``,
@@ -232,7 +231,7 @@ class PrefixScorer:
         torch = self.torch
         from transformers import DynamicCache
 
-        parts = Counter() if parts is None else parts
+        parts = Seconds() if parts is None else parts
         p = len(prefix)
         if p:
             t = clock(self.device)
@@ -244,7 +243,8 @@ class PrefixScorer:
             kwargs[self.cache_key] = DynamicCache(ddp_cache_data=[
                 (k.expand(len(batch), -1, -1, -1), v.expand(len(batch), -1, -1, -1)) for k, v in kv])
         # scored positions: the context's last one, then each continuation's inputs (row by row)
-        where, choices = [], []
+        where: list[tuple[int, int]] = []  # (row, position)
+        choices: list[tuple[list[int], tuple[int, ...]]] = []
         for j, u in enumerate(batch):
             start = len(u.ctx) - p - 1
             base, offset = len(where), 1  # offset: index among this row's scored positions

@@ -23,6 +23,7 @@ torch's thread count for the rest of the process.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 
@@ -235,7 +236,7 @@ class VLLMBackend(Backend):
         from vllm import SamplingParams
 
         enc = self.encoder.encode_requests(requests)
-        max_len = self.info.max_length
+        max_len = self.context_length()
         rows: dict[tuple[int, ...], list[int]] = {}
         for i, (ctx, cont) in enumerate(enc):
             rows.setdefault(tuple(ctx + cont), []).append(i)
@@ -249,8 +250,8 @@ class VLLMBackend(Backend):
             # one row may answer several requests with different continuation lengths (same tokens)
             n_conts = [sorted({len(enc[m][1]) for m in rows[r]}) for r in batch]
             bkey = sha256_json([prompts, n_conts])
-            stored = (cache.get_checked(ckey, bkey, lambda p, ns=n_conts: pairs_shape(p, [len(x) for x in ns]))
-                      if cache is not None else None)
+            valid = functools.partial(pairs_shape, lengths=[len(x) for x in n_conts])
+            stored = cache.get_checked(ckey, bkey, valid) if cache is not None else None
             if stored is None:
                 results = self._engine(prompts, params)
                 self.tokens_computed += sum(len(p) for p in prompts)
@@ -306,7 +307,7 @@ class VLLMBackend(Backend):
             return out
 
         return generate_in_batches(requests, [self.encoder.encode(r.context) for r in requests], self.prompts,
-                                   self.info.max_length, self.config_key("generate_until"), cache, progress,
+                                   self.context_length(), self.config_key("generate_until"), cache, progress,
                                    self.batch_sizes_used, compute)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, MutableMapping, Sequence
 from typing import Annotated, Any
 
 import typer
@@ -111,14 +111,14 @@ class _Group(TyperGroup):
         with formatter.section("Commands"):
             formatter.write_dl([(name, short) for name, (_, short) in COMMANDS.items()])
 
-    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
-             standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
         from repaudit.cli.common import err
         from repaudit.escape import rich_text
 
         try:
             rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
-                              **extra)
+                              windows_expand_args=windows_expand_args, **extra)
         except typer.Abort:
             err.print("interrupted")
             sys.exit(EXIT_INTERRUPTED)
@@ -149,7 +149,7 @@ def _list_types_as_repeats() -> None:
 
     param = getattr(core, "_TyperParameter", None)
     shown = getattr(param, "display_type", None)
-    if shown is None or getattr(shown, "_repeats", False):
+    if param is None or shown is None or getattr(shown, "_repeats", False):
         return
 
     def display_type(self, ctx) -> str:

@@ -67,9 +67,10 @@ def appendix_command(
         stat = intervals.settings()
         if output is not None:
             check_target(output, "output")
-        pairs = [tuple(x.strip() for x in p.split(",")) for p in compare or []]
-        if any(len(p) != 2 or not all(p) for p in pairs):
+        split = [[x.strip() for x in p.split(",")] for p in compare or []]
+        if any(len(p) != 2 or not all(p) for p in split):
             raise UsageError("--compare takes two runs as A,B (names or positions, e.g. 1,2)")
+        pairs = [(p[0], p[1]) for p in split]
         req = Requested(paths=list(runs), names=[n.strip() for n in names.split(",")] if names else None,
                         pairs=pairs, attributions=reports.attribution or [], variances=reports.variance or [],
                         sweeps=reports.sweep or [], stat=stat)

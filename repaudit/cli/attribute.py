@@ -110,12 +110,13 @@ def _dry_run(run_a: Path, run_b: Path, what: AttributeOptions, source: SourceOpt
     from repaudit.audit.attribution import attribution_grid
     from repaudit.audit.plan import plan_grid
 
-    srcs = replay_sources(run_a, run_b, source.data_dir, source.model, source.cache_dir, what.task_config, served)
+    src_a, src_b = replay_sources(run_a, run_b, source.data_dir, source.model, source.cache_dir, what.task_config,
+                                  served)
     rounds = None
     if pr.precision is not None:
         from repaudit.audit.attribution import attribution_strata
         from repaudit.audit.sequential import plan_strata
 
-        rounds = plan_strata(*attribution_strata(*srcs, what.metric), pr.precision_seed, pr.round_docs)
-    plan = plan_grid(f"attribute {run_a.name} {run_b.name}", attribution_grid(*srcs), rounds=rounds)
+        rounds = plan_strata(*attribution_strata(src_a, src_b, what.metric), pr.precision_seed, pr.round_docs)
+    plan = plan_grid(f"attribute {run_a.name} {run_b.name}", attribution_grid(src_a, src_b), rounds=rounds)
     emit_dry_run(plan, report_format(r.fmt, r.output, r.as_json), r.output)

@@ -84,7 +84,7 @@ def grid_progress(label: str):
 
     with grid_meter() as meter, progress(err, label, None, unit="configurations", transient=True,
                                          detail=meter.text) as bar:
-        def tick(done: int | None = None, total: int | None = None) -> None:
+        def tick(done: float | None = None, total: int | None = None) -> None:
             if done is None:
                 bar.advance(1)
             else:

@@ -162,8 +162,10 @@ def _probe(target: ProbeTarget, limit: int, opts, factors: dict[str, Any]):
     from repaudit.run.config import require_endpoint
     from repaudit.run.runner import RunConfig
 
-    cfg = RunConfig(task=target.task, model=target.model, device=target.device, data_dir=target.data_dir,
-                    cache_dir=target.cache_dir, limit=limit, **factors)
+    # device and limit are factor names, routed to their records by RunConfig's wrap validator (the plugin's
+    # __init__ knows only the model's own fields)
+    cfg = RunConfig(task=target.task, model=target.model, device=target.device,  # type: ignore[call-arg]
+                    data_dir=target.data_dir, cache_dir=target.cache_dir, limit=limit, **factors)
     require_endpoint(cfg)
     try:
         return probe_determinism(cfg, opts, err)

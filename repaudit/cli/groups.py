@@ -13,9 +13,12 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 from repaudit.cli.common import (
     DocTextOption,
@@ -290,7 +293,7 @@ def _is_group(annotation: Any) -> bool:
     return inspect.isclass(annotation) and dataclasses.is_dataclass(annotation)
 
 
-def _fields(cls: type, command: str) -> list[inspect.Parameter]:
+def _fields(cls: type[DataclassInstance], command: str) -> list[inspect.Parameter]:
     """A group's fields as keyword parameters, with their resolved ``Annotated`` types and defaults; a field that is
     a group in turn is spread too (:class:`StatOptions`: the options ``command`` takes)."""
     if issubclass(cls, StatOptions):
@@ -312,7 +315,7 @@ def _fields(cls: type, command: str) -> list[inspect.Parameter]:
     return out
 
 
-def _pack(cls: type, kwargs: dict[str, Any], command: str) -> Any:
+def _pack(cls: type[DataclassInstance], kwargs: dict[str, Any], command: str) -> Any:
     """The group ``cls`` from the parsed options in ``kwargs`` (popped), nested groups included."""
     if issubclass(cls, StatOptions):
         return cls(command=command, **{p.name: kwargs.pop(p.name) for p in stat_parameters(command)})

@@ -29,8 +29,15 @@ def _field_factor() -> dict[str, Factor]:
 
 
 def _info(field: str):
-    """The settings record field behind an option (its type, default and doc)."""
-    return STAGES[stage_of(field)].model_fields[field]
+    """The settings record field behind an option (its type, default and doc).
+
+    Raises:
+        KeyError: ``field`` is no settings field.
+    """
+    stage = stage_of(field)
+    if stage is None:
+        raise KeyError(field)
+    return STAGES[stage].model_fields[field]
 
 
 def _help(field: str, f: Factor) -> str:
@@ -90,7 +97,8 @@ def with_factor_options(skip: set[str] | frozenset[str] = frozenset()) -> Callab
         sig = inspect.signature(fn, eval_str=True)  # real Annotated objects, not the strings of PEP 563
         own = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
         extra = factor_parameters(skip | {p.name for p in own})
-        fn.__signature__ = sig.replace(parameters=[*own, *extra])
+        # inspect.signature (and so typer) reads __signature__, an attribute Callable's type does not declare
+        fn.__signature__ = sig.replace(parameters=[*own, *extra])  # type: ignore[attr-defined]
         fn.__annotations__ = {**{p.name: p.annotation for p in own}, **{p.name: p.annotation for p in extra}}
         return fn
     return decorate
@@ -107,7 +115,8 @@ def factor_settings(values: dict[str, Any]) -> dict[str, Any]:
         f = fields.get(field)
         if f is None:
             continue
-        if isinstance(value, str) and f.parse not in (str, int, float) and field == f.fields[0]:
+        # an option factor always has its parser (Factor.supports)
+        if isinstance(value, str) and f.parse is not None and f.parse not in (str, int, float) and field == f.fields[0]:
             try:
                 value = f.parse(value)
             except ValueError as exc:  # a value the option's own syntax refuses is a usage error, not a crash

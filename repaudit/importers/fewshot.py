@@ -27,6 +27,7 @@ def fewshot_ids_from(path: Path) -> dict[int, list[int]]:
     if len(run.tasks) != 1:
         raise RepauditError(f"--fewshot-from '{path}' holds {len(run.tasks)} tasks: give a run of one task")
     (t,) = run.tasks.values()
-    if not t.docs or any(d.fewshot_ids is None for d in t.docs.values()):
+    recorded = {i: d.fewshot_ids for i, d in (t.docs or {}).items() if d.fewshot_ids is not None}
+    if not t.docs or len(recorded) < len(t.docs):
         raise RepauditError(f"--fewshot-from '{path}' records no per-doc few-shot examples")
-    return {i: list(d.fewshot_ids) for i, d in t.docs.items()}
+    return {i: list(ids) for i, ids in recorded.items()}

@@ -329,8 +329,9 @@ def delta_range(kind: MetricKind) -> tuple[float, float]:
     return lo, hi
 
 
-def moved(delta: float, kind: MetricKind) -> str:
-    """``better``/``worse`` by the metric's direction; ``up``/``down`` when the direction is unknown."""
-    if kind.direction == "unknown":
+def moved(delta: float, direction: str) -> str:
+    """``better``/``worse`` by the metric's ``direction`` (``higher``, ``lower``); ``up``/``down`` when it is
+    ``unknown``."""
+    if direction == "unknown":
         return "up" if delta > 0 else "down"
-    return "better" if (delta > 0) == (kind.direction == "higher") else "worse"
+    return "better" if (delta > 0) == (direction == "higher") else "worse"

@@ -109,7 +109,8 @@ def config_from_record(rec: RunRecord, data_dir: Path | None, model: str | None 
         doc_ids=[d.doc_id for d in rec.docs] if fp.data.doc_ids_sha256 is not None else None,
         trust_remote_code=fp.model.trust_remote_code, device=fp.settings.serving.device, cache_dir=cache_dir)
     for f in replayable().values():  # every factor as the run used it (the registry's fingerprint readers)
-        cfg.update(zip(f.fields, f.fingerprint(fp)))
+        if f.fingerprint is not None:  # always set for a replayable factor (Factor.supports)
+            cfg.update(zip(f.fields, f.fingerprint(fp)))
     if fp.server is not None:  # a served model: its recorded endpoint and model id (a replay may point elsewhere)
         from repaudit.backends.endpoint import EndpointSettings
 

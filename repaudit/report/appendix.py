@@ -166,7 +166,7 @@ def render_latex(a: Appendix, title: str = "Evaluation details", document: bool 
 
 def _ref_par(a: Appendix, lead: str, text: str) -> str:
     """A paragraph whose ``@@key@@`` become ``Table~\\ref{…}`` after the text is escaped."""
-    marker = {}
+    marker: dict[str, str] = {}
 
     def keep(m: re.Match) -> str:
         marker[f"RAREF{len(marker)}X"] = m.group(0)

@@ -127,7 +127,7 @@ def attribution_latex(r: AttributionReport, label: str | None = None) -> str:
 
 def sweep_rows(s: SweepResult) -> list[tuple[str, ...]]:
     """(value, score, Δ, (1 − alpha) CI, flip rate, verdict) in points, base first."""
-    rows = [(f"{s.base_value} (base)", f"{100 * s.base_score:.2f}", "", "", "", "")]
+    rows: list[tuple[str, ...]] = [(f"{s.base_value} (base)", f"{100 * s.base_score:.2f}", "", "", "", "")]
     rows += [(str(p.value), f"{100 * p.score:.2f}", _pts(p.delta), _ci(p.ci_low, p.ci_high),
               f"{100 * p.flip_rate:.1f} %", p.verdict) for p in s.points]
     return rows

@@ -85,7 +85,7 @@ def _lines(blocks: list[ScoreBlock], groups: list[list[int]], head: tuple[str, .
         t.append(cells[-1], style=style or _STYLE.get(cells[-1].split(" [")[0], ""))
         return t
 
-    out = [Text("metric", style="bold")] if alone else []
+    out: list[Text | None] = [Text("metric", style="bold")] if alone else []
     out += [line(g, [("" if alone else "metric") if i == 0 else head[i] for i in g], "bold") for g in groups]
     for b in blocks:
         out.append(Text(b.task + b.info, style="bold"))
@@ -133,8 +133,8 @@ def render_rich(c: Comparison, console: Console, top: int = 10) -> None:
     _section(console, "Scores")
     console.print(Text(scores_caption(c)))
     blocks, footnotes = score_blocks(c)
-    for line in layout_scores(blocks, console.width, score_columns(c)) if blocks else [Text(NO_ROWS)]:
-        console.print(line)
+    for text in layout_scores(blocks, console.width, score_columns(c)) if blocks else [Text(NO_ROWS)]:
+        console.print(text)
     for i, n in enumerate(footnotes, 1):
         console.print(Text(one_line(f"[{i}] {n}")))
     if lines := power_lines(c.scores):
@@ -216,10 +216,10 @@ def render_markdown(c: Comparison, top: int = 10) -> str:
         out += ["", f"### Flipped docs · {md(task, False)} {md(metric, False)}: {plural(total, 'doc')}{shown}", "",
                 "| doc | direction | target | A pred | B pred | A margin (nats) | B margin (nats) | near-tie |",
                 "|---|---|---|---|---|---:|---:|---|"]
-        for f in flips:
-            doc, _, target, pa, pb, ma, mb = flip_cells(f, 20)
-            out.append(f"| {md(doc, False)} | {f.direction.replace('_', ' ')} | {md(target, False)} | "
-                       f"{md(pa, False)} | {md(pb, False)} | {ma} | {mb} | {'yes' if f.near_tie else ''} |")
+        for fd in flips:
+            doc, _, target, pa, pb, ma, mb = flip_cells(fd, 20)
+            out.append(f"| {md(doc, False)} | {fd.direction.replace('_', ' ')} | {md(target, False)} | "
+                       f"{md(pa, False)} | {md(pb, False)} | {ma} | {mb} | {'yes' if fd.near_tie else ''} |")
         out += [""] + [f"- {md(why)}" for why in flip_reasons(flips)]
     if groups:
         out += ["", md(MARGIN_LEGEND)]

@@ -123,10 +123,10 @@ def _flip_tables(c: Comparison, top: int) -> list[str]:
 def render_latex(c: Comparison, top: int = 10) -> str:
     """The headline as text, then factor, score and diagnostics tables, footnotes, mechanisms and notes."""
     runs = f"run A ({c.a.get('name', '')}, {c.a['source']}) and run B ({c.b.get('name', '')}, {c.b['source']})"
-    head = headline(c)
+    lead = headline(c)
     lines = [r"% repaudit compare: " + latex(f"A = {c.a.get('name', '')}, B = {c.b.get('name', '')}"),
              r"% needs \usepackage{booktabs,longtable,array}",
-             _par(head[0].removeprefix("Verdict: "), "Verdict."), *(_par(x) for x in head[1:]),
+             _par(lead[0].removeprefix("Verdict: "), "Verdict."), *(_par(x) for x in lead[1:]),
              *(_par(x) for x in run_lines(c)), *(_par(w, "Warning:") for w in c.warnings), ""]
     factors = [" & ".join(brk(x) for x in (f.scope or "all tasks", f.label, f.a, f.b)) + r" \\"
                for f in factor_lines(c, 48)] or [r"\multicolumn{4}{@{}l}{(none recorded)} \\"]

@@ -81,8 +81,14 @@ def interval(lo: float | None, hi: float | None, unit: str = "pts", decimals: in
 
 
 def headline(c: Comparison) -> list[str]:
-    """The first lines of every report: the verdict, the largest moves, what differs, the task sets."""
+    """The first lines of every report: the verdict, the largest moves, what differs, the task sets.
+
+    Raises:
+        ValueError: a comparison without its summary (:func:`~repaudit.audit.compare.compare` always sets one).
+    """
     s = c.summary
+    if s is None:
+        raise ValueError("a comparison without its summary")
     tested = s.better + s.worse + s.moved_unknown_direction + s.within_noise
     moved = s.better + s.worse + s.moved_unknown_direction
     parts = [f"{s.worse} worse", f"{s.better} better"] + ([f"{s.moved_unknown_direction} moved (direction "

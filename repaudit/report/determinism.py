@@ -38,7 +38,7 @@ def _detail(p: AxisPoint) -> str:
 def rows(r: DeterminismReport) -> list[tuple[str, ...]]:
     """One row per point (:data:`HEAD`), an axis's name and reference on its first row; a skipped axis as one row
     (why: :func:`note_lines`)."""
-    out = []
+    out: list[tuple[str, ...]] = []
     for a in r.axes:
         name = a.axis + (" (control)" if a.control else "")
         if a.skipped is not None:
@@ -251,9 +251,9 @@ def determinism_html(r: DeterminismReport) -> str:
     from repaudit.report.html import Section, _table, render_page
 
     table = _table("determinism", "Axes", HEAD, rows(r), NUMERIC, [FOOT], _axis_cls)
-    sections = [table] + ([Section("compare", "What compare would show", items=compare_lines(r))]
+    sections = [table] + ([Section("compare", "What compare would show", items=[*compare_lines(r)])]
                           if compare_lines(r) else [])
     if note_lines(r):
-        sections.append(Section("notes", "Notes", items=note_lines(r)))
+        sections.append(Section("notes", "Notes", items=[*note_lines(r)]))
     return render_page(f"repaudit determinism: {r.task}", [headline(r), modes_line(r)], [run_line(r)], sections)
 

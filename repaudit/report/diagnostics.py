@@ -40,13 +40,18 @@ def mechanism_line(m: Mechanism) -> str:
         }.get(m.unscored, f"; too few docs unaffected in both runs ({m.n_unaffected}) to score them" if m.n_unaffected
               else "; every shared doc is affected in one run or the other: none is left to score apart")
     k = 100.0 if m.unit == "proportion" else 1.0
+
+    def scaled(x: float | None) -> float | None:  # None stays None: num and interval say it is missing
+        return None if x is None else k * x
+
     unit = "pts" if m.unit == "proportion" else m.unit
     d = 2 if unit == "pts" else None
     how = ("every doc of the score row: its Δ and interval" if m.same_docs_as_row else
            stat_label(m.interval_method))
     return (head + f"; {m.metric} on the {m.n_unaffected} docs affected in neither run: A "
-            f"{num(k * m.a_unaffected, unit, False, d)}, B {num(k * m.b_unaffected, unit, False, d)}, Δ "
-            f"{num(k * m.delta_unaffected, unit, True, d)} {interval(k * m.ci_low, k * m.ci_high, unit, d)} {unit} "
+            f"{num(scaled(m.a_unaffected), unit, False, d)}, B {num(scaled(m.b_unaffected), unit, False, d)}, Δ "
+            f"{num(k * m.delta_unaffected, unit, True, d)} {interval(scaled(m.ci_low), scaled(m.ci_high), unit, d)} "
+            f"{unit} "
             f"({how})")
 
 

@@ -106,7 +106,8 @@ def browser_data(c: Comparison, a: ComparableRun, b: ComparableRun, task_map: di
     """
     sets = pair_tasks(a, b, task_map)
     flips = _flip_classes(c)
-    tasks, metrics, clusters, docs = [], [], {}, []
+    # clusters: each one's index in the payload's list
+    tasks, metrics, clusters, docs = list[str](), list[list[str]](), dict[str, int](), list[dict[str, Any]]()
     strings = _Strings()
     for task in sets.shared():
         ta, tb = sets.a.tasks[task], sets.b.tasks[task]
@@ -173,8 +174,10 @@ def _flip_classes(c: Comparison) -> dict[tuple[str, str, int], str]:
 def _target_delta(x: DocOutcome, y: DocOutcome) -> float | None:
     """Δ log-likelihood of the target (B − A, nats), only where both runs scored as many choices and agree on it."""
     ga, gb = _gold(x), _gold(y)
-    same_lls = x.loglikelihoods and y.loglikelihoods and len(x.loglikelihoods) == len(y.loglikelihoods)
-    return (y.loglikelihoods[ga] - x.loglikelihoods[ga]) if same_lls and ga is not None and ga == gb else None
+    lx, ly = x.loglikelihoods, y.loglikelihoods
+    if not lx or not ly or len(lx) != len(ly) or ga is None or ga != gb:
+        return None
+    return ly[ga] - lx[ga]
 
 
 def _drop_text(row: dict[str, Any]) -> None:
@@ -187,7 +190,8 @@ def doc_browser(c, side_a, side_b, task_map, data_dir, model, cache_dir, doc_tex
     """The per-doc browser's payload and its notes for the HTML reports of compare, gate and attribute;
     ``side_a``/``side_b`` are (path given, loaded ComparableRun). A repaudit run's prompts are rebuilt and
     hash-checked (:mod:`repaudit.audit.doctext`), a harness file's are taken from the file."""
-    notes, rebuilt = [], []
+    notes: list[str] = []
+    rebuilt: list[dict[int, str] | None] = []
     for name, (path, run) in (("A", side_a), ("B", side_b)):
         texts = None
         if doc_text and run.source.startswith("repaudit") and Path(path).is_file():
@@ -201,4 +205,4 @@ def doc_browser(c, side_a, side_b, task_map, data_dir, model, cache_dir, doc_tex
         rebuilt.append(texts)
     if not doc_text:
         notes.append("Written with --no-doc-text: prompts, choices, generations and answer texts are left out.")
-    return browser_data(c, side_a[1], side_b[1], task_map, *rebuilt, text=doc_text), notes
+    return browser_data(c, side_a[1], side_b[1], task_map, rebuilt[0], rebuilt[1], text=doc_text), notes

@@ -97,7 +97,8 @@ def prepare(loaded: Loaded, opts: ExportOptions) -> Source:
     for task, outcome in run.tasks.items():
         src.payloads[task] = [{f.name: getattr(d, f.name) for f in fields(DocOutcome)}
                               for d in (outcome.docs or {}).values()]
-        src.prompts[task] = {d.doc_id: d.prompt for d in (outcome.docs or {}).values() if _checked(d)}
+        src.prompts[task] = {d.doc_id: d.prompt for d in (outcome.docs or {}).values()
+                             if d.prompt is not None and _checked(d)}
     factors = {t: {p: v.model_dump(mode="json", exclude_defaults=True) for p, v in rec.items()}
                for t, rec in run.factors.items()}
     src.run_sha = sha256_text(dumps({"source": run.source, "notes": run.notes, "factors": factors,

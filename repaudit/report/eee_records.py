@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from repaudit import __version__
 from repaudit.audit.intervals import stat_label
@@ -115,6 +115,7 @@ def identity(src: Source, opts: ExportOptions, notes: list[str]) -> tuple[str, s
             --developer, a name that is no safe folder name.
     """
     path = src.loaded.path
+    name: object  # a run file's model name is a str; another harness's recorded value may be anything
     if src.record is not None:
         name, hub = src.record.fingerprint.model.name, src.record.fingerprint.model.source == "hub"
     else:
@@ -195,7 +196,7 @@ def check_valid(obj: Any, kind: str, what: str) -> None:
         raise RepauditError(f"{what} fails EEE schema {SCHEMA_VERSION} at {bad[0]}: {bad[1]}; nothing written")
 
 
-def finite(x: Any) -> bool:
+def finite(x: Any) -> TypeGuard[float]:
     """A real number (not None, NaN, ±infinity or a bool)."""
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 

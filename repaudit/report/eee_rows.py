@@ -77,13 +77,14 @@ def doc_rows(ctx: RowContext, doc: DocOutcome, payload: dict[str, Any], prompt: 
     meta = _metadata(payload)
     if not raw:
         meta[M_PROMPT_NOTE] = prompt_note or "the run's file does not keep the prompt text"
-    base = {"schema_version": SCHEMA_VERSION, "evaluation_id": ctx.evaluation_id, "model_id": ctx.model_id,
+    base: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION, "evaluation_id": ctx.evaluation_id, "model_id": ctx.model_id,
             "sample_id": doc.key if doc.key is not None else str(doc.doc_id),
             # EEE's Inspect converter's formula; none without a prompt (the target alone names no sample)
             "sample_hash": sha256_text(raw + "".join(reference)) if raw else None, "interaction_type": "single_turn",
             "input": {"raw": raw, "reference": reference, "choices": choices},
             "output": {"raw": _output(doc, choices)}}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for metric in order:
         value = doc.metrics.get(metric)
         if value is None or not math.isfinite(value):

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from repaudit.audit.attribution import AttributionReport
     from repaudit.audit.compare import Comparison
     from repaudit.audit.series import SeriesReport
@@ -125,12 +127,17 @@ def series_frame(r: SeriesReport) -> pd.DataFrame:
     """The rows of a series report (``variance FILE… --across``), one per (series ×) task × metric: every field of
     its row record, scores in ``unit``; ``ci`` as ``ci_low``/``ci_high``; ``points``, ``finals`` and ``split`` as
     JSON text."""
-    out = []
-    for x in {"checkpoint": r.checkpoint, "seed": r.seed, "model": r.model}[r.across]:
-        d = {k: _cell(v) for k, v in x.model_dump().items() if k != "ci"}
-        if r.across == "seed":
+    def cells(x: BaseModel) -> dict[str, Any]:
+        return {k: _cell(v) for k, v in x.model_dump().items() if k != "ci"}
+
+    if r.across == "seed":
+        out = []
+        for x in r.seed:
+            d = cells(x)
             d["ci_low"], d["ci_high"] = x.ci
-        out.append(d)
+            out.append(d)
+    else:
+        out = [cells(x) for x in (r.checkpoint if r.across == "checkpoint" else r.model)]
     return pd.DataFrame(out, columns=_columns(out, ("task", "metric", "unit")))
 
 

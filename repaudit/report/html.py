@@ -17,6 +17,7 @@ import base64
 import gzip
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -80,7 +81,7 @@ def unpack(text: str) -> Any:
 
 
 def render_page(title: str, headline: list[str], meta: list[str], sections: list[Section],
-                warnings: list[str] = (), browser: Any = None, browser_notes: list[str] = (),
+                warnings: Sequence[str] = (), browser: Any = None, browser_notes: Sequence[str] = (),
                 tie_eps: float = 0.01, footer: str = "") -> str:
     """The HTML page: ``headline`` (first line emphasised), run lines, warnings, ``sections`` in order, and the
     per-doc browser when ``browser`` (the payload of :func:`repaudit.report.docview.browser_data`) is given."""
@@ -91,7 +92,9 @@ def render_page(title: str, headline: list[str], meta: list[str], sections: list
     env = Environment(autoescape=True, keep_trailing_newline=True)
     page = env.from_string(_asset("report.html.j2"))
     script = _asset("report.js") if browser is not None else ""
-    clean = (lambda xs: [one_line(x) if isinstance(x, str) else (one_line(x[0]), clean(x[1])) for x in xs])
+    def clean(xs: Sequence[Any]) -> list[Any]:  # a (line, sub_lines) item: both made one-line
+        return [one_line(x) if isinstance(x, str) else (one_line(x[0]), clean(x[1])) for x in xs]
+
     for sec in sections:  # lines are appended after construction, so made one-line here
         sec.before, sec.items, sec.after = clean(sec.before), clean(sec.items), clean(sec.after)
     return page.render(title=one_line(title), headline=clean(headline), meta=clean(meta),
@@ -128,7 +131,7 @@ def compare_sections(c: Comparison) -> list[Section]:
     fac.rows = [[Cell(f.scope or "all tasks"), Cell(f.label), Cell(f.a), Cell(f.b)] for f in factor_lines(c, 200)]
     if not fac.rows:
         fac.before.append("No recorded factor differs.")
-    fac.items = [f"Same, written differently: {n}" for n in equivalence_notes(c)] + task_lines(c, 60)
+    fac.items = [*(f"Same, written differently: {n}" for n in equivalence_notes(c)), *task_lines(c, 60)]
     if na_fields(c):
         fac.items.append("Applying to one run only (not a difference): " + "; ".join(na_fields(c)))
     unknown = unknown_fields(c)
@@ -164,7 +167,7 @@ def compare_sections(c: Comparison) -> list[Section]:
     return out
 
 
-def render_compare_html(c: Comparison, browser: dict | None = None, browser_notes: list[str] = ()) -> str:
+def render_compare_html(c: Comparison, browser: dict | None = None, browser_notes: Sequence[str] = ()) -> str:
     """``repaudit compare --format html``: headline, runs, factor panel, scores with a forest plot,
     diagnostics, notes, then the per-doc browser (when ``browser`` is given)."""
     from pathlib import PurePath
@@ -190,7 +193,7 @@ def _table(id: str, title: str, head, rows, numeric=(), before=(), cls_of=None) 
 _DECISION_CLS = {"FAIL": "worse", "PASS": "better", "INCONCLUSIVE": ""}
 
 
-def render_gate_html(g, browser: dict | None = None, browser_notes: list[str] = ()) -> str:
+def render_gate_html(g, browser: dict | None = None, browser_notes: Sequence[str] = ()) -> str:
     """``repaudit gate --format html``: the decision, one row per gated task and metric, why every FAIL or
     INCONCLUSIVE row moved, then the comparison behind it (factors, scores, forest plot, diagnostics) and the
     per-doc browser (when ``browser`` is given)."""
@@ -216,7 +219,7 @@ def render_gate_html(g, browser: dict | None = None, browser_notes: list[str] = 
                        g.comparison.warnings, browser, browser_notes, g.comparison.tie_eps)
 
 
-def render_attribution_html(r, browser: dict | None = None, browser_notes: list[str] = ()) -> str:
+def render_attribution_html(r, browser: dict | None = None, browser_notes: Sequence[str] = ()) -> str:
     """``repaudit attribute --format html``: Shapley values per factor with their intervals, the waterfall
     (SVG), the interactions, what ran, then the per-doc browser of the two recorded runs (when given)."""
     from repaudit.audit.stats import level
@@ -317,8 +320,8 @@ def render_series_html(r, keys: list[tuple[str, str]]) -> str:
         table.svg = Markup(trajectory_svg(r, keys))
     out = [table]
     if lines := confounder_lines(r):
-        out.append(Section("confounders", "Confounders: settings that differ between runs", items=lines))
-    out += [Section(f"series-{i}", title, items=items) for i, (title, items) in enumerate(other_lines(r))]
+        out.append(Section("confounders", "Confounders: settings that differ between runs", items=[*lines]))
+    out += [Section(f"series-{i}", title, items=[*items]) for i, (title, items) in enumerate(other_lines(r))]
     return render_page(f"repaudit variance --across {r.across}", [headline(r)],
                        [f"{s.name}: {s.series}, step {s.step if s.step is not None else 'not recorded'} ({s.source})"
                         for s in r.runs], out)

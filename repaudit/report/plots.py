@@ -9,9 +9,11 @@ report. Scores and effects are drawn in points (metric × 100).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from repaudit.audit.attribution import AttributionReport
 from repaudit.audit.series import SeriesReport
+from repaudit.audit.series_stats import CheckpointRow, ModelRow
 from repaudit.audit.stats import level as ci_level
 from repaudit.audit.sweep import SweepResult
 from repaudit.audit.variance import VarianceReport
@@ -198,7 +200,7 @@ def _variance_fig(r: VarianceReport, metric: str | None):
 
 def trajectory_keys(r: SeriesReport, wanted: list[tuple[str, str]] | None = None, k: int = 6) -> list[tuple[str, str]]:
     """The (task, metric) panels of a trajectory: ``wanted`` as given, else the first ``k`` of the report's ranking."""
-    rows = [*r.checkpoint, *r.model]
+    rows: list[CheckpointRow | ModelRow] = [*r.checkpoint, *r.model]
     return wanted or list(dict.fromkeys((x.task, x.metric) for x in rows))[:k]
 
 
@@ -222,7 +224,7 @@ def _trajectory_fig(r: SeriesReport, keys: list[tuple[str, str]]):
     import math
 
     plt = _pyplot()
-    rows = [*r.checkpoint, *r.model]
+    rows: list[CheckpointRow | ModelRow] = [*r.checkpoint, *r.model]
     cols = min(3, len(keys))
     lines = math.ceil(len(keys) / cols)
     fig, axes = plt.subplots(lines, cols, squeeze=False, figsize=(4.2 * cols, 3.0 * lines))
@@ -231,7 +233,7 @@ def _trajectory_fig(r: SeriesReport, keys: list[tuple[str, str]]):
         mine = [x for x in rows if (x.task, x.metric) == (task, metric)]
         for series in colours:
             pts = sorted((p for x in mine for p in x.points if p.series == series and p.step is not None),
-                         key=lambda p: p.step)
+                         key=lambda p: p.step or 0)  # (every step is set: filtered above)
             if not pts:
                 continue
             steps = [p.step for p in pts]
@@ -253,7 +255,7 @@ def _trajectory_fig(r: SeriesReport, keys: list[tuple[str, str]]):
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(keys):]:
         ax.set_visible(False)
-    legend = {}  # one entry per series, whichever panel drew it
+    legend: dict[str, Any] = {}  # one entry per series, whichever panel drew it
     for ax in axes.flat:
         legend.update(zip(*reversed(ax.get_legend_handles_labels())))
     labels, handles = list(legend), list(legend.values())

@@ -99,8 +99,11 @@ def reproduce_summary(r: ReproduceResult) -> str:
 
 
 def race_summary(r: ReproduceResult) -> str:
-    """The racing sentence: what was dropped, what the intervals of dropped rows mean, the cost."""
+    """The racing sentence: what was dropped, what the intervals of dropped rows mean, the cost; empty without a
+    race."""
     x = r.race
+    if x is None:
+        return ""
     return (f" Racing (--race, seed {x.seed}, {x.rounds_run} of {x.rounds_planned} rounds of {x.round_docs} docs): "
             f"{len(x.dropped)} of {r.evaluated} configurations dropped; {x.doc_evaluations:,} of "
             f"{x.full_doc_evaluations:,} doc evaluations of a full search. A dropped row's score is its mean over the "

@@ -93,8 +93,9 @@ def _checkpoint_cells(x, series: str, last: int) -> tuple[str, ...]:
 
 def _seed_cells(x) -> tuple[str, ...]:
     return (x.task, x.metric, x.unit, str(x.n_runs), num(x.mean, x.unit), num(x.sd, x.unit),
-            span(*x.ci, x.unit) + (" (cut)" if x.cut else ""), f"{num(x.low, x.unit)} – {num(x.high, x.unit)}",
-            num(x.within_se, x.unit), "–" if x.sd_over_se is None else f"{x.sd_over_se:.2f}")
+            span(x.ci[0], x.ci[1], x.unit) + (" (cut)" if x.cut else ""),
+            f"{num(x.low, x.unit)} – {num(x.high, x.unit)}", num(x.within_se, x.unit),
+            "–" if x.sd_over_se is None else f"{x.sd_over_se:.2f}")
 
 
 def headline(r: SeriesReport, alpha: float = 0.05) -> str:
@@ -102,8 +103,9 @@ def headline(r: SeriesReport, alpha: float = 0.05) -> str:
     the highest and lowest signal-to-noise."""
     if r.across == "checkpoint":
         sig = [x for x in r.checkpoint if x.kendall_p is not None and x.kendall_p < alpha]
-        up = sum(1 for x in sig if x.direction != "unknown" and x.kendall_tau > 0)
-        down = sum(1 for x in sig if x.direction != "unknown" and x.kendall_tau < 0)
+        # (a row with a p-value has its tau)
+        up = sum(1 for x in sig if x.direction != "unknown" and x.kendall_tau is not None and x.kendall_tau > 0)
+        down = sum(1 for x in sig if x.direction != "unknown" and x.kendall_tau is not None and x.kendall_tau < 0)
         unknown = len(sig) - up - down
         top = r.checkpoint[0]
         best = ("" if top.kendall_tau is None else f"; most monotone: {top.task} {top.metric} on {top.series} "
@@ -113,8 +115,8 @@ def headline(r: SeriesReport, alpha: float = 0.05) -> str:
                 + (f", {unknown} move with training in a direction of unknown meaning" if unknown else "")
                 + f", {len(r.checkpoint) - len(sig)} show no trend at that level{best}.")
     if r.across == "seed":
-        known = [x for x in r.seed if x.sd_over_se is not None]
-        over = sum(1 for x in known if x.sd_over_se > 1)
+        known = [x.sd_over_se for x in r.seed if x.sd_over_se is not None]
+        over = sum(1 for v in known if v > 1)
         return (f"{len(r.seed)} rows over {len(r.runs)} runs as seeds: the seed standard deviation "
                 f"exceeds the average within-run standard error in {over} of the {len(known)} rows that have one.")
     ranked = [x for x in r.model if x.snr is not None]

@@ -121,14 +121,14 @@ def _dict_diff(a: dict, b: dict, width: int) -> tuple[str, str]:
     # count of 0 there ('2=0'), not a setting left unset ('2 (not set)')
     counts = all(str(k).isdigit() and isinstance(v, int) and not isinstance(v, bool) for d in (a, b)
                  for k, v in d.items())
-    pairs = {}
+    pairs: dict[Any, tuple[str | None, str | None]] = {}
     for k in keys:
         if k in a and k in b:
             pairs[k] = value_diff(a[k], b[k], each)
         elif counts:
-            pairs[k] = tuple(str(d.get(k, 0)) for d in (a, b))
+            pairs[k] = str(a.get(k, 0)), str(b.get(k, 0))
         else:
-            pairs[k] = tuple(short(d[k], each) if k in d else None for d in (a, b))
+            pairs[k] = short(a[k], each) if k in a else None, short(b[k], each) if k in b else None
 
     def side(i: int) -> str:
         # every differing key is named, each value cut on its own: a long value never hides the next key

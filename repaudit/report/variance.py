@@ -29,7 +29,7 @@ def _v(x: float | None, metric: str) -> str:
 
 def noise_rows(r: VarianceReport) -> list[tuple[str, ...]]:
     """One row per (format, metric), in :func:`head` order; continuous metrics named with their counterpart."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for x in r.noise:
         name = x.metric if x.counterpart is None else f"{x.metric} (≈ {x.counterpart})"
         ci = "±" + _v((x.boot_high - x.boot_low) / 2, x.metric)

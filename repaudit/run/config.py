@@ -13,10 +13,12 @@ from __future__ import annotations
 import math
 import os
 import typing
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic_core import ErrorDetails
 
 from repaudit.backends.endpoint import EndpointSettings
 from repaudit.backends.model_source import default_cache_dir  # noqa: F401 (re-exported)
@@ -123,7 +125,7 @@ class RunConfig(BaseModel):
                 raise RepauditError("doc ids must be 1 to 10^7 ids, got 0")
         return self
 
-    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> RunConfig:
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> RunConfig:
         """A copy with ``update`` applied (factor names route into their records) — validated like a new RunConfig
         (pydantic's copy is not)."""
         if not update:
@@ -157,7 +159,7 @@ def option_name(field: str) -> str:
     return OPTION_SPELLING.get(field, "--" + field.replace("_", "-"))
 
 
-def option_error(err: dict) -> str:
+def option_error(err: ErrorDetails) -> str:
     """One line for a pydantic error of a RunConfig: a value outside its set (``unknown dtype 'float8': choose one
     of …``) or its range (``--top-p must be between 1e-09 and 1, got 2``), named as its command-line option."""
     loc = [str(x) for x in err.get("loc", ()) if not isinstance(x, int)]
@@ -189,9 +191,9 @@ def _bounds(name: str) -> tuple[float, float] | None:
     inner = [x for a in typing.get_args(field.annotation) if typing.get_origin(a) is typing.Annotated
              for m in a.__metadata__ for x in getattr(m, "metadata", [m])]
     for m in field.metadata or inner:
-        lo = getattr(m, "ge", None) if getattr(m, "ge", None) is not None else (
-            1e-9 if getattr(m, "gt", None) == 0 else lo)
-        hi = getattr(m, "le", None) if getattr(m, "le", None) is not None else hi
+        ge, gt, le = getattr(m, "ge", None), getattr(m, "gt", None), getattr(m, "le", None)
+        lo = ge if ge is not None else (1e-9 if gt == 0 else lo)
+        hi = le if le is not None else hi
     return (lo, hi) if math.isfinite(lo) or math.isfinite(hi) else None
 
 

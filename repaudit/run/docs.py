@@ -57,7 +57,9 @@ def _resolve_split(task: Task, cfg: RunConfig, root: DataRoot, err: Console) -> 
     if cfg.data.split and not _preferred(cfg, "split"):
         return cfg.data.split
     split = cfg.data.split
-    wanted, whose = (split, f"protocol {cfg.protocol.name}'s") if split else (task.eval_split, "lm-eval")
+    # a split still set here is the protocol's (_preferred: a user's split returned above)
+    wanted, whose = ((split, f"protocol {cfg.protocol.name}'s") if split and cfg.protocol is not None
+                     else (task.eval_split, "lm-eval"))
     have = available_splits(task, root)
     if have and wanted not in have:
         err.print(rich_text(f"note: {task.name}'s {whose} split '{wanted}' is not in {root.describe()}; "
@@ -89,10 +91,11 @@ def _fewshot_pool(task: Task, cfg: RunConfig, root: DataRoot, split: str, eval_d
 
 def _select(task: Task, cfg: RunConfig, n: int, eval_docs: list[Doc], pool: list[Doc], same_split: bool
             ) -> tuple[dict[int, list[int]], str]:
-    if cfg.fewshot_by_doc is not None or cfg.fewshot_from is not None:
-        # another harness's examples arrive resolved (fewshot_by_doc); a repaudit run file is read here
-        recorded = cfg.fewshot_by_doc if cfg.fewshot_by_doc is not None else {
-            d.doc_id: list(d.fewshot_ids) for d in read_record(cfg.fewshot_from).docs}
+    # another harness's examples arrive resolved (fewshot_by_doc); a repaudit run file is read here
+    recorded = cfg.fewshot_by_doc
+    if recorded is None and cfg.fewshot_from is not None:
+        recorded = {d.doc_id: list(d.fewshot_ids) for d in read_record(cfg.fewshot_from).docs}
+    if recorded is not None:
         bad = sorted({i for ids in recorded.values() for i in ids if i >= len(pool)})
         if bad:
             raise RepauditError(f"--fewshot-from '{cfg.fewshot_from}' names few-shot ids {bad[:5]} beyond the "

@@ -140,8 +140,8 @@ def setting(name: str, **kw: Any) -> Factor:
     and fingerprint reader come from the field (:mod:`repaudit.settings`); ``kw`` adds or overrides the rest."""
     stage = stage_of(name)
     path = f"{stage}.{name}"
-    base = dict(doc=" ".join((field_info(path).description or "").split()), fields=(name,), parse=_parser(path),
-                values=choices(path), fingerprint=_reader(path), path=path)
+    base: dict[str, Any] = dict(doc=" ".join((field_info(path).description or "").split()), fields=(name,),
+                                parse=_parser(path), values=choices(path), fingerprint=_reader(path), path=path)
     base.update(kw)
     return Factor(name, **base)
 

@@ -11,7 +11,7 @@ replay is these records; ``compare`` reads them through the factor registry. Sch
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
@@ -32,7 +32,7 @@ from repaudit.settings import (
     added_later,
 )
 
-FINGERPRINT_SCHEMA_VERSION = 3
+FINGERPRINT_SCHEMA_VERSION: Final = 3
 
 
 class _Record(BaseModel):

@@ -282,7 +282,8 @@ class FingerprintV2(_Strict):
             if not isinstance(part, dict) or not isinstance(sub, BaseModel):
                 continue
             for key, info in type(sub).model_fields.items():
-                if (info.json_schema_extra or {}).get("later") and part.get(key) is None:
+                extra = info.json_schema_extra  # a dict where later() set it (a callable is pydantic's other form)
+                if isinstance(extra, dict) and extra.get("later") and part.get(key) is None:
                     part.pop(key, None)
         return d
 

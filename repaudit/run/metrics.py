@@ -87,7 +87,8 @@ def multiple_choice_metrics(loglikelihoods: list[float], choices: list[str], gol
     else:
         need = {"token_length": "n_tokens", "pmi": "unconditional"}.get(acc_norm, ACC_NORMS)
         raise ValueError(f"acc_norm '{acc_norm}' needs {need}")
-    normed = ([ll - u for ll, u in zip(loglikelihoods, unconditional, strict=True)] if acc_norm == "pmi"
+    normed = ([ll - u for ll, u in zip(loglikelihoods, unconditional, strict=True)]
+              if acc_norm == "pmi" and unconditional is not None
               else [ll / n if n else ll for ll, n in zip(loglikelihoods, norm)])
     out = {"acc": float(argmax_first(loglikelihoods) == gold),
            "acc_norm": float(argmax_first(normed) == gold),

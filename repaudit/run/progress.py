@@ -54,11 +54,13 @@ class WorkMeter:
         if any(w is None for w in work) or self.unit == "docs":
             if self.unit == "tokens":
                 self.unit, self.planned, self.done, self.prior, self._queue = "docs", 0.0, 0.0, None, []
-            work = [float(d) for d in docs]
-        elif prior_rate:
-            self.prior = prior_rate
-        self.planned += sum(float(w) for w in work)  # type: ignore[arg-type]
-        self._queue += [float(w) for w in work]  # type: ignore[arg-type]
+            amounts = [float(d) for d in docs]
+        else:
+            amounts = [float(w) for w in work if w is not None]  # none is None on this branch
+            if prior_rate:
+                self.prior = prior_rate
+        self.planned += sum(amounts)
+        self._queue += amounts
 
     def start(self) -> None:
         """The next planned configuration starts."""

@@ -213,6 +213,7 @@ def apply_protocol(proto: Protocol, task: str, explicit: dict[str, Any]) -> tupl
     """
     key = proto.task_key(task)
     settings = proto.settings_for(task)
+    assert key is not None  # settings_for raised where the protocol does not define the task
     target = proto.tasks[key].repaudit_task
     if target is None:
         raise RepauditError(f"protocol {proto.name} needs task '{key}', which repaudit does not have")

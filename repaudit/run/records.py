@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -12,7 +12,7 @@ from repaudit.run.diagnostics import Diagnostics
 from repaudit.run.fingerprint import Fingerprint
 from repaudit.run.metrics import Metric
 
-RUN_SCHEMA_VERSION = 3
+RUN_SCHEMA_VERSION: Final = 3
 #: run schemas this version reads (schema 2 records hold fingerprint schema 2, upgraded when read)
 READABLE_RUN_SCHEMAS = (2, 3)
 

@@ -127,16 +127,16 @@ def check_scoring(task: Task, cfg: RunConfig) -> None:
         raise RepauditError(f"--acc-norm pmi: task {task.name} has no acc_norm metric")
 
 
-def check_device(device: str) -> None:
+def check_device(device: str | None) -> None:
     """``device`` names a device torch can use here.
 
     Raises:
-        RepauditError: an unknown device string, or a GPU that is not present.
+        RepauditError: an unknown device string (None included), or a GPU that is not present.
     """
     import torch
 
     try:
-        dev = torch.device(device)
+        dev = torch.device(device or "")  # None as "": torch refuses both, the error below names what was given
     except (RuntimeError, ValueError, TypeError):
         raise RepauditError(f"unknown device '{device}': use cpu, cuda, cuda:N or mps") from None
     if dev.type == "cuda":
@@ -184,6 +184,7 @@ def generation_settings(task: Task, cfg: RunConfig, eos_token: str | None) -> Ge
 def render_requests(task: Task, cfg: RunConfig, docset: DocSet, backend,
                     generation: GenerationSettings | None) -> list[RenderedDoc]:
     """Stage: every evaluated doc as requests, few-shot examples in order, chat template applied."""
+    chat: Callable[[str, list[tuple[str, str]], str], str] | None
     if cfg.prompt.chat_template:
         def chat(description: str, turns: list[tuple[str, str]], user: str) -> str:
             # lm-eval 0.4.13: the system message is the system prompt and the description, delimited
@@ -297,7 +298,8 @@ def build_fingerprint(task: Task, cfg: RunConfig, resolved: ResolvedModel, docse
                            description=desc[0], description_sha256=desc[1]),
         fewshot=FewshotFacts(sampler=docset.sampler, ids_sha256=sha256_json([r.fewshot_ids for r in rendered]),
                              pool_fallback=docset.pool_fallback),
-        generation=GenerationFacts(eos_token=info.eos_token, stops=list(generation.until)) if generation else None,
+        generation=GenerationFacts(eos_token=info.eos_token, stops=list(generation.until or ()))  # (resolved: set)
+        if generation else None,
         metric=MetricFacts(metrics=list(task.metrics),
                            filters=[p.name for p in pipelines(task)] if generation else ["none"], aggregation="mean",
                            stderr="sample_stdev_ddof1/sqrt(n)",
@@ -339,7 +341,9 @@ def run(cfg: RunConfig, err: Console | None = None, backends: BackendPool | None
     if cfg.task_config is None and cfg.task not in TASKS:
         # a task of the installed lm-eval's own folder: the fingerprint carries its configuration, so the run
         # replays where that lm-eval is not installed
-        cfg = cfg.model_copy(update={"task_config": task.config})
+        from repaudit.tasks.lmeval_config import ConfigTask
+        if isinstance(task, ConfigTask):  # (get_task builds every task outside TASKS from its configuration)
+            cfg = cfg.model_copy(update={"task_config": task.config})
     cache_dir = cfg.cache_dir or default_cache_dir()
     resolved = resolve_for(cfg.serving.backend, cfg.model, cfg.revision, cache_dir)
     seed_everything(cfg)
@@ -432,7 +436,7 @@ def context_cut(backend, rendered: list[RenderedDoc], generation: GenerationSett
     return cut
 
 
-def run_diagnostics(task: Task, docset: DocSet, results: list, split: str, cut: list[int] | None) -> Diagnostics:
+def run_diagnostics(task: Task, docset: DocSet, results: list, split: str | None, cut: list[int] | None) -> Diagnostics:
     """Stage: :func:`repaudit.run.diagnostics.diagnose` with the few-shot facts only the runner knows —
     docs whose own content (``doc_hash``) is among their examples, and a pool that is the evaluation split."""
     pool = {d.doc_id: doc_hash(d.row) for d in docset.pool}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -49,11 +50,13 @@ def metric_variants(task: Task, acc_norm: str = "char_length") -> dict[str, str]
 
 
 def em_options(task: Task, ignore_case: bool | None = None, ignore_punctuation: bool | None = None,
-               regexes_to_ignore: list[str] | None = None) -> ExactMatchOptions:
+               regexes_to_ignore: Sequence[str] | None = None) -> ExactMatchOptions:
     """The task's ``exact_match`` options with the ones given (not ``None``) put in their place."""
-    given = dict(ignore_case=ignore_case, ignore_punctuation=ignore_punctuation,
-                 regexes_to_ignore=None if regexes_to_ignore is None else tuple(regexes_to_ignore))
-    return dataclasses.replace(task.em_options, **{k: v for k, v in given.items() if v is not None})
+    o = task.em_options
+    return dataclasses.replace(
+        o, ignore_case=o.ignore_case if ignore_case is None else ignore_case,
+        ignore_punctuation=o.ignore_punctuation if ignore_punctuation is None else ignore_punctuation,
+        regexes_to_ignore=o.regexes_to_ignore if regexes_to_ignore is None else tuple(regexes_to_ignore))
 
 
 def _lmeval_metrics(task: Task, fn, rd: RenderedDoc, results: list) -> dict[str, float]:
@@ -125,6 +128,8 @@ def doc_result(task: Task, rd: RenderedDoc, answers: list, acc_norm: str = "char
         metrics = {"acc": float(greedy[0])}
         prediction = int(greedy[0])
     else:
+        if rd.gold is None:  # a multiple-choice doc's prompt always names its gold choice (tasks.prompts)
+            raise RepauditError(f"doc {rd.doc.doc_id}: a multiple-choice doc without a gold choice cannot be scored")
         all_metrics = multiple_choice_metrics(lls, rd.choices, rd.gold, greedy, acc_norm,
                                               [a.n_tokens for a in results], uncond)
         metrics = {m: all_metrics[m] for m in task.metrics}

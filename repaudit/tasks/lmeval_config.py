@@ -270,7 +270,8 @@ def task_from_config(name: str, cfg: dict[str, Any], version: float = 1.0) -> Co
         raise RepauditError(f"{where}.fewshot_config.sampler '{fs.get('sampler')}' is not one repaudit implements "
                             "(default, first_n)")
     samples = fs.get("samples")
-    if function_name(samples):  # lm-eval's own list of examples (with the lmeval extra); else fails naming it
+    # lm-eval's own list of examples (with the lmeval extra); else fails naming it
+    if isinstance(samples, str) and function_name(samples):
         samples = resolve("fewshot_config.samples", samples, name)()
     if samples is not None and not (isinstance(samples, list) and all(isinstance(s, dict) for s in samples)):
         raise RepauditError(f"{where}.fewshot_config.samples is {str(samples)[:60]!r}: only a recorded list of docs "

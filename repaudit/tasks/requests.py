@@ -56,6 +56,18 @@ class GenerateRequest:
         later = {k: v for k, v in s.changed().items() if k not in _KEYED}
         return sha256_json(legacy + extra + ([later] if later else []))
 
+    @property
+    def max_gen_toks(self) -> int:
+        """The most tokens to generate: ``settings.max_gen_toks``, which the run resolves for every request (the
+        option, else the task's).
+
+        Raises:
+            ValueError: a request built with it unresolved (None).
+        """
+        if self.settings.max_gen_toks is None:
+            raise ValueError("a generation request without its max_gen_toks")
+        return self.settings.max_gen_toks
+
 
 #: generation fields in the batch key's original layout (the others enter it only when changed)
 _KEYED = {"until", "stop_at_eos", "max_gen_toks", "do_sample", "temperature", "top_p", "top_k", "sampling_seed",

@@ -49,7 +49,8 @@ UNKNOWN = {"", "unknown", "none", "null", "n/a"}
 def results(agg: Aggregate) -> list[tuple[str, str, int, Result]]:
     """``(task, metric, index in evaluation_results, result)`` of every result read (see the module docstring)."""
     names = [r.evaluation_name for r in agg.evaluation_results]
-    out, seen = [], {}
+    out: list[tuple[str, str, int, Result]] = []
+    seen: dict[tuple[str, str], int] = {}
     for i, r in enumerate(agg.evaluation_results):
         mc = r.metric_config
         if names.count(r.evaluation_name) > 1:
@@ -164,7 +165,7 @@ def record(agg: Aggregate, result: Result, index: int, n_docs: int | None) -> Re
     engine = mi.inference_engine
     name, version = (engine, None) if isinstance(engine, str) else (engine.name, engine.version) if engine else (
         None, None)
-    if _known(name):
+    if name is not None and _known(name):
         key = "model_info.inference_engine" + ("" if isinstance(engine, str) else ".name")
         rec.put("serving.backend", ENGINES.get(name.lower(), name), key,
                 note=f"EEE's '{name}'" if name.lower() in ENGINES else "")

@@ -141,7 +141,7 @@ def tasks(rec: Record) -> tuple[dict[str, Recorded], dict[str, TaskOutcome], lis
                      if (r.metric_config.additional_details or {}).get(K_DIRECTION) != "unknown"}
         said = {k: d for k, r in metrics.items() if (d := _declared(r)) is not None}
         if task_docs:
-            warnings += per_doc_warnings(rec.sidecar, task, reported, task_docs, "sidecar's rows", said)
+            warnings += per_doc_warnings(rec.sidecar or rec.path, task, reported, task_docs, "sidecar's rows", said)
         fs[task] = record(rec.agg, first, n, f"evaluation_results[{index[id(first)]}]")
         outcomes[task] = TaskOutcome(task=task, reported=reported, docs=task_docs, n_docs=n,
                                      higher_is_better=direction, declared=said,
@@ -190,7 +190,7 @@ def _docs(rec: Record, metrics: dict[str, set[str]]) -> dict[str, dict[int, DocO
         if task not in metrics and len(metrics) == 1:  # a row named by its benchmark: the record's one task
             task = next(iter(metrics))
         grouped.setdefault(task, {}).setdefault(row.sample_id, []).append((n, row))
-    out = {}
+    out: dict[str, dict[int, DocOutcome]] = {}
     for task, samples in grouped.items():
         numeric = all(s.isdigit() and str(int(s)) == s for s in samples)
         out[task] = {}

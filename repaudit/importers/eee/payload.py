@@ -225,6 +225,6 @@ def _comparable_piece(rec: Record, docs: list[tuple[int, dict[str, Any]]]) -> Pi
     outcome = TaskOutcome(task=o.task, reported=dict(o.reported), docs=outcomes if o.has_docs else None,
                           n_docs=o.n_docs, diagnostics=o.diagnostics, n_original=o.n_original, is_group=o.is_group,
                           higher_is_better=dict(o.higher_is_better), source_name=o.source_name,
-                          metric_names=dict(o.metric_names), declared={k: tuple(v) for k, v in o.declared.items()})
+                          metric_names=dict(o.metric_names), declared=dict(o.declared))
     return Piece(run_sha=_get(rec, K_RUN), source=_get(rec, K_SOURCE), task=o.task, factors=factors,
                  outcome=outcome, notes=notes)

@@ -41,25 +41,27 @@ class Stated:
     num_samples: int | None = None
 
 
-def _finite(*xs: float | None) -> bool:
-    return all(x is not None and math.isfinite(x) for x in xs)
+def _finite(x: float | None) -> float | None:
+    """``x`` where it is a finite number, else None."""
+    return x if x is not None and math.isfinite(x) else None
 
 
 def stderr_of(u: Stated, where: str) -> tuple[float | None, str]:
     """The standard error of the score ``u`` records, and how it was read (empty: the file's own
     ``standard_error``; ``where``: the result's JSON path, for the sentence), or ``(None, "")`` where it records none
     that can be read (a level outside (0, 1), a bound on the wrong side of the score)."""
-    if _finite(u.standard_error) and u.standard_error >= 0:
-        return u.standard_error, ""
-    if _finite(u.lower, u.upper) and u.upper >= u.lower:
-        level = u.level if _finite(u.level) and 0 < u.level < 1 else None
+    se, lo, hi, stated_level, sd = (_finite(x) for x in (u.standard_error, u.lower, u.upper, u.level,
+                                                           u.standard_deviation))
+    if se is not None and se >= 0:
+        return se, ""
+    if lo is not None and hi is not None and hi >= lo:
+        level = stated_level if stated_level is not None and 0 < stated_level < 1 else None
         z = float(-ndtri((1 - (level or ASSUMED_LEVEL)) / 2))
-        plus_minus = (math.isclose(u.lower, -u.upper, abs_tol=1e-12) and u.lower < 0
-                      and not u.lower <= u.score <= u.upper)
+        plus_minus = math.isclose(lo, -hi, abs_tol=1e-12) and lo < 0 and not lo <= u.score <= hi
         if plus_minus:
-            half = u.upper
-        elif u.lower <= u.score <= u.upper:
-            half = max(u.upper - u.score, u.score - u.lower)
+            half = hi
+        elif lo <= u.score <= hi:
+            half = max(hi - u.score, u.score - lo)
         else:
             return None, ""
         said = (f"its stderr from the recorded {'±' + f'{half:g} ' if plus_minus else ''}"
@@ -67,7 +69,7 @@ def stderr_of(u: Stated, where: str) -> tuple[float | None, str]:
                 + (f"; method {u.ci_method}" if u.ci_method else "") + ") as half-width / "
                 + f"{z:.2f}" + ("" if level else f": the record states no level, {100 * ASSUMED_LEVEL:g} % assumed"))
         return half / z, said
-    if _finite(u.standard_deviation) and u.num_samples and u.num_samples > 0 and u.standard_deviation >= 0:
-        return u.standard_deviation / math.sqrt(u.num_samples), (f"its stderr from the recorded standard deviation "
-                                                                  f"and {u.num_samples} samples, sd / √n ({where})")
+    if sd is not None and u.num_samples and u.num_samples > 0 and sd >= 0:
+        return sd / math.sqrt(u.num_samples), (f"its stderr from the recorded standard deviation "
+                                                 f"and {u.num_samples} samples, sd / √n ({where})")
     return None, ""

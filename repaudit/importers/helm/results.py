@@ -27,7 +27,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from repaudit.boundary import InputError, read_json, validate
 from repaudit.hashing import sha256_json, sha256_text
@@ -48,6 +50,8 @@ INSTANCE_ID = re.compile(r"id(\d{1,12})")
 #: the run folder's files
 FILES = ("run_spec.json", "stats.json", "per_instance_stats.json", "scenario_state.json")
 
+M = TypeVar("M", bound=BaseModel)
+
 
 @dataclass
 class HelmParsed:
@@ -57,7 +61,7 @@ class HelmParsed:
     spec: RunSpec
 
 
-def _list(path: Path, model: type, what: str) -> tuple[list[Any], list[str]]:
+def _list(path: Path, model: type[M], what: str) -> tuple[list[M], list[str]]:
     """A JSON array of ``model`` entries, each validated at its index.
 
     Raises:
@@ -66,7 +70,8 @@ def _list(path: Path, model: type, what: str) -> tuple[list[Any], list[str]]:
     obj = read_json(path, what=what)
     if not isinstance(obj, list):
         raise InputError(path, None, f"is a JSON {type(obj).__name__}, not the array of entries a HELM {what} holds")
-    out, notes = [], []
+    out: list[M] = []
+    notes: list[str] = []
     for i, entry in enumerate(obj):
         item, dropped = validate(model, entry, path, prefix=(i,), schema=f"HELM {what}")
         out.append(item)
@@ -118,8 +123,9 @@ def load_helm(folder: Path, spec_obj: Any = None) -> tuple[ComparableRun, HelmPa
 def _doc_ids(keys: list[str]) -> dict[str, int]:
     """Instance id → doc id: N of ``id<N>`` where every id has that form (and N is unique), else file order."""
     numbers = [int(m.group(1)) if (m := INSTANCE_ID.fullmatch(k)) else None for k in keys]
-    if None not in numbers and len(set(numbers)) == len(numbers):
-        return dict(zip(keys, numbers))
+    ids = [n for n in numbers if n is not None]
+    if len(ids) == len(numbers) and len(set(ids)) == len(ids):
+        return dict(zip(keys, ids))
     return {k: i for i, k in enumerate(keys)}
 
 

@@ -250,15 +250,18 @@ def config_from_inspect(path: Path, rec: Recorded, docs: dict[int, Any], model: 
     if (spec.model or "").split("/", 1)[0] in SERVED_PROVIDERS:  # through the endpoint: the conversation as sent
         from repaudit.backends.endpoint import EndpointSettings
 
-        cfg = RunConfig(**common, model=model or served_model_id(spec.model or ""), backend="openai", dtype=None,
-                        device=None, batch_size=1, max_concurrency=int(rec.value("serving.max_concurrency", 8)),
+        # backend, dtype, device, batch_size, max_concurrency: factor names, routed to their records by RunConfig's
+        # wrap validator (the pydantic plugin's __init__ knows only the model's own fields)
+        cfg = RunConfig(**common, model=model or served_model_id(spec.model or ""),  # type: ignore[call-arg]
+                        backend="openai", dtype=None, device=None, batch_size=1,
+                        max_concurrency=int(rec.value("serving.max_concurrency", 8)),
                         endpoint=EndpointSettings(base_url=spec.model_base_url) if spec.model_base_url else None)
         return cfg, _recorded_outcomes(path, docs)
     if model is None and recorded_path and not Path(str(recorded_path)).is_dir():
         raise RepauditError(f"'{path}' ran on the local model '{recorded_path}' (model_args.model_path), which is not "
                             f"a folder here (paths resolve against {Path.cwd()}): pass --model DIR, or --model default "
                             "for the packaged SmolLM2-135M-Instruct")
-    cfg = RunConfig(**common, model=model or str(margs.get("model_path") or need("model.name")),
+    cfg = RunConfig(**common, model=model or str(margs.get("model_path") or need("model.name")),  # type: ignore[call-arg]
                     dtype=str(need("serving.dtype")).removeprefix("torch."), batch_size=int(need("serving.batch_size")),
                     device="cpu", backend="hf")
     return cfg, _recorded_outcomes(path, docs)

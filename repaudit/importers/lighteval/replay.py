@@ -56,7 +56,7 @@ def config_from_lighteval(task: str, rec: Recorded, path: Path, docs: dict[int, 
     if n_shot and not docs:
         raise RepauditError(f"'{path}' is a {n_shot}-shot lighteval run without its details: the examples each doc "
                             "got are known only from them (lighteval's own few-shot draws are not reimplemented)")
-    if n_shot and any(d.fewshot_ids is None for d in docs.values()):
+    if n_shot and docs and any(d.fewshot_ids is None for d in docs.values()):
         raise RepauditError(f"'{path}' is a {n_shot}-shot lighteval run whose details do not list every doc's "
                             "few-shot examples")
     limit = rec.value("data.limit")
@@ -78,8 +78,10 @@ def config_from_lighteval(task: str, rec: Recorded, path: Path, docs: dict[int, 
         raise RepauditError(f"'{path}' ran on lighteval's '{backend}' backend, which repaudit cannot replay")
     batch_size = rec.need("serving.batch_size", path)
     pool = rec.value("fewshot.fewshot_split")
-    return RunConfig(task=ours, model=model or str(rec.need("model.name", path)), data_dir=data_dir,
-                     cache_dir=cache_dir,
+    # split, num_fewshot, prompt_format, dtype, …: factor names, routed to their records by RunConfig's wrap
+    # validator (the pydantic plugin's __init__ knows only the model's own fields)
+    return RunConfig(task=ours, model=model or str(rec.need("model.name", path)),  # type: ignore[call-arg]
+                     data_dir=data_dir, cache_dir=cache_dir,
                      split=split, doc_ids=doc_ids, num_fewshot=n_shot, prompt_format="lmeval", dtype=dtype,
                      batch_size=int(batch_size), device="cpu", backend=backend,
                      fewshot_split=str(pool) if n_shot and pool is not None else None,

@@ -229,7 +229,7 @@ def load_lighteval(results_path: Path, details: list[Path] | None = None,
         docs, leaked, cut = read if read else (None, None, None)
         if dp and read is None:
             run.notes.append(f"{name}: doc ids in '{dp}' are not row indices; docs cannot be paired")
-        if docs:
+        if docs and dp:
             check_per_doc_means(dp, results_path, scores, docs, "details file")
         run.factors[name] = task_record(res, key, name, docs)
         run.tasks[name] = TaskOutcome(task=name, reported=scores, docs=docs, n_docs=len(docs) if docs else None,

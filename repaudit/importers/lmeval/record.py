@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from typing import Any
 
 from repaudit.importers.declared import HarnessDefault, Source, apply_defaults, generative, read_declared, source
 from repaudit.importers.lmeval.fields import (
@@ -167,10 +168,12 @@ def task_record(res: LmevalResults, task: str) -> Recorded:
 
 def _sources(res: LmevalResults, task: str, cfg: TaskConfig | None) -> dict[str, Source]:
     """The dicts the settings fields' lmeval keys name (:data:`SOURCES`)."""
-    config = res.config.model_dump(exclude_none=False, by_alias=True) if res.config else {}
-    config = {k: v for k, v in config.items() if k in (res.config.model_fields_set | set(res.config.model_extra or {}))}
+    config: dict[str, Any] = {}
+    if res.config is not None:  # the keys the file holds
+        held = res.config.model_fields_set | set(res.config.model_extra or {})
+        config = {k: v for k, v in res.config.model_dump(exclude_none=False, by_alias=True).items() if k in held}
     margs = model_args(res.config) or {}
-    top = {k: getattr(res, k) for k in ("system_instruction", "fewshot_as_multiturn", "chat_template")
+    top: dict[str, Any] = {k: getattr(res, k) for k in ("system_instruction", "fewshot_as_multiturn", "chat_template")
            if k in res.model_fields_set}
     return {"config": source(config, "config."), "top": source(top, ""),
             "model_args": {k: (v, f"config.model_args: {k}") for k, v in margs.items()},
@@ -193,8 +196,9 @@ def _gen_source(res: LmevalResults, task: str, cfg: TaskConfig | None) -> Source
 def _identity(rec: Recorded, res: LmevalResults, task: str, cfg: TaskConfig | None) -> None:
     """data.task/task_version/output_type/n_docs/task_hash."""
     rec.put("data.task", task, f"results.{task}")
-    if task in (res.versions or {}):
-        v = res.versions[task]
+    versions = res.versions or {}
+    if task in versions:
+        v = versions[task]
         with contextlib.suppress(TypeError, ValueError, OverflowError):  # 0.4 dev files write "Yaml"
             v = float(v)
         rec.put("data.task_version", v, f"versions.{task}")

@@ -13,7 +13,7 @@ import contextlib
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from repaudit.boundary import LIMITS, InputError, decode, parse_json, read_bytes, validate
 from repaudit.errors import RepauditError
@@ -107,8 +107,9 @@ def read_samples(path: Path, task: str) -> dict[int, DocOutcome]:
             docs[s.doc_id].metrics.update(values)
             if weighted:
                 docs[s.doc_id].weighted = {**(docs[s.doc_id].weighted or {}), **weighted}
-            if isinstance(answer, str) and docs[s.doc_id].extracted is not None:
-                docs[s.doc_id].extracted[flt] = answer
+            extracted = docs[s.doc_id].extracted
+            if isinstance(answer, str) and extracted is not None:
+                extracted[flt] = answer
             continue
         ctx, conts = _context_and_continuations(s.arguments)
         target = s.target
@@ -124,7 +125,7 @@ def read_samples(path: Path, task: str) -> dict[int, DocOutcome]:
     return docs
 
 
-def _pair(v: Any) -> bool:
+def _pair(v: Any) -> TypeGuard[list[float]]:
     """A per-doc ``[log-likelihood, words|bytes]`` pair (wikitext's word_perplexity, bits_per_byte)."""
     return (isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
                                                          and math.isfinite(x) for x in v))
@@ -161,8 +162,8 @@ def _context_and_continuations(arguments: Any) -> tuple[Any, list[str] | None]:
         return None, None
     if not pairs:
         return None, None
-    conts = [c for _, c in pairs]
-    return pairs[0][0], conts if all(isinstance(c, str) for c in conts) else None
+    conts = [c for _, c in pairs if isinstance(c, str)]
+    return pairs[0][0], conts if len(conts) == len(pairs) else None
 
 
 def find_samples(results_path: Path, task: str) -> Path | None:
@@ -265,6 +266,8 @@ def _compute(obj: dict) -> dict:
     from repaudit.vocabulary import recorded
 
     raw = obj.get("total_evaluation_time_seconds")
+    if raw is None:
+        return {}
     try:
         wall = float(raw)
     except (TypeError, ValueError):
@@ -329,7 +332,7 @@ def load_lmeval(results_path: Path, samples: list[Path] | None = None, raw: Any 
         if docs and isinstance(effective, int) and len(docs) < effective:  # a trimmed or partial samples file
             run.notes.append(f"{task}: the samples file holds {len(docs)} of the {effective} docs the results "
                              "report: per-doc values of those docs only (their mean is not the reported score)")
-        elif docs:
+        elif docs and sp is not None:
             check_per_doc_means(sp, results_path, scores, docs, "samples file")
         n = len(docs) if docs else getattr(counts, "effective", None)
         run.factors[task] = task_record(res, task)
